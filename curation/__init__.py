@@ -1,0 +1,1 @@
+"""Dataset builders, one sub-package per benchmark, writing what scifig_tasks reads."""

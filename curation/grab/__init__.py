@@ -1,0 +1,1 @@
+"""GRAB dataset builders."""

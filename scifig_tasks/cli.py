@@ -1,0 +1,133 @@
+"""``scifig``: one command line for evaluation, the offline demo and task discovery.
+
+* ``scifig eval ARGS...`` runs lmms-eval's own CLI in this process with ``ARGS`` unchanged, adds this package's
+  task folder as ``--include_path`` (unless one is given), and — unlike ``lmms-eval``, which exits 0 whatever
+  happened — exits non-zero when a task is not found, data is bad or scoring raised.
+* ``scifig demo --out DIR`` builds a small GRAB-format set locally, scores it through the real lmms-eval CLI with the
+  offline ``scifig_chance`` model and prints the results table. No network, no weights.
+* ``scifig tasks-path`` prints the task folder (for ``lmms-eval --include_path``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+
+class EvalFailed(RuntimeError):
+    """lmms-eval finished without a result for every requested task."""
+
+
+def tasks_path() -> Path:
+    from scifig_tasks.lmms_eval.plugin import TASKS_DIR
+
+    return TASKS_DIR
+
+
+def run_lmms_eval(argv: Sequence[str]) -> list[dict[str, Any]]:
+    """Run lmms-eval's CLI in-process; return its results dicts or raise :class:`EvalFailed`."""
+    import lmms_eval.__main__ as lmms_main
+
+    from scifig_tasks.lmms_eval.plugin import install
+
+    install()
+    argv = list(argv)
+    if "--include_path" not in argv:
+        argv += ["--include_path", str(tasks_path())]
+    outcomes: list[dict[str, Any]] = []
+    failures: list[str] = []
+    evaluate_single = lmms_main.cli_evaluate_single
+
+    def tracked(args: argparse.Namespace) -> Any:
+        try:
+            results, samples = evaluate_single(args)
+        except Exception as exc:
+            failures.append(f"{type(exc).__name__}: {exc}")
+            raise
+        if results is not None:
+            missing = _missing_tasks(args.tasks, results)
+            if missing:
+                failures.append(f"no results for: {', '.join(missing)}")
+            outcomes.append(results)
+        return results, samples
+
+    saved_argv = sys.argv
+    lmms_main.cli_evaluate_single = tracked
+    sys.argv = ["lmms-eval", *argv]
+    try:
+        lmms_main.cli_evaluate()
+    finally:
+        lmms_main.cli_evaluate_single = evaluate_single
+        sys.argv = saved_argv
+    if failures or not outcomes:
+        raise EvalFailed("; ".join(failures) or "lmms-eval produced no results")
+    return outcomes
+
+
+def _missing_tasks(tasks: str | None, results: dict[str, Any]) -> list[str]:
+    found = set(results.get("results", {})) | set(results.get("groups", {}))
+    requested = [name for name in (tasks or "").split(",") if name and "*" not in name and not os.path.exists(name)]
+    return [name for name in requested if name not in found]
+
+
+def results_table(results: dict[str, Any]) -> str:
+    """Markdown table: accuracy with 95% Wilson interval for every task and group, then per GRAB task type."""
+    rows = ["| task | n | accuracy | 95% CI |", "|---|---:|---:|---:|"]
+    entries = {**results.get("results", {}), **results.get("groups", {})}
+    for name in sorted(entries):
+        breakdown = entries[name].get("breakdown,none")
+        if not isinstance(breakdown, dict):
+            continue
+        overall = breakdown["breakdown"]["overall"]["all"]
+        low, high = overall["ci95"]
+        rows.append(f"| {name} | {overall['n']} | {100 * overall['accuracy']:.1f}% | {100 * low:.1f}-{100 * high:.1f}% |")
+    return "\n".join(rows)
+
+
+def demo(out: Path, per_task: int, seed: int) -> int:
+    from curation.grab.minimal import build_minimal_grab
+
+    data = build_minimal_grab(out / "data", per_task=per_task, seed=seed)
+    os.environ["SCIFIG_GRAB_DATA"] = str(data)
+    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    argv = ["--model", "scifig_chance", "--model_args", f"seed={seed}", "--tasks", "grab"]
+    argv += ["--output_path", str(out / "results"), "--log_samples"]
+    (result,) = run_lmms_eval(argv)
+    print(f"\nGRAB (locally built, {4 * per_task} questions) scored through lmms-eval with scifig_chance:\n")
+    print(results_table(result))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="scifig", description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("eval", help="run lmms-eval with this package's tasks; non-zero exit on any failure", add_help=False)
+    demo_parser = commands.add_parser("demo", help="offline GRAB demo through the real lmms-eval CLI")
+    demo_parser.add_argument("--out", type=Path, default=Path("scifig-demo"))
+    demo_parser.add_argument("--per-task", type=int, default=10)
+    demo_parser.add_argument("--seed", type=int, default=0)
+    commands.add_parser("tasks-path", help="print the lmms-eval task folder of this package")
+    args, rest = parser.parse_known_args(argv)
+    if args.command == "eval":
+        try:
+            run_lmms_eval(rest)
+        except EvalFailed as exc:
+            print(f"scifig eval: FAILED: {exc}", file=sys.stderr)
+            return 1
+        return 0
+    if rest:
+        parser.error(f"unrecognised arguments: {' '.join(rest)}")
+    if args.command == "demo":
+        return demo(args.out, args.per_task, args.seed)
+    print(tasks_path())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,214 @@
+"""Benchmark data loading: the published Hugging Face dataset, or local data with the same features.
+
+Local data contract (every benchmark): ``SCIFIG_<BENCH>_DATA`` may point to
+
+* a parquet file (one split, named after the benchmark's default split),
+* a directory of ``<split>.parquet`` files (one split per file), or
+* a directory written by ``Dataset.save_to_disk`` / ``DatasetDict.save_to_disk``.
+
+Whatever the source, the rows are checked against the benchmark's schema before any model is called, and a bad row
+stops the run with a :class:`DataError` naming the file, the row and the column. Images are never decoded here:
+their bytes are only verified, batch by batch, so memory stays flat however large the set.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import datasets
+from PIL import Image as PILImage
+
+from scifig_tasks.core.errors import DataError
+
+# datasets >= 4 has List (Sequence became a function); older releases only have the Sequence class.
+_LIST_FEATURES: tuple[type, ...] = tuple(
+    kind for kind in (getattr(datasets, "List", None), getattr(datasets, "Sequence", None)) if isinstance(kind, type)
+)
+
+RowCheck = Callable[[Any], str | None]
+"""Returns a problem description for a bad cell value, ``None`` when the value is fine."""
+
+
+@dataclass(frozen=True)
+class Column:
+    """One required column: its name, whether it holds images (a single image or a list of them), a cell check."""
+
+    name: str
+    check: RowCheck | None = None
+    image: bool = False
+    image_list: bool = False
+
+
+@dataclass(frozen=True)
+class BenchmarkSource:
+    """Where a benchmark's data lives: its Hub id, its default split, the env var that overrides it, its columns."""
+
+    name: str
+    hub_path: str
+    default_split: str
+    env_var: str
+    columns: tuple[Column, ...]
+
+    def local_path(self, environ: Mapping[str, str] | None = None) -> Path | None:
+        value = (os.environ if environ is None else environ).get(self.env_var, "").strip()
+        return Path(value).expanduser() if value else None
+
+
+def load_benchmark(
+    source: BenchmarkSource, split: str | None = None, hub_path: str | None = None
+) -> datasets.DatasetDict:
+    """Load ``source`` from ``$<env_var>`` when set, else from the Hub; validate every row; return a DatasetDict.
+
+    ``split`` restricts a Hub load to one split (local sources always load whole); ``hub_path`` overrides the
+    published dataset id (e.g. a task YAML's ``dataset_path`` pointing at a fork).
+    """
+    local = source.local_path()
+    if local is not None:
+        splits = _load_local(local, source.default_split)
+    else:
+        wanted = split or source.default_split
+        path = hub_path or source.hub_path
+        splits = {wanted: (datasets.load_dataset(path, split=wanted), f"{path}[{wanted}]")}
+    checked = {}
+    for split_name, (dataset, origin) in splits.items():
+        validate(dataset, source.columns, origin)
+        checked[split_name] = dataset
+    return datasets.DatasetDict(checked)
+
+
+def _load_local(path: Path, default_split: str) -> dict[str, tuple[datasets.Dataset, str]]:
+    if not path.exists():
+        raise DataError(str(path), None, None, "does not exist")
+    if path.is_file():
+        if path.suffix != ".parquet":
+            raise DataError(str(path), None, None, "expected a .parquet file, a directory of <split>.parquet files or a save_to_disk directory")
+        return {default_split: (_read_parquet(path), str(path))}
+    if (path / "dataset_dict.json").exists():
+        loaded = datasets.load_from_disk(str(path))
+        return {name: (ds, str(path / name)) for name, ds in loaded.items()}
+    if (path / "state.json").exists():
+        return {default_split: (datasets.load_from_disk(str(path)), str(path))}
+    files = sorted(path.glob("*.parquet"))
+    if not files:
+        raise DataError(str(path), None, None, "holds no <split>.parquet file and is not a save_to_disk directory")
+    return {file.stem: (_read_parquet(file), str(file)) for file in files}
+
+
+def _read_parquet(path: Path) -> datasets.Dataset:
+    try:
+        return datasets.Dataset.from_parquet(str(path))
+    except Exception as exc:  # pyarrow raises several types for a damaged file
+        raise DataError(str(path), None, None, f"cannot be read as parquet ({type(exc).__name__}: {exc})") from exc
+
+
+def validate(dataset: datasets.Dataset, columns: tuple[Column, ...], origin: str, batch_size: int = 64) -> None:
+    """Check every required column and cell; raise :class:`DataError` at the first bad one."""
+    missing = [column.name for column in columns if column.name not in dataset.column_names]
+    if missing:
+        raise DataError(origin, None, missing[0], f"missing column (the file has: {', '.join(dataset.column_names)})")
+    raw = dataset.select_columns([column.name for column in columns])
+    for column in columns:
+        if column.image or column.image_list:
+            raw = raw.cast_column(column.name, _undecoded(raw.features[column.name]))
+    for offset, batch in _batches(raw, batch_size):
+        for column in columns:
+            for index, value in enumerate(batch[column.name]):
+                problem = _cell_problem(column, value)
+                if problem is not None:
+                    raise DataError(origin, offset + index, column.name, problem)
+
+
+def _undecoded(feature: Any) -> Any:
+    if isinstance(feature, datasets.Image):
+        return datasets.Image(decode=False)
+    if _is_image_list(feature):
+        return type(feature)(datasets.Image(decode=False))
+    return feature
+
+
+def _is_image_list(feature: Any) -> bool:
+    return isinstance(feature, _LIST_FEATURES) and isinstance(feature.feature, datasets.Image)
+
+
+def _batches(dataset: datasets.Dataset, batch_size: int) -> Iterator[tuple[int, dict[str, list[Any]]]]:
+    for offset in range(0, len(dataset), batch_size):
+        yield offset, dataset[offset : offset + batch_size]
+
+
+def _cell_problem(column: Column, value: Any) -> str | None:
+    if value is None:
+        return "value is missing (null)"
+    if column.image:
+        return image_problem(value)
+    if column.image_list:
+        if not isinstance(value, list) or not value:
+            return "expected a non-empty list of images"
+        for position, item in enumerate(value):
+            problem = image_problem(item)
+            if problem is not None:
+                return f"image {position}: {problem}"
+        return None
+    return column.check(value) if column.check is not None else None
+
+
+def image_problem(value: Any) -> str | None:
+    """Verify an undecoded image cell (``{"bytes", "path"}``) without decoding its pixels."""
+    if not isinstance(value, dict):
+        return f"expected an image, got {type(value).__name__}"
+    data, path = value.get("bytes"), value.get("path")
+    try:
+        if data:
+            with PILImage.open(io.BytesIO(data)) as image:
+                image.verify()
+        elif path:
+            with PILImage.open(path) as image:
+                image.verify()
+        else:
+            return "image has neither bytes nor a path"
+    except Exception as exc:  # PIL raises many types for damaged data
+        return f"image bytes are not a readable image ({type(exc).__name__}: {exc})"
+    return None
+
+
+def expect_str(allowed: tuple[str, ...] | None = None, non_empty: bool = True) -> RowCheck:
+    """A check for string cells, optionally from a closed vocabulary."""
+
+    def check(value: Any) -> str | None:
+        if not isinstance(value, str):
+            return f"expected a string, got {type(value).__name__} {value!r}"
+        if non_empty and not value.strip():
+            return "expected a non-empty string"
+        if allowed is not None and value not in allowed:
+            return f"unknown value {value!r} (expected one of: {', '.join(allowed)})"
+        return None
+
+    return check
+
+
+def expect_int(low: int | None = None, high: int | None = None) -> RowCheck:
+    """A check for integer cells within ``[low, high]``."""
+
+    def check(value: Any) -> str | None:
+        if isinstance(value, bool) or not isinstance(value, int):
+            return f"expected an integer, got {type(value).__name__} {value!r}"
+        if (low is not None and value < low) or (high is not None and value > high):
+            return f"value {value} outside [{low}, {high}]"
+        return None
+
+    return check
+
+
+def without_media(dataset: datasets.Dataset) -> datasets.Dataset:
+    """The same rows without image/audio columns (what scoring code needs; nothing to decode)."""
+    media = [
+        name
+        for name, feature in dataset.features.items()
+        if isinstance(feature, datasets.Image | datasets.Audio)
+        or _is_image_list(feature)
+    ]
+    return dataset.remove_columns(media) if media else dataset

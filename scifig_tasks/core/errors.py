@@ -1,0 +1,16 @@
+"""Loud, precise errors: bad data names the file, the row and the column."""
+
+from __future__ import annotations
+
+
+class DataError(ValueError):
+    """A data problem located by file, 0-based row and column (``None`` when the whole file or split is at fault)."""
+
+    def __init__(self, origin: str, row: int | None, column: str | None, problem: str) -> None:
+        self.origin, self.row, self.column, self.problem = origin, row, column, problem
+        where = origin
+        if row is not None:
+            where += f", row {row} (0-based)"
+        if column is not None:
+            where += f", column {column!r}"
+        super().__init__(f"{where}: {problem}")

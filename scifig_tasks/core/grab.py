@@ -1,0 +1,183 @@
+"""GRAB protocol (Roberts et al. 2024, "GRAB: A Challenging GRaph Analysis Benchmark for LMMs").
+
+One implementation of every GRAB rule that changes a score:
+
+* the inference prompt of the GRAB README: ``{question}`` + a fixed instruction;
+* the core metric, exact match: strip the output's leading whitespace, truncate it to the length of the
+  ground-truth string, compare with ``==`` (so ``" 15.3"`` is correct against ``"15"``, ``"1"`` is wrong against
+  ``"10"``);
+* the ablation metric: an LLM extracts the answer with the paper's prompt, then the same exact match;
+* the precision class of a question, read from its precision sentence (there is no precision column).
+
+Outputs that are lmms-eval's request-failure marker or empty are scored wrong and flagged, never sent to a judge.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from scifig_tasks.core.stats import Tally
+
+if TYPE_CHECKING:
+    from scifig_tasks.core.judge import JudgeClient
+
+TASKS: tuple[str, ...] = ("properties", "function", "series", "transform")
+"""The ``task`` values of the published data (the paper says Properties, Functions, Series, Transforms)."""
+
+CATEGORIES: tuple[str, ...] = (
+    "Intercepts and Gradients",
+    "Stationary Points",
+    "Measures of Spread",
+    "Trigonometric",
+    "Functions",
+    "Counting",
+    "Extrema",
+    "Area Bounded",
+    "Correlation",
+    "Range",
+)
+MAX_COMPLEXITY = 9
+
+PROMPT_SUFFIX = "\n Only provide the answer, no reasoning steps. If you are unsure, still provide an answer. Answer: \n"
+
+EXTRACTION_PROMPT = (
+    'A generative model has been asked this question: "{question}" about a plot.\n'
+    ' The output from the model answering the question is: "{output}"\n'
+    " Extract just the answer from the generative model output. Maintain the same precision given by the model."
+    ' Convert any numbers to digits (e.g., "one" to "1"). Remove any additional terms like \'approximately\'.'
+    " Return only the extracted numeric answer, without any additional text or explanation."
+    ' If no answer is provided, return "None".'
+)
+
+REQUEST_FAILED_MARKER = "[LMMS_EVAL_REQUEST_FAILED"
+"""Prefix lmms-eval's API models return as if it were an answer when every retry failed."""
+
+Precision = Literal["integer", "1dp", "nearest10", "list", "equation"]
+PRECISIONS: tuple[str, ...] = ("integer", "1dp", "nearest10", "list", "equation")
+
+# Checked in this order: the list and equation questions also end with the integer sentence.
+_PRECISION_MARKERS: tuple[tuple[str, Precision], ...] = (
+    ("Write your answer in the form [", "list"),
+    ("Write your answer in the form y =", "equation"),
+    ("Give your answer to 1 decimal place.", "1dp"),
+    ("Give your answer to the nearest 10.", "nearest10"),
+    ("Give your answer as an integer.", "integer"),
+)
+
+OutputStatus = Literal["ok", "empty", "request_failed"]
+
+
+def build_prompt(question: str) -> str:
+    """The GRAB README inference prompt: the question followed by the fixed answer instruction."""
+    return f"{question}{PROMPT_SUFFIX}"
+
+
+def precision_of(question: str) -> Precision:
+    """Precision class stated by the question's precision sentence; raises if the question states none."""
+    for marker, precision in _PRECISION_MARKERS:
+        if marker in question:
+            return precision
+    raise ValueError(f"GRAB question states no known precision sentence: {question[-120:]!r}")
+
+
+def output_status(output: str | None) -> OutputStatus:
+    """Classify a raw model output: usable text, nothing, or lmms-eval's request-failure marker."""
+    if output is None or not output.strip():
+        return "empty"
+    if output.lstrip().startswith(REQUEST_FAILED_MARKER):
+        return "request_failed"
+    return "ok"
+
+
+def exact_match(output: str | None, answer: str) -> bool:
+    """GRAB core metric: leading whitespace stripped, output truncated to ``len(answer)``, compared with ``==``."""
+    if output is None:
+        return False
+    return output.lstrip()[: len(answer)] == answer
+
+
+def extraction_prompt(question: str, output: str) -> str:
+    """The paper's LLM-extraction prompt for one model output."""
+    return EXTRACTION_PROMPT.format(question=question, output=output)
+
+
+@dataclass(frozen=True)
+class GrabScore:
+    """Per-question outcome of either GRAB protocol; ``judge`` records how the ablation extractor was used."""
+
+    correct: bool
+    output_status: OutputStatus
+    judge: Literal["not_used", "judged", "judge_failed", "judge_off"] = "not_used"
+    extracted: str | None = None
+
+
+def score_exact(output: str | None, answer: str) -> GrabScore:
+    """Score one output with the core exact-match protocol."""
+    status = output_status(output)
+    return GrabScore(correct=status == "ok" and exact_match(output, answer), output_status=status)
+
+
+def score_extracted(
+    output: str | None,
+    answer: str,
+    judge_status: Literal["judged", "judge_failed", "judge_off"],
+    judge_text: str | None,
+) -> GrabScore:
+    """Score one output with the LLM-extraction protocol given the judge's reply (``None`` when it failed).
+
+    A failed or disabled judge leaves the question wrong and flagged: the raw output is never scored in its place.
+    """
+    status = output_status(output)
+    if status != "ok":
+        return GrabScore(correct=False, output_status=status)
+    if judge_status != "judged" or judge_text is None:
+        return GrabScore(correct=False, output_status=status, judge=judge_status)
+    extracted = judge_text.strip()
+    correct = extracted != "None" and exact_match(extracted, answer)
+    return GrabScore(correct=correct, output_status=status, judge="judged", extracted=extracted)
+
+
+def score_doc(doc: Mapping[str, Any], output: str | None, judge: JudgeClient | None = None, *, llm_extract: bool = False) -> GrabScore:
+    """Score one GRAB row; with ``llm_extract`` the judge extracts the answer first (paper ablation)."""
+    if not llm_extract:
+        return score_exact(output, doc["answer"])
+    if output_status(output) != "ok":
+        return score_extracted(output, doc["answer"], "judge_off", None)
+    if judge is None:
+        return score_extracted(output, doc["answer"], "judge_off", None)
+    result = judge.complete(extraction_prompt(doc["question"], output or ""))
+    return score_extracted(output, doc["answer"], result.status, result.text)
+
+
+def sample_record(doc: Mapping[str, Any], score: GrabScore) -> dict[str, Any]:
+    """The per-question record kept in sample logs and tallied into the breakdown."""
+    return {
+        "pid": doc["pid"],
+        "task": doc["task"],
+        "category": doc["category"],
+        "complexity": doc["complexity"],
+        "precision": precision_of(doc["question"]),
+        "correct": int(score.correct),
+        "output_status": score.output_status,
+        "judge": score.judge,
+        "extracted": score.extracted,
+    }
+
+
+def breakdown(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """Accuracy overall, per task, category, complexity (0-9) and precision, with 95% Wilson intervals and flags."""
+    tally = Tally()
+    for record in records:
+        tally.add(
+            bool(record["correct"]),
+            {key: record[key] for key in ("task", "category", "complexity", "precision")},
+            {"output_status": record["output_status"], "judge": record["judge"]},
+        )
+    return tally.to_dict()
+
+
+def merge_breakdowns(parts: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """Exact breakdown of a group of subtasks, recomputed from their counts (micro over questions)."""
+    return Tally.from_dicts(parts).to_dict()

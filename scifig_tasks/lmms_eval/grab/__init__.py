@@ -1,0 +1,1 @@
+"""GRAB tasks for lmms-eval (Roberts et al. 2024)."""

@@ -1,0 +1,67 @@
+"""GRAB task hooks for lmms-eval: thin adapters over :mod:`scifig_tasks.core.grab` (prompt, scoring, breakdown)."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+import datasets
+from PIL import Image
+
+from scifig_tasks.core import grab
+from scifig_tasks.core.images import to_rgb
+from scifig_tasks.core.judge import get_judge
+
+
+def grab_doc_to_visual(doc: dict[str, Any]) -> list[Image.Image]:
+    return [to_rgb(doc["decoded_image"])]
+
+
+def grab_doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, Any] | None = None) -> str:
+    return grab.build_prompt(doc["question"])
+
+
+def grab_doc_to_messages(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, Any] | None = None) -> list[dict]:
+    content = [{"type": "image", "url": image} for image in grab_doc_to_visual(doc)]
+    content.append({"type": "text", "text": grab_doc_to_text(doc)})
+    return [{"role": "user", "content": content}]
+
+
+def _select_task(dataset: datasets.Dataset, task: str, needs_judge: bool = False) -> datasets.Dataset:
+    if needs_judge and get_judge() is None:
+        raise RuntimeError(
+            "GRAB LLM-extraction scoring needs a judge: set SCIFIG_JUDGE_BASE_URL and SCIFIG_JUDGE_MODEL "
+            "(or SCIFIG_JUDGE=<preset>); SCIFIG_JUDGE=off disables it."
+        )
+    return dataset.filter(lambda value: value == task, input_columns="task", desc=f"GRAB {task}")
+
+
+grab_properties_docs = partial(_select_task, task="properties")
+grab_functions_docs = partial(_select_task, task="function")
+grab_series_docs = partial(_select_task, task="series")
+grab_transforms_docs = partial(_select_task, task="transform")
+grab_properties_docs_llm_extract = partial(_select_task, task="properties", needs_judge=True)
+grab_functions_docs_llm_extract = partial(_select_task, task="function", needs_judge=True)
+grab_series_docs_llm_extract = partial(_select_task, task="series", needs_judge=True)
+grab_transforms_docs_llm_extract = partial(_select_task, task="transform", needs_judge=True)
+
+
+def _results(doc: dict[str, Any], results: list[str | None], llm_extract: bool) -> dict[str, Any]:
+    score = grab.score_doc(doc, results[0], get_judge() if llm_extract else None, llm_extract=llm_extract)
+    return {"accuracy": float(score.correct), "breakdown": grab.sample_record(doc, score)}
+
+
+def grab_process_results(doc: dict[str, Any], results: list[str | None]) -> dict[str, Any]:
+    return _results(doc, results, llm_extract=False)
+
+
+def grab_process_results_llm_extract(doc: dict[str, Any], results: list[str | None]) -> dict[str, Any]:
+    return _results(doc, results, llm_extract=True)
+
+
+def grab_breakdown(records: list[dict[str, Any]]) -> dict[str, Any]:
+    return grab.breakdown(records)
+
+
+def grab_breakdown_group(parts: list[dict[str, Any]], sizes: list[int], weight_by_size: bool = True) -> dict[str, Any]:
+    return grab.merge_breakdowns(parts)

@@ -1,0 +1,94 @@
+"""lmms-eval plugin: registers ``scifig_chance`` and makes plain ``lmms-eval --tasks grab`` find this package's tasks.
+
+Mechanism. lmms-eval 0.7 has no task-plugin hook, but it loads every ``lmms_eval.models`` entry point when
+``lmms_eval.models`` is imported, and its evaluator imports that module before it builds a ``TaskManager``.
+This package's entry point (``scifig = scifig_tasks.lmms_eval.plugin:manifests``) therefore:
+
+1. returns the model manifests (the documented use of the group);
+2. appends this folder (``scifig_tasks/lmms_eval``) to the search path of every ``TaskManager`` — after the
+   user's ``--include_path`` entries, so built-in and user tasks with the same name keep precedence;
+3. routes the data loading of tasks whose YAML ``metadata`` names a ``scifig_source`` through
+   :func:`scifig_tasks.core.data.load_benchmark`: the Hub dataset of the YAML's ``dataset_path``, or local data from
+   ``SCIFIG_<BENCH>_DATA``, validated row by row before any model is called. Other tasks are untouched.
+
+Both patches are idempotent. ``--include_path $(scifig tasks-path)`` reaches the same folder explicitly.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+TASKS_DIR = Path(__file__).resolve().parent
+
+
+def manifests() -> list[Any]:
+    """Entry-point payload for the ``lmms_eval.models`` group."""
+    from lmms_eval.models.registry_v2 import ModelManifest
+
+    install()
+    return [ModelManifest(model_id="scifig_chance", simple_class_path="scifig_tasks.lmms_eval.chance_model.ScifigChance")]
+
+
+def install() -> None:
+    """Patch lmms-eval's TaskManager (task discovery) and ConfigurableTask (data loading); safe to call twice."""
+    from lmms_eval.api.task import ConfigurableTask
+    from lmms_eval.tasks import TaskManager
+
+    if getattr(TaskManager, "_scifig_tasks_dir", None) is None:
+        find_tasks = TaskManager.initialize_tasks
+
+        def initialize_tasks(self: Any, include_path: Any = None, include_defaults: bool = True) -> Any:
+            paths = [] if include_path is None else [include_path] if isinstance(include_path, str) else list(include_path)
+            if not any(Path(path).resolve() == TASKS_DIR for path in paths):
+                paths.append(str(TASKS_DIR))
+            return find_tasks(self, include_path=paths, include_defaults=include_defaults)
+
+        TaskManager.initialize_tasks = initialize_tasks
+        TaskManager._scifig_tasks_dir = TASKS_DIR
+
+    if not getattr(ConfigurableTask, "_scifig_download", False):
+        download = ConfigurableTask.download
+
+        def download_scifig_source(self: Any, dataset_kwargs: Any = None) -> None:
+            if scifig_source(self.config) is None:
+                return download(self, dataset_kwargs)
+            return load_task_data(self)
+
+        ConfigurableTask.download = download_scifig_source
+        ConfigurableTask._scifig_download = True
+
+
+def scifig_source(config: Any) -> str | None:
+    """The ``metadata.scifig_source`` of a task config (``None`` for tasks that are not this package's)."""
+    metadata = getattr(config, "metadata", None)
+    entries = metadata if isinstance(metadata, list) else [metadata]
+    for entry in entries:
+        if isinstance(entry, dict) and "scifig_source" in entry:
+            return str(entry["scifig_source"])
+    return None
+
+
+def load_task_data(task: Any) -> None:
+    """Fill ``task.dataset`` / ``task.dataset_no_image`` the way lmms-eval's own loader does, from our source."""
+    import datasets
+
+    from scifig_tasks.core.data import load_benchmark, without_media
+    from scifig_tasks.core.errors import DataError
+    from scifig_tasks.core.sources import SOURCES
+
+    config = task.config
+    source = SOURCES[scifig_source(config)]
+    split = config.test_split
+    loaded = load_benchmark(source, split=split, hub_path=task.DATASET_PATH)
+    if split not in loaded:
+        origin = str(source.local_path() or task.DATASET_PATH)
+        raise DataError(origin, None, None, f"has no split {split!r} (found: {', '.join(loaded)})")
+    evaluated = loaded[split]
+    if config.process_docs is not None:
+        evaluated = config.process_docs(evaluated)
+    task.dataset = datasets.DatasetDict({split: evaluated})
+    if config.process_results_use_image:
+        task.dataset_no_image = task.dataset
+    else:
+        task.dataset_no_image = datasets.DatasetDict({split: without_media(evaluated)})
