@@ -83,7 +83,7 @@ def results_table(results: dict[str, Any]) -> str:
         breakdown = entries[name].get("breakdown,none")
         if not isinstance(breakdown, dict):
             continue
-        overall = breakdown["breakdown"]["overall"]["all"]
+        overall = breakdown["overall"]["all"]
         low, high = overall["ci95"]
         rows.append(f"| {name} | {overall['n']} | {100 * overall['accuracy']:.1f}% | {100 * low:.1f}-{100 * high:.1f}% |")
     return "\n".join(rows)

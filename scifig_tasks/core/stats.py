@@ -26,9 +26,10 @@ def wilson_interval(correct: int, total: int, z: float = Z_95) -> tuple[float, f
 
 
 def cell(correct: int, total: int) -> dict[str, Any]:
-    """One table cell: counts, accuracy (fraction) and its 95% Wilson interval."""
+    """One table cell: counts, accuracy (fraction) and its 95% Wilson interval (4 decimals)."""
     low, high = wilson_interval(correct, total)
-    return {"n": total, "correct": correct, "accuracy": correct / total if total else None, "ci95": [low, high]}
+    accuracy = round(correct / total, 4) if total else None
+    return {"n": total, "correct": correct, "accuracy": accuracy, "ci95": [round(low, 4), round(high, 4)]}
 
 
 class Tally:
@@ -48,22 +49,25 @@ class Tally:
             bucket[value] = bucket.get(value, 0) + 1
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready breakdown; ``counts`` keeps the raw tallies so breakdowns can be merged again."""
-        table = {
+        """JSON-ready breakdown: ``{dimension: {key: cell}}`` plus ``flags``; cells keep counts, so it merges again."""
+        table: dict[str, Any] = {
             dimension: {key: cell(*slot) for key, slot in sorted(keys.items(), key=_natural)}
             for dimension, keys in self.counts.items()
         }
-        return {"breakdown": table, "flags": self.flags, "counts": self.counts}
+        table["flags"] = self.flags
+        return table
 
     @classmethod
     def from_dicts(cls, parts: Iterable[Mapping[str, Any]]) -> Tally:
         tally = cls()
         for part in parts:
-            for dimension, keys in part["counts"].items():
-                for key, (correct, total) in keys.items():
+            for dimension, keys in part.items():
+                if dimension == "flags":
+                    continue
+                for key, value in keys.items():
                     slot = tally.counts.setdefault(dimension, {}).setdefault(key, [0, 0])
-                    slot[0] += correct
-                    slot[1] += total
+                    slot[0] += value["correct"]
+                    slot[1] += value["n"]
             for name, values in part["flags"].items():
                 bucket = tally.flags.setdefault(name, {})
                 for value, count in values.items():

@@ -1,0 +1,1 @@
+"""Model and judge presets, installed as the ``scifig_model_configs`` package."""

@@ -1,0 +1,403 @@
+"""Shared LLM judge client used by every benchmark for LLM answer extraction.
+
+Rule implemented: a judgement is one temperature-0 chat completion from a single OpenAI-compatible endpoint
+(``POST {base_url}/chat/completions``), and asking the judge never breaks an evaluation run:
+
+* Configuration comes from the environment: ``SCIFIG_JUDGE_BASE_URL``, ``SCIFIG_JUDGE_MODEL`` and
+  ``SCIFIG_JUDGE_API_KEY`` (falling back to ``OPENAI_API_BASE`` / ``OPENAI_API_KEY``), plus the optional knobs
+  ``SCIFIG_JUDGE_MAX_CONCURRENCY``, ``SCIFIG_JUDGE_TIMEOUT_S``, ``SCIFIG_JUDGE_MAX_RETRIES``,
+  ``SCIFIG_JUDGE_MAX_TOKENS`` and ``SCIFIG_JUDGE_CACHE``. ``SCIFIG_JUDGE=off`` switches judging off;
+  ``SCIFIG_JUDGE=<preset>`` starts from ``model_configs/judges/<preset>.yaml`` (or a YAML path), and the
+  environment variables above override the preset's fields.
+* At most ``max_concurrency`` requests per client are in flight, whatever the number of calling threads.
+* HTTP 429, 5xx, timeouts, connection errors and malformed replies are retried with capped exponential backoff
+  (plus jitter, honouring ``Retry-After``); any other 4xx fails at once. When retries run out the result is
+  ``judge_failed`` -- ``complete`` never raises for network, HTTP or JSON problems.
+* Successful judgements are cached on disk, keyed by sha256 of (model, max_tokens, prompt), so a rerun makes no
+  repeated calls; failures are not cached.
+* The API key only ever travels in the ``Authorization`` header: it is kept out of reprs, logs, errors and cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import random
+import re
+import tempfile
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+import httpx
+import yaml
+from tqdm.auto import tqdm
+
+logger = logging.getLogger("scifig.judge")
+
+_OFF = frozenset({"off", "0", "false", "no", "none", "disabled"})
+_NO_PRESET = frozenset({"", "on", "1", "true", "yes"})
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+# Preset fields and their types; the optional ones can also be overridden by SCIFIG_JUDGE_<FIELD> variables.
+_PRESET_REQUIRED: dict[str, type] = {"base_url": str, "model": str, "api_key_env": str}
+_PRESET_OPTIONAL: dict[str, type] = {"max_concurrency": int, "timeout_s": float, "max_retries": int, "max_tokens": int}
+
+
+def _default_cache_dir(environ: Mapping[str, str]) -> Path:
+    return Path(environ.get("SCIFIG_JUDGE_CACHE") or "~/.cache/scifig/judge").expanduser()
+
+
+def _normalise_base_url(base_url: str) -> str:
+    url = base_url.strip().rstrip("/")
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"judge base_url must be an http(s) URL such as http://127.0.0.1:8000/v1, got {base_url!r}")
+    return url
+
+
+@dataclass(frozen=True)
+class JudgeConfig:
+    """Where and how to ask the judge. ``api_key`` is excluded from ``repr``."""
+
+    base_url: str
+    model: str
+    api_key: str | None = field(default=None, repr=False)
+    max_concurrency: int = 8
+    timeout_s: float = 60.0
+    max_retries: int = 5  # retries after the first attempt
+    backoff_initial_s: float = 1.0
+    backoff_max_s: float = 30.0
+    max_tokens: int | None = None
+    cache_dir: Path = field(default_factory=lambda: _default_cache_dir(os.environ))
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "base_url", _normalise_base_url(self.base_url))
+        object.__setattr__(self, "cache_dir", Path(self.cache_dir).expanduser())
+        if not self.model.strip():
+            raise ValueError("judge model must be a non-empty string")
+        if self.max_concurrency < 1:
+            raise ValueError(f"judge max_concurrency must be >= 1, got {self.max_concurrency}")
+        if self.max_retries < 0:
+            raise ValueError(f"judge max_retries must be >= 0, got {self.max_retries}")
+        if self.timeout_s <= 0:
+            raise ValueError(f"judge timeout_s must be > 0, got {self.timeout_s}")
+        if self.max_tokens is not None and self.max_tokens < 1:
+            raise ValueError(f"judge max_tokens must be >= 1, got {self.max_tokens}")
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> JudgeConfig | None:
+        """Build the configuration from ``environ`` (default ``os.environ``); None when off or not configured.
+
+        Raises ValueError for a bad preset or a malformed numeric variable.
+        """
+        env = os.environ if environ is None else environ
+        choice = env.get("SCIFIG_JUDGE", "").strip()
+        if choice.lower() in _OFF:
+            return None
+        if choice.lower() in _NO_PRESET:
+            preset: dict[str, Any] = {}
+            base_url = env.get("SCIFIG_JUDGE_BASE_URL") or env.get("OPENAI_API_BASE")
+            api_key = env.get("SCIFIG_JUDGE_API_KEY") or env.get("OPENAI_API_KEY")
+        else:  # a preset's endpoint never silently picks up the generic OPENAI_* settings
+            preset = load_preset(choice)
+            base_url = env.get("SCIFIG_JUDGE_BASE_URL") or preset["base_url"]
+            api_key = env.get("SCIFIG_JUDGE_API_KEY") or env.get(preset["api_key_env"])
+        model = env.get("SCIFIG_JUDGE_MODEL") or preset.get("model")
+        if not base_url or not model:
+            return None
+        knobs: dict[str, Any] = {}
+        for name, kind in _PRESET_OPTIONAL.items():
+            variable = f"SCIFIG_JUDGE_{name.upper()}"
+            raw = env.get(variable, "").strip()
+            try:
+                value = kind(raw) if raw else preset.get(name)
+            except ValueError:
+                raise ValueError(f"{variable}={raw!r} is not a valid {kind.__name__}") from None
+            if value is not None:
+                knobs[name] = value
+        return cls(base_url=base_url, model=model, api_key=api_key or None, cache_dir=_default_cache_dir(env), **knobs)
+
+
+def _preset_source(name_or_path: str) -> tuple[str, str]:
+    """Return (where, YAML text) for a preset name in ``scifig_model_configs/judges`` or a path to a YAML file."""
+    path = Path(name_or_path).expanduser()
+    if path.suffix in (".yaml", ".yml") or len(path.parts) > 1:
+        if not path.is_file():
+            raise ValueError(f"judge preset file not found: {path}")
+        return str(path), path.read_text(encoding="utf-8")
+    try:
+        presets: Any = resources.files("scifig_model_configs") / "judges"
+    except ModuleNotFoundError:  # source checkout: the package is the top-level model_configs/ folder
+        presets = Path(__file__).resolve().parents[2] / "model_configs" / "judges"
+    preset = presets / f"{name_or_path}.yaml"
+    if not preset.is_file():
+        shipped = presets.iterdir() if presets.is_dir() else []
+        names = sorted(p.name[: -len(".yaml")] for p in shipped if p.name.endswith(".yaml"))
+        raise ValueError(
+            f"unknown judge preset {name_or_path!r} (SCIFIG_JUDGE); available: {', '.join(names) or 'none'}; "
+            "or give a path to a YAML file, or 'off'"
+        )
+    return str(preset), preset.read_text(encoding="utf-8")
+
+
+def load_preset(name_or_path: str) -> dict[str, Any]:
+    """Load and validate a judge preset; ValueError naming the file and the offending key on any problem."""
+    source, text = _preset_source(name_or_path)
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ValueError(f"judge preset {source}: invalid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"judge preset {source}: expected a mapping of fields, got {type(data).__name__}")
+    allowed = _PRESET_REQUIRED | _PRESET_OPTIONAL
+    for key in data:
+        if key not in allowed:
+            raise ValueError(f"judge preset {source}: unknown key {key!r} (allowed: {', '.join(allowed)})")
+    for key in _PRESET_REQUIRED:
+        if key not in data:
+            raise ValueError(f"judge preset {source}: missing required key {key!r}")
+    preset: dict[str, Any] = {}
+    for key, value in data.items():
+        kind = allowed[key]
+        if kind is str:
+            if not isinstance(value, str) or not value.strip():
+                raise ValueError(f"judge preset {source}: key {key!r} must be a non-empty string")
+            if key == "api_key_env" and not _ENV_NAME.fullmatch(value):  # the value is not echoed: it may be a key
+                raise ValueError(f"judge preset {source}: key 'api_key_env' must name an environment variable")
+            preset[key] = value.strip()
+        elif key == "max_tokens" and value is None:
+            continue
+        else:
+            numeric = (int, float) if kind is float else (int,)
+            positive = key != "max_retries"
+            if isinstance(value, bool) or not isinstance(value, numeric) or value < 0 or (positive and value == 0):
+                sign = "positive" if positive else "non-negative"
+                raise ValueError(f"judge preset {source}: key {key!r} must be a {sign} {kind.__name__}")
+            preset[key] = kind(value)
+    return preset
+
+
+@dataclass(frozen=True)
+class JudgeResult:
+    """Outcome of one judge call; ``text`` is the judge's reply when ``status == "judged"``."""
+
+    status: Literal["judged", "judge_failed", "judge_off"]
+    text: str | None
+    cached: bool = False
+    error: str | None = None  # short reason, never containing the API key
+
+
+def judge_off_result() -> JudgeResult:
+    """The result benchmarks record when judging is switched off or not configured."""
+    return JudgeResult(status="judge_off", text=None)
+
+
+@dataclass(frozen=True)
+class _Failure:
+    error: str
+    retryable: bool = True
+    retry_after: float | None = None
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    try:
+        return max(0.0, float(response.headers["retry-after"]))
+    except (KeyError, ValueError):  # absent, or an HTTP date (not worth parsing)
+        return None
+
+
+def _is_loopback(url: str) -> bool:
+    return urlsplit(url).hostname in ("127.0.0.1", "localhost", "::1")
+
+
+class JudgeClient:
+    """Thread-safe client for one judge configuration; share it (see ``get_judge``) so the bound holds globally.
+
+    ``stats`` partitions calls: ``judged`` (fresh HTTP judgements) + ``cache_hits`` + ``failed``; ``requests``
+    counts HTTP attempts including retries.
+    """
+
+    def __init__(self, config: JudgeConfig) -> None:
+        self.config = config
+        headers = {"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}
+        self._http = httpx.Client(
+            headers=headers,
+            timeout=config.timeout_s,
+            # the semaphore is the bound: waiting for a slot must never count against the request timeout
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=config.max_concurrency),
+            trust_env=not _is_loopback(config.base_url),  # never route a local judge through an env proxy
+        )
+        self._url = f"{config.base_url}/chat/completions"
+        self._slots = threading.BoundedSemaphore(config.max_concurrency)
+        self._lock = threading.Lock()
+        self._stats = dict.fromkeys(("requests", "cache_hits", "judged", "failed"), 0)
+
+    def __repr__(self) -> str:
+        return f"JudgeClient(model={self.config.model!r}, base_url={self.config.base_url!r})"
+
+    def __enter__(self) -> JudgeClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    @property
+    def stats(self) -> dict[str, int]:
+        with self._lock:
+            return dict(self._stats)
+
+    def _bump(self, name: str) -> None:
+        with self._lock:
+            self._stats[name] += 1
+
+    def complete(self, prompt: str, *, max_tokens: int | None = None) -> JudgeResult:
+        """Ask the judge (or the cache); returns ``judged`` or ``judge_failed`` and never raises for I/O problems."""
+        max_tokens = self.config.max_tokens if max_tokens is None else max_tokens
+        entry = {"model": self.config.model, "max_tokens": max_tokens, "prompt": prompt}
+        path = self._cache_path(entry)
+        text = self._cache_get(path, entry)
+        if text is not None:
+            self._bump("cache_hits")
+            return JudgeResult(status="judged", text=text, cached=True)
+        reply = self._request(prompt, max_tokens)
+        if isinstance(reply, _Failure):
+            self._bump("failed")
+            return JudgeResult(status="judge_failed", text=None, error=reply.error)
+        self._cache_put(path, {**entry, "text": reply})
+        self._bump("judged")
+        return JudgeResult(status="judged", text=reply)
+
+    def complete_many(self, prompts: Sequence[str], *, max_tokens: int | None = None) -> list[JudgeResult]:
+        """``complete`` for every prompt concurrently (duplicates asked once); results in input order."""
+        unique = list(dict.fromkeys(prompts))
+        if not unique:
+            return []
+        workers = min(self.config.max_concurrency, len(unique))
+        with (
+            ThreadPoolExecutor(max_workers=workers, thread_name_prefix="scifig-judge") as pool,
+            tqdm(total=len(unique), desc="LLM judge", unit="prompt", disable=len(prompts) <= 1) as bar,
+        ):
+            futures = {prompt: pool.submit(self.complete, prompt, max_tokens=max_tokens) for prompt in unique}
+            for _ in as_completed(futures.values()):
+                bar.update()
+        return [futures[prompt].result() for prompt in prompts]
+
+    def _request(self, prompt: str, max_tokens: int | None) -> str | _Failure:
+        body: dict[str, Any] = {
+            "model": self.config.model,
+            "messages": [{"role": "user", "content": prompt}],
+            "temperature": 0,
+        }
+        if max_tokens is not None:
+            body["max_tokens"] = max_tokens
+        attempts = self.config.max_retries + 1
+        for attempt in range(1, attempts + 1):
+            with self._slots:
+                self._bump("requests")
+                reply = self._attempt(body)
+            if isinstance(reply, str):
+                return reply
+            reply = _Failure(self._scrub(reply.error), reply.retryable, reply.retry_after)
+            if not reply.retryable or attempt == attempts:
+                break
+            delay = self._backoff(attempt, reply.retry_after)
+            logger.warning(
+                "judge request failed (%s), attempt %d/%d; retrying in %.2fs", reply.error, attempt, attempts, delay
+            )
+            time.sleep(delay)
+        logger.warning("judge request gave up after %d attempt(s): %s", attempt, reply.error)
+        return reply
+
+    def _attempt(self, body: dict[str, Any]) -> str | _Failure:
+        try:
+            response = self._http.post(self._url, json=body)
+        except httpx.TimeoutException:
+            return _Failure(f"timeout after {self.config.timeout_s:g}s")
+        except httpx.HTTPError as exc:
+            return _Failure(f"{type(exc).__name__}: {exc}")
+        status = response.status_code
+        if status != 200:
+            retryable = status == 429 or status >= 500
+            return _Failure(f"HTTP {status}: {response.text[:200]}", retryable, _retry_after(response))
+        try:
+            content = response.json()["choices"][0]["message"]["content"]
+        except (ValueError, LookupError, TypeError):
+            return _Failure("malformed response: no choices[0].message.content")
+        if not isinstance(content, str):
+            return _Failure(f"malformed response: content is {type(content).__name__}, not a string")
+        return content
+
+    def _backoff(self, attempt: int, retry_after: float | None) -> float:
+        delay = self.config.backoff_initial_s * 2 ** (attempt - 1) * random.uniform(1.0, 1.25)
+        return min(max(delay, retry_after or 0.0), self.config.backoff_max_s)
+
+    def _scrub(self, error: str) -> str:
+        if self.config.api_key:
+            error = error.replace(self.config.api_key, "***")
+        return " ".join(error.split())[:300]
+
+    def _cache_path(self, entry: dict[str, Any]) -> Path:
+        key = hashlib.sha256(json.dumps(entry, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
+        return self.config.cache_dir / key[:2] / key[2:4] / f"{key}.json"
+
+    @staticmethod
+    def _cache_get(path: Path, entry: dict[str, Any]) -> str | None:
+        try:
+            cached = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        if not isinstance(cached, dict) or any(cached.get(k) != v for k, v in entry.items()):
+            return None
+        text = cached.get("text")
+        return text if isinstance(text, str) else None
+
+    @staticmethod
+    def _cache_put(path: Path, record: dict[str, Any]) -> None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".tmp")
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                    json.dump(record, handle, ensure_ascii=False)
+                os.replace(tmp, path)
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
+        except OSError as exc:
+            logger.warning("could not write judge cache entry %s: %s", path, exc)
+
+
+_clients: dict[JudgeConfig, JudgeClient] = {}
+_clients_lock = threading.Lock()
+
+
+def get_judge(environ: Mapping[str, str] | None = None) -> JudgeClient | None:
+    """The process-wide client for the configured judge, or None when judging is off or not configured."""
+    config = JudgeConfig.from_env(environ)
+    if config is None:
+        logger.debug("LLM judge off or not configured")
+        return None
+    with _clients_lock:
+        client = _clients.get(config)
+        if client is None:
+            client = _clients[config] = JudgeClient(config)
+            logger.info(
+                "LLM judge: model %s at %s (max_concurrency=%d, cache %s)",
+                config.model,
+                config.base_url,
+                config.max_concurrency,
+                config.cache_dir,
+            )
+    return client

@@ -1,0 +1,77 @@
+"""Small GRAB-schema datasets built in tests: unique question texts (so a reply policy can key on them), tiny PNGs.
+
+Each row gets a distinct ``[qN]`` tag in its question so the local server can answer per question; the rest of the
+question keeps GRAB's wording and precision sentences.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import datasets
+from PIL import Image, ImageDraw
+
+FEATURES = datasets.Features(
+    {
+        "pid": datasets.Value("int64"),
+        "question": datasets.Value("string"),
+        "decoded_image": datasets.Image(),
+        "image": datasets.Value("string"),
+        "answer": datasets.Value("string"),
+        "task": datasets.Value("string"),
+        "category": datasets.Value("string"),
+        "complexity": datasets.Value("int64"),
+    }
+)
+
+INTEGER = " Give your answer as an integer."
+ONE_DP = " Give your answer to 1 decimal place."
+
+
+@dataclass(frozen=True)
+class Row:
+    task: str
+    answer: str
+    stem: str = "What is the value of the y-intercept of the function?"
+    precision_sentence: str = INTEGER
+    category: str = "Intercepts and Gradients"
+    complexity: int = 0
+
+
+def png(seed: int, size: tuple[int, int] = (64, 48)) -> bytes:
+    image = Image.new("RGB", size, (255, 255, 255))
+    draw = ImageDraw.Draw(image)
+    draw.line([(0, seed % size[1]), (size[0] - 1, (seed * 7) % size[1])], fill=(0, 0, 255), width=2)
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def question_text(pid: int, row: Row) -> str:
+    return f"[q{pid}] {row.stem}{row.precision_sentence}"
+
+
+def build(rows: Sequence[Row], image_size: tuple[int, int] = (64, 48)) -> datasets.Dataset:
+    records = [
+        {
+            "pid": pid,
+            "question": question_text(pid, row),
+            "decoded_image": {"bytes": png(pid, image_size), "path": None},
+            "image": f"images/{pid}.png",
+            "answer": row.answer,
+            "task": row.task,
+            "category": row.category,
+            "complexity": row.complexity,
+        }
+        for pid, row in enumerate(rows)
+    ]
+    return datasets.Dataset.from_list(records, features=FEATURES)
+
+
+def write_parquet(rows: Sequence[Row], path: Path, image_size: tuple[int, int] = (64, 48)) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    build(rows, image_size).to_parquet(str(path))
+    return path

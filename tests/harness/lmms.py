@@ -1,0 +1,76 @@
+"""Run the real ``lmms-eval`` / ``scifig`` command lines in a subprocess and read their results files.
+
+The lmms-eval CLI exits 0 even when a task is missing or scoring raised, so callers read the results JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CLI_TIMEOUT_S = 600
+
+
+@dataclass
+class CliRun:
+    returncode: int
+    output: str
+    output_path: Path
+
+    def results(self) -> dict[str, Any]:
+        files = sorted(self.output_path.rglob("*_results.json"))
+        assert files, f"no results JSON under {self.output_path}; output tail:\n{self.output[-4000:]}"
+        return json.loads(files[-1].read_text())
+
+    def samples(self, task: str) -> list[dict[str, Any]]:
+        files = sorted(self.output_path.rglob(f"*_samples_{task}.jsonl"))
+        assert files, f"no samples for {task} under {self.output_path}"
+        return [json.loads(line) for line in files[-1].read_text().splitlines() if line.strip()]
+
+
+def _executable(name: str) -> str:
+    local = Path(sys.executable).parent / name
+    found = str(local) if local.exists() else shutil.which(name)
+    assert found, f"{name} is not installed in this environment"
+    return found
+
+
+def run(command: str, args: list[str], env: dict[str, str], output_path: Path) -> CliRun:
+    """Run ``lmms-eval`` or ``scifig`` with ``args`` plus ``--output_path``; return exit code, output and results."""
+    full = [_executable(command), *args, "--output_path", str(output_path)]
+    completed = subprocess.run(
+        full, env=env, capture_output=True, text=True, timeout=CLI_TIMEOUT_S, stdin=subprocess.DEVNULL
+    )
+    return CliRun(completed.returncode, completed.stdout + completed.stderr, output_path)
+
+
+@pytest.fixture
+def lmms_env(tmp_path: Path) -> dict[str, str]:
+    """An offline environment for CLI subprocesses: no hub access, private HF caches, no inherited keys."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("OPENAI_", "SCIFIG_"))}
+    env.update(
+        {
+            "HF_HUB_OFFLINE": "1",
+            "HF_DATASETS_OFFLINE": "1",
+            "HF_DATASETS_CACHE": str(tmp_path / "hf-datasets"),
+            "SCIFIG_JUDGE_CACHE": str(tmp_path / "judge-cache"),
+            "TOKENIZERS_PARALLELISM": "false",
+            "WANDB_MODE": "disabled",
+            "NO_PROXY": "127.0.0.1,localhost",
+            "no_proxy": "127.0.0.1,localhost",
+        }
+    )
+    return env
+
+
+@pytest.fixture
+def run_cli() -> Any:
+    return run
