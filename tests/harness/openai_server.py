@@ -4,8 +4,10 @@ Rule implemented: the server listens only on 127.0.0.1 (random free port) and an
 ``POST /v1/chat/completions`` with whatever a *policy* -- ``policy(ChatRequest) -> Reply`` -- decides: a normal
 ``chat.completion`` reply, an HTTP error (optionally with ``Retry-After``), a late reply (to provoke client
 timeouts) or a malformed body. Every request is recorded, and the peak number of concurrently handled requests is
-tracked so tests can check client-side concurrency bounds. Handling is bounded in time: delays are capped, idle
-connections time out and ``stop()`` wakes every sleeping handler.
+tracked so tests can check client-side concurrency bounds. Each recorded request also carries its arrival time and
+the time its reply was written (``received_at`` / ``finished_at``, ``time.monotonic()`` seconds), so benchmarks can
+time the API phase. Handling is bounded in time: delays are capped, idle connections time out and ``stop()`` wakes
+every sleeping handler.
 
 Policy helpers: ``fixed_latency`` (add a delay), ``faulty`` (deterministically turn a fraction of requests into
 429 / 500 / timeout / malformed faults) and ``by_question`` (answer by substring of the request text).
@@ -33,6 +35,8 @@ class ChatRequest:
     n_images: int  # number of image parts
     attempt: int  # 1 the first time this exact body is seen, 2 for the next identical request, ...
     headers: dict[str, str]
+    received_at: float | None = None  # time.monotonic() when the request reached the handler (set by the server)
+    finished_at: float | None = None  # time.monotonic() once the reply was written (None while still being handled)
 
 
 @dataclass
@@ -156,6 +160,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(404, _error_body(f"no route GET {self.path}", 404))
 
     def do_POST(self) -> None:
+        received_at = time.monotonic()
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         if self.path.rstrip("/") != "/v1/chat/completions":
             self._send(404, _error_body(f"no route POST {self.path}", 404))
@@ -168,7 +173,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(400, _error_body("request body must be a JSON object", 400))
             return
         headers = {key.lower(): value for key, value in self.headers.items()}
-        self._send(*self.server.owner._answer(body, headers))
+        request, (status, data, reply_headers) = self.server.owner._answer(body, headers, received_at)
+        try:
+            self._send(status, data, reply_headers)
+        finally:
+            request.finished_at = time.monotonic()
 
     def _send(self, status: int, data: bytes, headers: Mapping[str, str] | None = None) -> None:
         try:
@@ -277,12 +286,16 @@ class FakeOpenAIServer:
             self.errors.clear()
             self._max_in_flight = self._in_flight
 
-    def _answer(self, body: dict[str, Any], headers: dict[str, str]) -> tuple[int, bytes, dict[str, str]]:
+    def _answer(
+        self, body: dict[str, Any], headers: dict[str, str], received_at: float | None = None
+    ) -> tuple[ChatRequest, tuple[int, bytes, dict[str, str]]]:
         text, n_images = _text_and_images(body.get("messages"))
         identity = json.dumps(body, sort_keys=True)
         with self._lock:
             attempt = self._seen[identity] = self._seen.get(identity, 0) + 1
-            request = ChatRequest(body=body, text=text, n_images=n_images, attempt=attempt, headers=headers)
+            request = ChatRequest(
+                body=body, text=text, n_images=n_images, attempt=attempt, headers=headers, received_at=received_at
+            )
             self._requests.append(request)
             self._in_flight += 1
             self._max_in_flight = max(self._max_in_flight, self._in_flight)
@@ -298,7 +311,7 @@ class FakeOpenAIServer:
         finally:
             with self._lock:  # counted out before the reply is written, so a client never sees it still in flight
                 self._in_flight -= 1
-        return self._render(reply, body, text)
+        return request, self._render(reply, body, text)
 
     def _render(self, reply: Reply, body: dict[str, Any], prompt: str) -> tuple[int, bytes, dict[str, str]]:
         headers = {} if reply.retry_after is None else {"Retry-After": f"{reply.retry_after:g}"}
