@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Sequence
@@ -85,7 +84,9 @@ def results_table(results: dict[str, Any]) -> str:
             continue
         overall = breakdown["overall"]["all"]
         low, high = overall["ci95"]
-        rows.append(f"| {name} | {overall['n']} | {100 * overall['accuracy']:.1f}% | {100 * low:.1f}-{100 * high:.1f}% |")
+        rows.append(
+            f"| {name} | {overall['n']} | {100 * overall['accuracy']:.1f}% | {100 * low:.1f}-{100 * high:.1f}% |"
+        )
     return "\n".join(rows)
 
 
@@ -107,7 +108,9 @@ def demo(out: Path, per_task: int, seed: int) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="scifig", description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("eval", help="run lmms-eval with this package's tasks; non-zero exit on any failure", add_help=False)
+    commands.add_parser(
+        "eval", help="run lmms-eval with this package's tasks; non-zero exit on any failure", add_help=False
+    )
     demo_parser = commands.add_parser("demo", help="offline GRAB demo through the real lmms-eval CLI")
     demo_parser.add_argument("--out", type=Path, default=Path("scifig-demo"))
     demo_parser.add_argument("--per-task", type=int, default=10)

@@ -52,7 +52,9 @@ def test_llm_extraction_survives_a_faulty_judge_and_reruns_from_cache(
     tmp_path: Path, openai_server, lmms_env, run_cli
 ) -> None:
     data = write_parquet([row for row, _, _ in CASES], tmp_path / "grab" / "GRAB.parquet")
-    model = openai_server(by_question({question_text(pid, row) + "\n": reply for pid, (row, reply, _) in enumerate(CASES)}))
+    model = openai_server(
+        by_question({question_text(pid, row) + "\n": reply for pid, (row, reply, _) in enumerate(CASES)})
+    )
     judge = openai_server(faulty(judge_policy, rate=0.3, seed=7, timeout_s=1.5))
     env = {
         **lmms_env,

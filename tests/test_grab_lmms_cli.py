@@ -56,8 +56,12 @@ def test_grab_scores_exactly_through_plain_lmms_eval(tmp_path: Path, openai_serv
 
     assert run.returncode == 0, run.output[-4000:]
     results = run.results()
-    subtasks = {"grab_properties": "properties", "grab_functions": "function", "grab_series": "series",
-                "grab_transforms": "transform"}
+    subtasks = {
+        "grab_properties": "properties",
+        "grab_functions": "function",
+        "grab_series": "series",
+        "grab_transforms": "transform",
+    }
     for name, task in subtasks.items():
         correct, total = _expected(task)
         assert results["results"][name]["accuracy,none"] == correct / total, name

@@ -122,7 +122,13 @@ def _transform(rng: random.Random, complexity: int) -> tuple[str, str, str, dict
     else:
         question = f"Estimate the gradient of the function shown in the plot.\n{sentence.lstrip()}"
     params = {"gradient": gradient, "intercept": intercept, "operations": operations}
-    return question, round_half_away(value, places), "Intercepts and Gradients", params, lambda ax: _lines(ax, [(gradient, intercept)])
+    return (
+        question,
+        round_half_away(value, places),
+        "Intercepts and Gradients",
+        params,
+        lambda ax: _lines(ax, [(gradient, intercept)]),
+    )
 
 
 _BUILDERS = {"properties": _properties, "function": _function, "series": _series, "transform": _transform}

@@ -86,7 +86,12 @@ def _load_local(path: Path, default_split: str) -> dict[str, tuple[datasets.Data
         raise DataError(str(path), None, None, "does not exist")
     if path.is_file():
         if path.suffix != ".parquet":
-            raise DataError(str(path), None, None, "expected a .parquet file, a directory of <split>.parquet files or a save_to_disk directory")
+            raise DataError(
+                str(path),
+                None,
+                None,
+                "expected a .parquet file, a directory of <split>.parquet files or a save_to_disk directory",
+            )
         return {default_split: (_read_parquet(path), str(path))}
     if (path / "dataset_dict.json").exists():
         loaded = datasets.load_from_disk(str(path))
@@ -208,7 +213,6 @@ def without_media(dataset: datasets.Dataset) -> datasets.Dataset:
     media = [
         name
         for name, feature in dataset.features.items()
-        if isinstance(feature, datasets.Image | datasets.Audio)
-        or _is_image_list(feature)
+        if isinstance(feature, datasets.Image | datasets.Audio) or _is_image_list(feature)
     ]
     return dataset.remove_columns(media) if media else dataset

@@ -139,7 +139,9 @@ def score_extracted(
     return GrabScore(correct=correct, output_status=status, judge="judged", extracted=extracted)
 
 
-def score_doc(doc: Mapping[str, Any], output: str | None, judge: JudgeClient | None = None, *, llm_extract: bool = False) -> GrabScore:
+def score_doc(
+    doc: Mapping[str, Any], output: str | None, judge: JudgeClient | None = None, *, llm_extract: bool = False
+) -> GrabScore:
     """Score one GRAB row; with ``llm_extract`` the judge extracts the answer first (paper ablation)."""
     if not llm_extract:
         return score_exact(output, doc["answer"])

@@ -1,7 +1,7 @@
 """``scifig_chance``: the offline chance baseline as an lmms-eval model (see :mod:`scifig_tasks.core.chance`).
 
-It answers from the prompt text only (seeded per task, split and document) (no image is decoded, no ground truth is read), so it runs anywhere without
-network or weights. Model args: ``seed`` (default 0).
+It answers from the prompt text only, seeded per task, split and document: no image is decoded and no ground truth
+is read, so it runs anywhere without network or weights. Model args: ``seed`` (default 0).
 """
 
 from __future__ import annotations

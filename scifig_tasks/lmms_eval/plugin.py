@@ -27,7 +27,9 @@ def manifests() -> list[Any]:
     from lmms_eval.models.registry_v2 import ModelManifest
 
     install()
-    return [ModelManifest(model_id="scifig_chance", simple_class_path="scifig_tasks.lmms_eval.chance_model.ScifigChance")]
+    return [
+        ModelManifest(model_id="scifig_chance", simple_class_path="scifig_tasks.lmms_eval.chance_model.ScifigChance")
+    ]
 
 
 def install() -> None:
@@ -39,7 +41,9 @@ def install() -> None:
         find_tasks = TaskManager.initialize_tasks
 
         def initialize_tasks(self: Any, include_path: Any = None, include_defaults: bool = True) -> Any:
-            paths = [] if include_path is None else [include_path] if isinstance(include_path, str) else list(include_path)
+            paths = (
+                [] if include_path is None else [include_path] if isinstance(include_path, str) else list(include_path)
+            )
             if not any(Path(path).resolve() == TASKS_DIR for path in paths):
                 paths.append(str(TASKS_DIR))
             return find_tasks(self, include_path=paths, include_defaults=include_defaults)
