@@ -160,3 +160,18 @@ def test_chance_picks_option_letters_uniformly() -> None:
     counts = {letter: picks.count(letter) for letter in "ABCDE"}
     assert set(picks) == set("ABCDE")
     assert all(330 <= count <= 470 for count in counts.values()), counts
+
+
+def test_task_yaml_and_core_name_the_same_published_data() -> None:
+    from pathlib import Path
+
+    import yaml
+
+    from scifig_tasks.core.sources import GRAB, GRAB_FEATURES
+
+    template = Path(__file__).resolve().parents[1] / "scifig_tasks" / "lmms_eval" / "grab" / "_default_template_yaml"
+    text = "\n".join(line for line in template.read_text().splitlines() if "!function" not in line)
+    config = yaml.safe_load(text)
+    assert (config["dataset_path"], config["test_split"]) == (GRAB.hub_path, GRAB.default_split)
+    assert config["metadata"]["scifig_source"] == "grab"
+    assert [column.name for column in GRAB.columns] == list(GRAB_FEATURES)

@@ -141,6 +141,8 @@ def build_minimal_grab(
     import datasets
     from tqdm import tqdm
 
+    from scifig_tasks.core.sources import GRAB_FEATURES
+
     rng = random.Random(seed)
     rows: list[dict[str, Any]] = []
     jobs = [(task, index) for task in _BUILDERS for index in range(per_task)]
@@ -161,19 +163,7 @@ def build_minimal_grab(
                 "metadata": json.dumps(params),
             }
         )
-    features = datasets.Features(
-        {
-            "pid": datasets.Value("int64"),
-            "question": datasets.Value("string"),
-            "decoded_image": datasets.Image(),
-            "image": datasets.Value("string"),
-            "answer": datasets.Value("string"),
-            "task": datasets.Value("string"),
-            "category": datasets.Value("string"),
-            "complexity": datasets.Value("int64"),
-            "metadata": datasets.Value("string"),
-        }
-    )
+    features = datasets.Features({**GRAB_FEATURES, "metadata": datasets.Value("string")})
     out.mkdir(parents=True, exist_ok=True)
     path = out / "GRAB.parquet"
     datasets.Dataset.from_list(rows, features=features).to_parquet(str(path))

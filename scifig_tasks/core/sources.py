@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import datasets
+
 from scifig_tasks.core import grab
 from scifig_tasks.core.data import BenchmarkSource, Column, expect_int, expect_str
 
@@ -39,5 +41,19 @@ GRAB = BenchmarkSource(
         Column("complexity", expect_int(0, grab.MAX_COMPLEXITY)),
     ),
 )
+
+GRAB_FEATURES = datasets.Features(
+    {
+        "pid": datasets.Value("int64"),
+        "question": datasets.Value("string"),
+        "decoded_image": datasets.Image(),
+        "image": datasets.Value("string"),
+        "answer": datasets.Value("string"),
+        "task": datasets.Value("string"),
+        "category": datasets.Value("string"),
+        "complexity": datasets.Value("int64"),
+    }
+)
+"""The published GRAB features; locally built sets write exactly these (builders may add a metadata column)."""
 
 SOURCES: dict[str, BenchmarkSource] = {"grab": GRAB}

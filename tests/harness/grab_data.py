@@ -14,18 +14,9 @@ from pathlib import Path
 import datasets
 from PIL import Image, ImageDraw
 
-FEATURES = datasets.Features(
-    {
-        "pid": datasets.Value("int64"),
-        "question": datasets.Value("string"),
-        "decoded_image": datasets.Image(),
-        "image": datasets.Value("string"),
-        "answer": datasets.Value("string"),
-        "task": datasets.Value("string"),
-        "category": datasets.Value("string"),
-        "complexity": datasets.Value("int64"),
-    }
-)
+from scifig_tasks.core.sources import GRAB_FEATURES
+
+FEATURES = GRAB_FEATURES
 
 INTEGER = " Give your answer as an integer."
 ONE_DP = " Give your answer to 1 decimal place."
@@ -68,7 +59,7 @@ def build(rows: Sequence[Row], image_size: tuple[int, int] = (64, 48)) -> datase
         }
         for pid, row in enumerate(rows)
     ]
-    return datasets.Dataset.from_list(records, features=FEATURES)
+    return datasets.Dataset.from_list(records, features=GRAB_FEATURES)
 
 
 def write_parquet(rows: Sequence[Row], path: Path, image_size: tuple[int, int] = (64, 48)) -> Path:
