@@ -91,3 +91,39 @@ def test_judge_prompt_is_the_papers_and_its_reply_is_parsed_strictly() -> None:
     assert parse_judge_reply("B or C", 5) is None
     assert parse_judge_reply("F", 5) is None
     assert parse_judge_reply(None, 5) is None
+
+
+class RecordingJudge:
+    """Stands in for JudgeClient: records prompts, replies from a fixed text (None = the call failed)."""
+
+    def __init__(self, reply: str | None) -> None:
+        self.reply, self.prompts = reply, []
+
+    def complete(self, prompt: str, *, max_tokens: int | None = None):
+        from scifig_tasks.core.judge import JudgeResult
+
+        self.prompts.append((prompt, max_tokens))
+        if self.reply is None:
+            return JudgeResult(status="judge_failed", text=None, error="HTTP 500")
+        return JudgeResult(status="judged", text=self.reply)
+
+
+def test_judge_is_asked_only_for_refused_outputs() -> None:
+    from scifig_tasks.core.mcq import resolve
+
+    judge = RecordingJudge("C")
+    assert resolve("Answer: B", OPTIONS, judge).method == "rule"
+    assert resolve("", OPTIONS, judge).reason == "empty"
+    assert resolve("[LMMS_EVAL_REQUEST_FAILED after 1 retries] x", OPTIONS, judge).letter is None
+    assert judge.prompts == []
+    judged = resolve("B or C", OPTIONS, judge)
+    assert (judged.letter, judged.method) == ("C", "judge")
+    assert judge.prompts == [(judge_prompt("B or C", 5), 3)]
+
+
+@pytest.mark.parametrize("reply", [None, "None", "B or C"])
+def test_a_failed_or_empty_judgement_stays_unresolved(reply: str | None) -> None:
+    from scifig_tasks.core.mcq import resolve
+
+    resolution = resolve("B or C", OPTIONS, RecordingJudge(reply))
+    assert (resolution.letter, resolution.method) == (None, "unresolved")

@@ -24,9 +24,12 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from scifig_tasks.core.grab import REQUEST_FAILED_MARKER
+
+if TYPE_CHECKING:
+    from scifig_tasks.core.judge import JudgeClient
 
 JUDGE_PROMPT = (
     "Here is the output from a generative model:\n{output}\nThe output contains the answer to a multiple choice "
@@ -173,3 +176,20 @@ def parse_judge_reply(reply: str | None, n_options: int) -> str | None:
     letters = "".join(chr(ord("A") + index) for index in range(n_options))
     found = set(re.findall(rf"(?<![A-Za-z])([{letters}])(?![A-Za-z])", reply.replace("None", "")))
     return found.pop() if len(found) == 1 else None
+
+
+def resolve(output: str | None, options: Sequence[str], judge: JudgeClient | None = None) -> Resolution:
+    """Rules first; the judge (paper prompt) only for outputs the rules refuse; unresolved otherwise.
+
+    Outputs with nothing to read (empty, request failed) never go to the judge.
+    """
+    ruled = resolve_by_rules(output, options)
+    if ruled.method == "rule" or ruled.reason in ("empty", "request_failed") or judge is None:
+        return ruled
+    result = judge.complete(judge_prompt(clean_output(output or ""), len(options)), max_tokens=JUDGE_MAX_TOKENS)
+    if result.status != "judged":
+        return Resolution(None, "unresolved", f"{ruled.reason}; judge failed")
+    letter = parse_judge_reply(result.text, len(options))
+    if letter is None:
+        return Resolution(None, "unresolved", f"{ruled.reason}; judge found none")
+    return Resolution(letter, "judge", ruled.reason)
