@@ -16,7 +16,7 @@ from __future__ import annotations
 import io
 import os
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -46,62 +46,89 @@ class Column:
 
 @dataclass(frozen=True)
 class BenchmarkSource:
-    """Where a benchmark's data lives: its Hub id, its default split, the env var that overrides it, its columns."""
+    """Where a benchmark's data lives: Hub id, split names (and older aliases), the env var that overrides it,
+    and the columns every row must have."""
 
     name: str
     hub_path: str
-    default_split: str
+    splits: tuple[str, ...]
     env_var: str
     columns: tuple[Column, ...]
+    split_aliases: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    @property
+    def default_split(self) -> str:
+        return self.splits[0]
+
+    def split_names(self, split: str) -> tuple[str, ...]:
+        """The split's Hub name followed by the older names it may have in earlier revisions or local copies."""
+        return (split, *self.split_aliases.get(split, ()))
 
     def local_path(self, environ: Mapping[str, str] | None = None) -> Path | None:
         value = (os.environ if environ is None else environ).get(self.env_var, "").strip()
         return Path(value).expanduser() if value else None
 
 
-def load_benchmark(
-    source: BenchmarkSource, split: str | None = None, hub_path: str | None = None
-) -> datasets.DatasetDict:
-    """Load ``source`` from ``$<env_var>`` when set, else from the Hub; validate every row; return a DatasetDict.
+def load_benchmark(source: BenchmarkSource, split: str | None = None, hub_path: str | None = None) -> datasets.Dataset:
+    """One validated split of ``source``: from ``$<env_var>`` when set, else from the Hub.
 
-    ``split`` restricts a Hub load to one split (local sources always load whole); ``hub_path`` overrides the
-    published dataset id (e.g. a task YAML's ``dataset_path`` pointing at a fork).
+    ``hub_path`` overrides the published dataset id (e.g. a task YAML's ``dataset_path`` pointing at a fork).
+    A split missing under its Hub name is looked up under its older names.
     """
+    split = split or source.default_split
     local = source.local_path()
     if local is not None:
-        splits = _load_local(local, source.default_split)
+        dataset, origin = _local_split(local, source, split)
     else:
-        wanted = split or source.default_split
-        path = hub_path or source.hub_path
-        splits = {wanted: (datasets.load_dataset(path, split=wanted), f"{path}[{wanted}]")}
-    checked = {}
-    for split_name, (dataset, origin) in splits.items():
-        validate(dataset, source.columns, origin)
-        checked[split_name] = dataset
-    return datasets.DatasetDict(checked)
+        dataset, origin = _hub_split(hub_path or source.hub_path, source, split)
+    validate(dataset, source.columns, origin)
+    return dataset
 
 
-def _load_local(path: Path, default_split: str) -> dict[str, tuple[datasets.Dataset, str]]:
+def _hub_split(path: str, source: BenchmarkSource, split: str) -> tuple[datasets.Dataset, str]:
+    names = source.split_names(split)
+    for name in names:
+        try:
+            return datasets.load_dataset(path, split=name), f"{path}[{name}]"
+        except ValueError as exc:
+            if "split" not in str(exc).lower() or name == names[-1]:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _local_split(path: Path, source: BenchmarkSource, split: str) -> tuple[datasets.Dataset, str]:
+    names = source.split_names(split)
     if not path.exists():
         raise DataError(str(path), None, None, "does not exist")
-    if path.is_file():
-        if path.suffix != ".parquet":
+    if path.is_file() or (path / "state.json").exists():
+        if path.is_file() and path.suffix != ".parquet":
+            raise DataError(str(path), None, None, f"expected a .parquet file, {_LAYOUTS}")
+        if len(source.splits) > 1 and path.stem not in names:
             raise DataError(
                 str(path),
                 None,
                 None,
-                "expected a .parquet file, a directory of <split>.parquet files or a save_to_disk directory",
+                f"one split cannot serve {source.name}'s splits ({', '.join(source.splits)}): name the file after "
+                f"the split (e.g. {split}.parquet) or give a directory of <split>.parquet files or a DatasetDict",
             )
-        return {default_split: (_read_parquet(path), str(path))}
+        loaded = _read_parquet(path) if path.is_file() else datasets.load_from_disk(str(path))
+        return loaded, str(path)
     if (path / "dataset_dict.json").exists():
-        loaded = datasets.load_from_disk(str(path))
-        return {name: (ds, str(path / name)) for name, ds in loaded.items()}
-    if (path / "state.json").exists():
-        return {default_split: (datasets.load_from_disk(str(path)), str(path))}
-    files = sorted(path.glob("*.parquet"))
+        splits = datasets.load_from_disk(str(path))
+        found = next((name for name in names if name in splits), None)
+        if found is None:
+            raise DataError(str(path), None, None, f"has no split {split!r} (found: {', '.join(splits)})")
+        return splits[found], str(path / found)
+    files = {file.stem: file for file in sorted(path.glob("*.parquet"))}
     if not files:
-        raise DataError(str(path), None, None, "holds no <split>.parquet file and is not a save_to_disk directory")
-    return {file.stem: (_read_parquet(file), str(file)) for file in files}
+        raise DataError(str(path), None, None, f"holds no <split>.parquet file; {_LAYOUTS}")
+    found = next((name for name in names if name in files), None)
+    if found is None:
+        raise DataError(str(path), None, None, f"has no {split}.parquet (found: {', '.join(files)})")
+    return _read_parquet(files[found]), str(files[found])
+
+
+_LAYOUTS = "a directory of <split>.parquet files or a save_to_disk directory"
 
 
 def _read_parquet(path: Path) -> datasets.Dataset:

@@ -28,7 +28,7 @@ def _grab_question(value: Any) -> str | None:
 GRAB = BenchmarkSource(
     name="GRAB",
     hub_path="jonathan-roberts1/GRAB",
-    default_split="GRAB",
+    splits=("GRAB",),
     env_var="SCIFIG_GRAB_DATA",
     columns=(
         Column("pid", expect_int(low=0)),

@@ -78,17 +78,11 @@ def load_task_data(task: Any) -> None:
     import datasets
 
     from scifig_tasks.core.data import load_benchmark, without_media
-    from scifig_tasks.core.errors import DataError
     from scifig_tasks.core.sources import SOURCES
 
     config = task.config
-    source = SOURCES[scifig_source(config)]
     split = config.test_split
-    loaded = load_benchmark(source, split=split, hub_path=task.DATASET_PATH)
-    if split not in loaded:
-        origin = str(source.local_path() or task.DATASET_PATH)
-        raise DataError(origin, None, None, f"has no split {split!r} (found: {', '.join(loaded)})")
-    evaluated = loaded[split]
+    evaluated = load_benchmark(SOURCES[scifig_source(config)], split=split, hub_path=task.DATASET_PATH)
     if config.process_docs is not None:
         evaluated = config.process_docs(evaluated)
     task.dataset = datasets.DatasetDict({split: evaluated})
