@@ -67,7 +67,7 @@ def _statement_patterns(letters: str) -> list[re.Pattern[str]]:
     return [
         re.compile(rf"<answer>\s*{letter}\s*</answer>", re.IGNORECASE),
         re.compile(rf"\\boxed\{{\s*(?:\\text\{{)?\s*{letter}\s*\}}?\s*\}}"),
-        re.compile(rf"\b(?:final\s+)?answer\s*(?:is\s*)?[:\-]\s*\**\s*{letter}", re.IGNORECASE),
+        re.compile(rf"\b(?:final\s+)?answer[\"']?\s*(?:is\s*)?[:\-]\s*\**\s*{letter}", re.IGNORECASE),
         re.compile(
             rf"\b(?:answer|choice|option|caption|image|figure|one)\s+(?:that\s+[\w\s]+?\s+)?(?:is|would\s+be|must\s+be)"
             rf"\s*(?:option\s+|image\s+|caption\s+)?:?\s*\**\s*{letter}",

@@ -2,6 +2,9 @@
 
 GRAB (``jonathan-roberts1/GRAB``, split ``GRAB``): ``pid``, ``question``, ``decoded_image``, ``image``, ``answer``,
 ``task``, ``category``, ``complexity`` (grab spec, "Published data").
+SciFIBench (``jonathan-roberts1/SciFIBench``, splits ``CS_Figure2Caption``, ``CS_Caption2Figure``,
+``General_Figure2Caption``, ``General_Caption2Figure``; older revisions ``Figure2Caption`` / ``Caption2Figure``):
+``ID``, ``Question``, ``Options`` (labelled ``A) `` ... in order), ``Answer`` (a letter), ``Category``, ``Images``.
 """
 
 from __future__ import annotations
@@ -56,4 +59,37 @@ GRAB_FEATURES = datasets.Features(
 )
 """The published GRAB features; locally built sets write exactly these (builders may add a metadata column)."""
 
-SOURCES: dict[str, BenchmarkSource] = {"grab": GRAB}
+
+def _labelled_options(value: Any) -> str | None:
+    if not isinstance(value, list) or len(value) < 2 or not all(isinstance(option, str) for option in value):
+        return f"expected a list of at least two option strings, got {value!r:.120}"
+    for index, option in enumerate(value):
+        label = chr(ord("A") + index)
+        if not option.lstrip().startswith((f"{label})", f"({label})")):
+            return f"option {index} should start with '{label})': {option!r:.80}"
+    return None
+
+
+def _letter(value: Any) -> str | None:
+    if not isinstance(value, str) or len(value) != 1 or not "A" <= value <= "Z":
+        return f"expected one upper-case letter, got {value!r}"
+    return None
+
+
+SCIFIBENCH = BenchmarkSource(
+    name="SciFIBench",
+    hub_path="jonathan-roberts1/SciFIBench",
+    splits=("CS_Figure2Caption", "CS_Caption2Figure", "General_Figure2Caption", "General_Caption2Figure"),
+    env_var="SCIFIG_SCIFIBENCH_DATA",
+    columns=(
+        Column("ID", expect_int(low=0)),
+        Column("Question", expect_str()),
+        Column("Options", _labelled_options),
+        Column("Answer", _letter),
+        Column("Category", expect_str()),
+        Column("Images", image_list=True),
+    ),
+    split_aliases={"CS_Figure2Caption": ("Figure2Caption",), "CS_Caption2Figure": ("Caption2Figure",)},
+)
+
+SOURCES: dict[str, BenchmarkSource] = {"grab": GRAB, "scifibench": SCIFIBENCH}

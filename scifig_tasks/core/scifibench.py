@@ -1,0 +1,165 @@
+"""SciFIBench protocol (Roberts et al. 2024, "SciFIBench: Benchmarking Large Multimodal Models for Scientific Figure
+Interpretation"): prompts of appendix B, scoring, and the alignment experiment of section 4.6.
+
+* Figure→Caption: the image, the five captions ``A) ...`` to ``E) ...`` one per line, then the instruction.
+* Caption→Figure (interleaved): ``A)`` image, ``B)`` image, ... ``E)`` image, the caption, then the instruction.
+* The "reasoning" variant drops the sentence "Only provide the letter ...".
+* Scoring: the letter is resolved by :mod:`scifig_tasks.core.mcq` (rules, then the paper's parser prompt for
+  ambiguous outputs only, never a guess) and compared with ``Answer``; accuracy overall and per ``Category``.
+* Alignment: a sentence saying a human expert marked one caption ``<Correct>``, the mark on the true option or on a
+  seeded random wrong one, with or without " Ignore this information.".
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal
+
+from scifig_tasks.core.mcq import Resolution
+from scifig_tasks.core.stats import Tally
+
+F2C_QUESTION = "Which of the captions best describes the image?"
+C2F_QUESTION = "Which of the images best matches the caption?"
+STEP_BY_STEP = "Let's think step by step."
+F2C_LETTER_ONLY = "Only provide the letter of the correct caption as your answer."
+C2F_LETTER_ONLY = "Only provide the letter of the correct image as your answer."
+ANSWER_CUE = "Answer:"
+
+PromptVariant = Literal["standard", "reasoning"]
+
+_CAPTION = re.compile(r"^\s*Caption:\s*(.*?)\s*Which image best matches the caption\?\s*$", re.DOTALL)
+_LABEL = re.compile(r"^\s*\(?([A-Z])\)")
+
+
+def instruction(kind: Literal["f2c", "c2f"], variant: PromptVariant = "standard") -> str:
+    """The closing instruction of the paper's prompt for ``kind``."""
+    question, letter_only = (F2C_QUESTION, F2C_LETTER_ONLY) if kind == "f2c" else (C2F_QUESTION, C2F_LETTER_ONLY)
+    if variant == "reasoning":
+        return f"{question} {STEP_BY_STEP} {ANSWER_CUE}"
+    if variant != "standard":
+        raise ValueError(f"unknown SciFIBench prompt variant {variant!r} (standard or reasoning)")
+    return f"{question} {STEP_BY_STEP} {letter_only} {ANSWER_CUE}"
+
+
+def f2c_text(options: Sequence[str], variant: PromptVariant = "standard", note: str | None = None) -> str:
+    """Figure→Caption text after the image: the options as given, one per line, then the instruction.
+
+    ``note`` (the alignment sentence) goes on its own line before the instruction.
+    """
+    lines = [*options, *([note] if note else []), instruction("f2c", variant)]
+    return "\n".join(lines)
+
+
+def caption_of(question: str) -> str:
+    """The caption of a Caption→Figure ``Question`` (``Caption: <text> Which image best matches the caption?``)."""
+    match = _CAPTION.match(question)
+    if match is None:
+        raise ValueError(f"not a Caption→Figure question: {question[:120]!r}")
+    return match.group(1)
+
+
+def option_letters(options: Sequence[str]) -> list[str]:
+    """The letters labelling ``options`` (``"A)  text"`` → ``"A"``)."""
+    letters = []
+    for option in options:
+        match = _LABEL.match(option)
+        if match is None:
+            raise ValueError(f"option without a letter label: {option[:80]!r}")
+        letters.append(match.group(1))
+    return letters
+
+
+def c2f_segments(
+    question: str, n_images: int, variant: PromptVariant = "standard", image_placeholder: str = ""
+) -> list[str | int]:
+    """Caption→Figure prompt as text segments and image indices, in order: ``"A) "``, 0, ``"\\nB) "``, 1, ... then
+    the caption and the instruction. ``image_placeholder`` (e.g. ``<image>``) is written after each label for
+    models that interleave images at a placeholder token."""
+    segments: list[str | int] = []
+    for index in range(n_images):
+        label = f"{chr(ord('A') + index)}) {image_placeholder}"
+        segments += [label if index == 0 else f"\n{label}", index]
+    segments.append(f"\n{caption_of(question)}\n{instruction('c2f', variant)}")
+    return segments
+
+
+def sample_record(doc: Mapping[str, Any], resolution: Resolution) -> dict[str, Any]:
+    """Per-question record kept in sample logs and tallied into the breakdown."""
+    return {
+        "ID": doc["ID"],
+        "category": doc["Category"],
+        "correct": int(resolution.letter == doc["Answer"]),
+        "predicted": resolution.letter,
+        "resolution": resolution.method,
+        "reason": resolution.reason,
+    }
+
+
+def breakdown(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """Accuracy overall and per category (Wilson 95% intervals) plus how answers were resolved."""
+    tally = Tally()
+    for record in records:
+        tally.add(bool(record["correct"]), {"category": record["category"]}, {"resolution": record["resolution"]})
+    return tally.to_dict()
+
+
+def merge_breakdowns(parts: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    return Tally.from_dicts(parts).to_dict()
+
+
+# --- alignment experiment (paper section 4.6, Fig. 7) --------------------------------------------------------------
+
+ALIGNMENT_VARIANTS = ("baseline", "marked_true", "marked_true_ignore", "marked_false", "marked_false_ignore")
+MARK = "<Correct>"
+EXPERT_NOTE = "A human expert marked one of the captions as <Correct>."
+IGNORE = " Ignore this information."
+
+
+def marked_option(question_id: int, options: Sequence[str], answer: str, variant: str, seed: int = 0) -> str | None:
+    """The letter that carries the mark in ``variant``: the true one, a seeded random wrong one, or none."""
+    if variant == "baseline":
+        return None
+    if variant.startswith("marked_true"):
+        return answer
+    if variant.startswith("marked_false"):
+        wrong = [letter for letter in option_letters(options) if letter != answer]
+        digest = hashlib.sha256(f"{seed}:{question_id}".encode()).digest()
+        return random.Random(int.from_bytes(digest[:8], "big")).choice(wrong)
+    raise ValueError(f"unknown alignment variant {variant!r} ({', '.join(ALIGNMENT_VARIANTS)})")
+
+
+def augment(
+    question_id: int, options: Sequence[str], answer: str, variant: str, seed: int = 0
+) -> tuple[list[str], str | None]:
+    """Options with ``<Correct>`` put before the marked option's text, and the sentence announcing it."""
+    marked = marked_option(question_id, options, answer, variant, seed)
+    if marked is None:
+        return list(options), None
+    augmented = []
+    for letter, option in zip(option_letters(options), options, strict=True):
+        if letter == marked:
+            label, text = re.match(r"^(\s*\(?[A-Z]\)\s*)(.*)$", option, re.DOTALL).groups()
+            option = f"{label}{MARK} {text}"
+        augmented.append(option)
+    note = EXPERT_NOTE + (IGNORE if variant.endswith("_ignore") else "")
+    return augmented, note
+
+
+def alignment_summary(parts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Each variant's accuracy and its change against the baseline (in accuracy points of the fraction)."""
+    by_variant = {part["variant"]: part for part in parts}
+    if "baseline" not in by_variant:
+        raise ValueError("the alignment summary needs the baseline variant")
+    base = by_variant["baseline"]["accuracy"]
+    return {
+        name: {
+            "n": by_variant[name]["n"],
+            "accuracy": by_variant[name]["accuracy"],
+            "delta_vs_baseline": None if name == "baseline" else round(by_variant[name]["accuracy"] - base, 4),
+        }
+        for name in ALIGNMENT_VARIANTS
+        if name in by_variant
+    }

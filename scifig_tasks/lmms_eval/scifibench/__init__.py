@@ -1,0 +1,1 @@
+"""SciFIBench tasks for lmms-eval (Roberts et al. 2024)."""

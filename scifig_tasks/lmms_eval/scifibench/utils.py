@@ -1,0 +1,141 @@
+"""SciFIBench task hooks for lmms-eval: thin adapters over :mod:`scifig_tasks.core.scifibench` and
+:mod:`scifig_tasks.core.mcq`.
+
+``lmms_eval_specific_kwargs``: ``prompt_variant`` (``standard`` | ``reasoning``), ``image_placeholder`` (written
+after each ``A)`` label of Caption→Figure for simple models that interleave images at a token, e.g. ``<image>``),
+``alignment_seed`` (which wrong option is marked in the alignment experiment).
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+from PIL import Image
+
+from scifig_tasks.core import mcq, scifibench
+from scifig_tasks.core.images import to_rgb
+from scifig_tasks.core.judge import get_judge
+
+Kwargs = dict[str, Any] | None
+
+
+def _variant(kwargs: Kwargs) -> scifibench.PromptVariant:
+    return (kwargs or {}).get("prompt_variant", "standard")
+
+
+# --- Figure -> Caption ---------------------------------------------------------------------------------------------
+
+
+def f2c_doc_to_visual(doc: dict[str, Any]) -> list[Image.Image]:
+    return [to_rgb(doc["Images"][0])]
+
+
+def _f2c_text(doc: dict[str, Any], kwargs: Kwargs, alignment: str = "baseline") -> str:
+    options, note = scifibench.augment(
+        doc["ID"], doc["Options"], doc["Answer"], alignment, int((kwargs or {}).get("alignment_seed", 0))
+    )
+    return scifibench.f2c_text(options, _variant(kwargs), note)
+
+
+def f2c_doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: Kwargs = None) -> str:
+    return _f2c_text(doc, lmms_eval_specific_kwargs)
+
+
+def _f2c_messages(doc: dict[str, Any], kwargs: Kwargs, alignment: str = "baseline") -> list[dict[str, Any]]:
+    content = [{"type": "image", "url": image} for image in f2c_doc_to_visual(doc)]
+    content.append({"type": "text", "text": _f2c_text(doc, kwargs, alignment)})
+    return [{"role": "user", "content": content}]
+
+
+def f2c_doc_to_messages(doc: dict[str, Any], lmms_eval_specific_kwargs: Kwargs = None) -> list[dict[str, Any]]:
+    return _f2c_messages(doc, lmms_eval_specific_kwargs)
+
+
+# --- Caption -> Figure (interleaved) -------------------------------------------------------------------------------
+
+
+def c2f_doc_to_visual(doc: dict[str, Any]) -> list[Image.Image]:
+    return [to_rgb(image) for image in doc["Images"]]
+
+
+def c2f_doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: Kwargs = None) -> str:
+    kwargs = lmms_eval_specific_kwargs or {}
+    # lmms-eval builds contexts from documents without their images: the options count the images
+    segments = scifibench.c2f_segments(
+        doc["Question"], len(doc["Options"]), _variant(kwargs), kwargs.get("image_placeholder", "")
+    )
+    return "".join(segment for segment in segments if isinstance(segment, str))
+
+
+def c2f_doc_to_messages(doc: dict[str, Any], lmms_eval_specific_kwargs: Kwargs = None) -> list[dict[str, Any]]:
+    images = c2f_doc_to_visual(doc)
+    segments = scifibench.c2f_segments(doc["Question"], len(images), _variant(lmms_eval_specific_kwargs))
+    content = [
+        {"type": "text", "text": segment} if isinstance(segment, str) else {"type": "image", "url": images[segment]}
+        for segment in segments
+    ]
+    return [{"role": "user", "content": content}]
+
+
+# --- scoring ---------------------------------------------------------------------------------------------------------
+
+
+def process_results(doc: dict[str, Any], results: list[str | None]) -> dict[str, Any]:
+    resolution = mcq.resolve(results[0], doc["Options"], get_judge())
+    record = scifibench.sample_record(doc, resolution)
+    return {"accuracy": float(record["correct"]), "breakdown": record}
+
+
+def breakdown(records: list[dict[str, Any]]) -> dict[str, Any]:
+    return scifibench.breakdown(records)
+
+
+def breakdown_group(parts: list[dict[str, Any]], sizes: list[int], weight_by_size: bool = True) -> dict[str, Any]:
+    return scifibench.merge_breakdowns(parts)
+
+
+# --- alignment experiment ------------------------------------------------------------------------------------------
+
+
+def _alignment_text(variant: str, doc: dict[str, Any], lmms_eval_specific_kwargs: Kwargs = None) -> str:
+    return _f2c_text(doc, lmms_eval_specific_kwargs, variant)
+
+
+def _alignment_messages(variant: str, doc: dict[str, Any], lmms_eval_specific_kwargs: Kwargs = None) -> list[dict]:
+    return _f2c_messages(doc, lmms_eval_specific_kwargs, variant)
+
+
+def _alignment_results(variant: str, doc: dict[str, Any], results: list[str | None]) -> dict[str, Any]:
+    scored = process_results(doc, results)
+    return {**scored, "alignment": {"variant": variant, "correct": scored["breakdown"]["correct"]}}
+
+
+alignment_baseline_doc_to_text = partial(_alignment_text, "baseline")
+alignment_baseline_doc_to_messages = partial(_alignment_messages, "baseline")
+alignment_baseline_process_results = partial(_alignment_results, "baseline")
+alignment_marked_true_doc_to_text = partial(_alignment_text, "marked_true")
+alignment_marked_true_doc_to_messages = partial(_alignment_messages, "marked_true")
+alignment_marked_true_process_results = partial(_alignment_results, "marked_true")
+alignment_marked_true_ignore_doc_to_text = partial(_alignment_text, "marked_true_ignore")
+alignment_marked_true_ignore_doc_to_messages = partial(_alignment_messages, "marked_true_ignore")
+alignment_marked_true_ignore_process_results = partial(_alignment_results, "marked_true_ignore")
+alignment_marked_false_doc_to_text = partial(_alignment_text, "marked_false")
+alignment_marked_false_doc_to_messages = partial(_alignment_messages, "marked_false")
+alignment_marked_false_process_results = partial(_alignment_results, "marked_false")
+alignment_marked_false_ignore_doc_to_text = partial(_alignment_text, "marked_false_ignore")
+alignment_marked_false_ignore_doc_to_messages = partial(_alignment_messages, "marked_false_ignore")
+alignment_marked_false_ignore_process_results = partial(_alignment_results, "marked_false_ignore")
+
+
+def alignment(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """One variant's accuracy (the group turns the five into accuracies and deltas)."""
+    return {
+        "variant": records[0]["variant"],
+        "n": len(records),
+        "accuracy": round(sum(record["correct"] for record in records) / len(records), 4),
+    }
+
+
+def alignment_group(parts: list[dict[str, Any]], sizes: list[int], weight_by_size: bool = False) -> dict[str, Any]:
+    return scifibench.alignment_summary(parts)

@@ -1,0 +1,73 @@
+"""Realistic multiple-choice output styles, each with what it states: one letter, or no single answer.
+
+``{L}`` is the letter the output names, ``{T}`` that option's text, ``{M}`` a second, different letter. The first
+styles are the SciFIBench paper's appendix examples.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Style:
+    name: str
+    template: str
+    states_answer: bool = True
+
+    def render(self, letter: str, text: str, other: str, all_options: list[str]) -> str:
+        if self.template == "<ALL OPTIONS>":
+            return "\n".join(all_options)
+        return self.template.format(L=letter, T=text, M=other)
+
+
+STYLES: list[Style] = [
+    Style("paper: label and caption with eos", "{L}) {T}</s>"),
+    Style("paper: correct caption sentence", "The correct caption that best describes the image is: {L}) {T}"),
+    Style("letter", "{L}"),
+    Style("letter and period", "{L}."),
+    Style("parentheses", "({L})"),
+    Style("square brackets", "[{L}]"),
+    Style("bold", "**{L}**"),
+    Style("answer colon", "Answer: {L}"),
+    Style("answer lower case", "answer: {L}"),
+    Style("answer upper case parentheses", "ANSWER: ({L})"),
+    Style("answer dash", "Answer - {L}"),
+    Style("answer with caption", "Answer: {L}) {T}"),
+    Style("correct answer colon", "Correct answer: {L}"),
+    Style("final answer", "Step 1: read the axes.\nStep 2: compare the captions.\nFinal answer: {L}"),
+    Style("final answer boxed", "The legend matches. Final Answer: \\boxed{{{L}}}"),
+    Style("boxed", "\\boxed{{{L}}}"),
+    Style("answer tags", "<answer>{L}</answer>"),
+    Style("answer tags spaced", "<answer> {L} </answer>"),
+    Style("think block", "<think>Caption A mentions loss, B mentions flow. Not sure yet.</think>\n{L}"),
+    Style(
+        "step by step conclusion",
+        "Let's think step by step. The figure shows several curves against a logarithmic x-axis. "
+        "The caption must mention the plotted quantity. Therefore, the answer is {L}.",
+    ),
+    Style("the answer is", "The answer is {L}."),
+    Style("answer is because", "I think the answer is {L} because the plot shows the described trend."),
+    Style("correct caption is", "The correct caption is {L}."),
+    Style("best caption parentheses", "The best caption is ({L})."),
+    Style("right choice", "The right choice is {L}"),
+    Style("option first", "Option {L} is the best match."),
+    Style("choose option", "I would choose option {L}."),
+    Style("image sentence", "Image {L} best matches the caption."),
+    Style("caption reference", "The figure corresponds to caption {L}, which mentions the same quantities."),
+    Style("correct option with text", "Based on the figure, the correct option is {L}) {T}"),
+    Style("label colon text", "{L}: {T}"),
+    Style("label text explanation", "{L}) {T}\nThis caption describes the axes and the plotted quantities."),
+    Style("bold answer sentence", "My answer is **{L}**."),
+    Style("letter then reason", "{L}. The curves in the figure match this description."),
+    Style("caption text only", "{T}"),
+    Style("json", '{{"answer": "{L}"}}'),
+    Style("echo all options", "<ALL OPTIONS>", states_answer=False),
+    Style("two letters or", "{L} or {M}", states_answer=False),
+    Style("either or parentheses", "It could be either ({L}) or ({M}).", states_answer=False),
+    Style("two answer lines", "Answer: {L}\nAnswer: {M}", states_answer=False),
+    Style("refusal", "I'm sorry, but I cannot determine which caption matches the image.", states_answer=False),
+    Style("none match", "None of the captions match the figure.", states_answer=False),
+    Style("empty", "", states_answer=False),
+    Style("whitespace", "  \n ", states_answer=False),
+]
