@@ -4,7 +4,7 @@ Mechanism. lmms-eval 0.7 has no task-plugin hook, but it loads every ``lmms_eval
 ``lmms_eval.models`` is imported, and its evaluator imports that module before it builds a ``TaskManager``.
 This package's entry point (``scifig = scifig_tasks.lmms_eval.plugin:manifests``) therefore:
 
-1. returns the model manifests (the documented use of the group);
+1. returns the model manifests (``scifig_chance``, ``scifig_clip``; the documented use of the group);
 2. appends this folder (``scifig_tasks/lmms_eval``) to the search path of every ``TaskManager`` — after the
    user's ``--include_path`` entries, so built-in and user tasks with the same name keep precedence;
 3. routes the data loading of tasks whose YAML ``metadata`` names a ``scifig_source`` through
@@ -28,7 +28,8 @@ def manifests() -> list[Any]:
 
     install()
     return [
-        ModelManifest(model_id="scifig_chance", simple_class_path="scifig_tasks.lmms_eval.chance_model.ScifigChance")
+        ModelManifest(model_id="scifig_chance", simple_class_path="scifig_tasks.lmms_eval.chance_model.ScifigChance"),
+        ModelManifest(model_id="scifig_clip", simple_class_path="scifig_tasks.lmms_eval.clip_model.ScifigClip"),
     ]
 
 

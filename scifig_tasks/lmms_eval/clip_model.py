@@ -1,0 +1,97 @@
+"""``scifig_clip``: the SciFIBench CLIP / MetaCLIP zero-shot baseline as an lmms-eval model (paper §4).
+
+For each multiple-choice row it embeds the image(s) and text(s) with open_clip, L2-normalises them and answers with
+the letter of the option of highest cosine similarity (see :mod:`scifig_tasks.core.choices`).
+Model args: ``model`` (default the paper's ``ViT-H-14-378-quickgelu``), ``pretrained`` (default ``dfn5b``; a tag,
+a checkpoint path, or ``none`` for random weights), ``model_config`` (path to an open_clip model-config JSON to
+register first, e.g. a small custom architecture), lmms-eval's ``--batch_size`` (texts or images embedded per forward
+pass), ``device`` (default cuda when available), ``seed`` (initialisation seed when ``pretrained=none``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from lmms_eval.api.instance import Instance
+from lmms_eval.api.model import lmms
+from tqdm import tqdm
+
+from scifig_tasks.core.choices import choice_query
+
+
+class ScifigClip(lmms):
+    is_simple = True
+
+    def __init__(
+        self,
+        model: str = "ViT-H-14-378-quickgelu",
+        pretrained: str = "dfn5b",
+        model_config: str | None = None,
+        device: str | None = None,
+        batch_size: int | str = 8,
+        seed: int | str = 0,
+        max_batch_size: Any = None,
+    ) -> None:
+        super().__init__()
+        import open_clip
+        import torch
+
+        if model_config:
+            open_clip.add_model_config(Path(model_config))
+        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        torch.manual_seed(int(seed))
+        weights = None if str(pretrained).lower() in ("", "none") else pretrained
+        self.model, _, self.preprocess = open_clip.create_model_and_transforms(
+            model,
+            pretrained=weights,
+            device=self.device,
+            precision="fp16" if self.device.startswith("cuda") else "fp32",
+        )
+        self.model.eval()
+        self.tokenizer = open_clip.get_tokenizer(model)
+        self.batch_size = max(1, int(batch_size))
+
+    def _embed_images(self, images: list[Any]) -> Any:
+        import torch
+
+        chunks = []
+        for start in range(0, len(images), self.batch_size):
+            pixels = torch.stack([self.preprocess(image) for image in images[start : start + self.batch_size]])
+            chunks.append(self.model.encode_image(pixels.to(self.device), normalize=True))
+        return torch.cat(chunks).float()
+
+    def _embed_texts(self, texts: list[str]) -> Any:
+        import torch
+
+        chunks = []
+        for start in range(0, len(texts), self.batch_size):
+            tokens = self.tokenizer(texts[start : start + self.batch_size]).to(self.device)
+            chunks.append(self.model.encode_text(tokens, normalize=True))
+        return torch.cat(chunks).float()
+
+    def choose(self, doc: dict[str, Any], images: list[Any]) -> str:
+        """The letter of the option with the highest image–text cosine similarity."""
+        import torch
+
+        query = choice_query(doc, len(images))
+        with torch.no_grad():
+            if query.mode == "image_to_texts":
+                scores = self._embed_images(images) @ self._embed_texts(list(query.texts)).T
+            else:
+                scores = self._embed_texts([query.text]) @ self._embed_images(images).T
+        return chr(ord("A") + int(scores[0].argmax()))
+
+    def generate_until(self, requests: list[Instance]) -> list[str]:
+        answers = []
+        for request in tqdm(requests, desc="scifig_clip"):
+            _, _, doc_to_visual, doc_id, task, split = request.args
+            doc = self.task_dict[task][split][doc_id]
+            answers.append(self.choose(doc, doc_to_visual(doc)))
+        return answers
+
+    def generate_until_multi_round(self, requests: list[Instance]) -> list[str]:
+        raise NotImplementedError("scifig_clip answers single-turn multiple-choice tasks only")
+
+    def loglikelihood(self, requests: list[Instance]) -> list[tuple[float, bool]]:
+        raise NotImplementedError("scifig_clip answers multiple-choice generation tasks only")
