@@ -130,3 +130,28 @@ def test_scifig_eval_exits_non_zero_on_unknown_task(tmp_path: Path, lmms_env, ru
 
     assert run.returncode != 0
     assert "grab_nonexistent" in run.output and "scifig eval: FAILED" in run.output
+
+
+def test_scifibench_options_and_split_names_are_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from scifig_tasks.core.sources import SCIFIBENCH
+    from tests.harness.scifibench_data import Question
+    from tests.harness.scifibench_data import build as build_scifibench
+
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf"))
+    good = build_scifibench([Question("f2c", "A"), Question("f2c", "B")])
+    bad = good.map(lambda row, i: {"Options": row["Options"][::-1] if i == 1 else row["Options"]}, with_indices=True)
+    directory = tmp_path / "sfb"
+    directory.mkdir()
+    bad.to_parquet(str(directory / "CS_Figure2Caption.parquet"))
+    good.to_parquet(str(directory / "Figure2Caption.parquet"))
+    monkeypatch.setenv("SCIFIG_SCIFIBENCH_DATA", str(directory))
+
+    with pytest.raises(DataError, match=r"CS_Figure2Caption.parquet, row 1 \(0-based\), column 'Options': option 0"):
+        load_benchmark(SCIFIBENCH, "CS_Figure2Caption")
+    (directory / "CS_Figure2Caption.parquet").unlink()
+    assert load_benchmark(SCIFIBENCH, "CS_Figure2Caption")["Answer"] == ["A", "B"]  # the older split name
+    with pytest.raises(DataError, match="has no General_Caption2Figure.parquet"):
+        load_benchmark(SCIFIBENCH, "General_Caption2Figure")
+    monkeypatch.setenv("SCIFIG_SCIFIBENCH_DATA", str(directory / "Figure2Caption.parquet"))
+    with pytest.raises(DataError, match="one split cannot serve SciFIBench's splits"):
+        load_benchmark(SCIFIBENCH, "General_Caption2Figure")

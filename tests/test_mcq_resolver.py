@@ -127,3 +127,17 @@ def test_a_failed_or_empty_judgement_stays_unresolved(reply: str | None) -> None
 
     resolution = resolve("B or C", OPTIONS, RecordingJudge(reply))
     assert (resolution.letter, resolution.method) == (None, "unresolved")
+
+
+def test_every_corpus_style_is_resolved_or_refused_as_written() -> None:
+    from tests.harness.mcq_corpus import STYLES
+    from tests.harness.scifibench_data import options_for
+
+    for qid in range(5):
+        options = options_for(qid)
+        for index, letter in enumerate("ABCDE"):
+            other = "ABCDE"[(index + 1) % 5]
+            for style in STYLES:
+                output = style.render(letter, options[index][3:].strip(), other, options)
+                expected = letter if style.states_answer else None
+                assert resolve_by_rules(output, options).letter == expected, (style.name, output)
