@@ -235,6 +235,15 @@ def expect_int(low: int | None = None, high: int | None = None) -> RowCheck:
     return check
 
 
+def undecoded(dataset: datasets.Dataset) -> datasets.Dataset:
+    """The same rows with image columns left as stored bytes (``{"bytes", "path"}``), decoded only on demand."""
+    for name, feature in dataset.features.items():
+        changed = _undecoded(feature)
+        if changed is not feature:
+            dataset = dataset.cast_column(name, changed)
+    return dataset
+
+
 def without_media(dataset: datasets.Dataset) -> datasets.Dataset:
     """The same rows without image/audio columns (what scoring code needs; nothing to decode)."""
     media = [

@@ -1,12 +1,39 @@
-"""Image helpers shared by the task adapters."""
+"""Image handling shared by the task adapters: lazy opening and faithful, cheap transfer of the stored bytes.
+
+Task datasets keep their image columns undecoded (``{"bytes", "path"}``): a row costs nothing until a model needs
+its pixels. Two ways out:
+
+* :func:`to_rgb` / :func:`open_image` for models that take pixels (decoded on demand);
+* :func:`for_upload` for chat/API models: the image opens lazily, and when the framework serialises it in its own
+  stored format (lmms-eval's API models call ``image.save(buffer, format="PNG")``) the stored file bytes are written
+  as they are — the same pixels, without decoding and re-encoding a large figure on the request path. Any other
+  format, option or pixel access falls back to PIL's normal behaviour.
+"""
 
 from __future__ import annotations
+
+import io
+from collections.abc import Mapping
+from typing import Any
 
 from PIL import Image
 
 
-def to_rgb(image: Image.Image) -> Image.Image:
-    """RGB copy of ``image``; transparency is composited on white (matplotlib's figure background)."""
+def open_image(cell: Any) -> Image.Image:
+    """A PIL image from a dataset cell: an undecoded ``{"bytes", "path"}`` dict or an already decoded image."""
+    if isinstance(cell, Image.Image):
+        return cell
+    if isinstance(cell, Mapping):
+        if cell.get("bytes"):
+            return Image.open(io.BytesIO(cell["bytes"]))
+        if cell.get("path"):
+            return Image.open(cell["path"])
+    raise TypeError(f"not an image cell: {type(cell).__name__}")
+
+
+def to_rgb(cell: Any) -> Image.Image:
+    """RGB pixels of an image cell; transparency is composited on white (matplotlib's figure background)."""
+    image = open_image(cell)
     if image.mode == "RGB":
         return image
     if image.mode in ("RGBA", "LA") or (image.mode == "P" and "transparency" in image.info):
@@ -15,3 +42,21 @@ def to_rgb(image: Image.Image) -> Image.Image:
         background.paste(rgba, mask=rgba.getchannel("A"))
         return background
     return image.convert("RGB")
+
+
+def for_upload(cell: Any) -> Image.Image:
+    """The image of ``cell`` for an API request: saving it in its stored format writes the stored bytes."""
+    image = open_image(cell)
+    data = cell.get("bytes") if isinstance(cell, Mapping) else None
+    if not data or image.format is None:
+        return image
+    stored_format, save = image.format.upper(), image.save
+
+    def save_stored(fp: Any, format: str | None = None, **params: Any) -> None:
+        if format is not None and format.upper() == stored_format and not params and hasattr(fp, "write"):
+            fp.write(data)
+        else:
+            save(fp, format=format, **params)
+
+    image.save = save_stored  # type: ignore[method-assign]
+    return image

@@ -9,7 +9,8 @@ This package's entry point (``scifig = scifig_tasks.lmms_eval.plugin:manifests``
    user's ``--include_path`` entries, so built-in and user tasks with the same name keep precedence;
 3. routes the data loading of tasks whose YAML ``metadata`` names a ``scifig_source`` through
    :func:`scifig_tasks.core.data.load_benchmark`: the Hub dataset of the YAML's ``dataset_path``, or local data from
-   ``SCIFIG_<BENCH>_DATA``, validated row by row before any model is called. Other tasks are untouched.
+   ``SCIFIG_<BENCH>_DATA``, validated row by row before any model is called, with image columns kept as stored
+   bytes (the task hooks decode on demand, see :mod:`scifig_tasks.core.images`). Other tasks are untouched.
 
 Both patches are idempotent. ``--include_path $(scifig tasks-path)`` reaches the same folder explicitly.
 """
@@ -78,12 +79,12 @@ def load_task_data(task: Any) -> None:
     """Fill ``task.dataset`` / ``task.dataset_no_image`` the way lmms-eval's own loader does, from our source."""
     import datasets
 
-    from scifig_tasks.core.data import load_benchmark, without_media
+    from scifig_tasks.core.data import load_benchmark, undecoded, without_media
     from scifig_tasks.core.sources import SOURCES
 
     config = task.config
     split = config.test_split
-    evaluated = load_benchmark(SOURCES[scifig_source(config)], split=split, hub_path=task.DATASET_PATH)
+    evaluated = undecoded(load_benchmark(SOURCES[scifig_source(config)], split=split, hub_path=task.DATASET_PATH))
     if config.process_docs is not None:
         evaluated = config.process_docs(evaluated)
     task.dataset = datasets.DatasetDict({split: evaluated})

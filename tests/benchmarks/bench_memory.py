@@ -66,9 +66,7 @@ class SetRun:
     figures: GrabFigures | None
 
 
-def _run_set(
-    label: str, questions: Questions, data: Path, workdir: Path, concurrency: int, rss_limit: int
-) -> SetRun:
+def _run_set(label: str, questions: Questions, data: Path, workdir: Path, concurrency: int, rss_limit: int) -> SetRun:
     server = FakeOpenAIServer(answer_policy(questions.replies), model="fake-vlm").start()
     try:
         env = offline_env(workdir / label)

@@ -14,7 +14,7 @@ from typing import Any
 from PIL import Image
 
 from scifig_tasks.core import mcq, scifibench
-from scifig_tasks.core.images import to_rgb
+from scifig_tasks.core.images import for_upload, to_rgb
 from scifig_tasks.core.judge import get_judge
 
 Kwargs = dict[str, Any] | None
@@ -43,7 +43,7 @@ def f2c_doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: Kwargs = Non
 
 
 def _f2c_messages(doc: dict[str, Any], kwargs: Kwargs, alignment: str = "baseline") -> list[dict[str, Any]]:
-    content = [{"type": "image", "url": image} for image in f2c_doc_to_visual(doc)]
+    content = [{"type": "image", "url": for_upload(doc["Images"][0])}]
     content.append({"type": "text", "text": _f2c_text(doc, kwargs, alignment)})
     return [{"role": "user", "content": content}]
 
@@ -69,7 +69,7 @@ def c2f_doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: Kwargs = Non
 
 
 def c2f_doc_to_messages(doc: dict[str, Any], lmms_eval_specific_kwargs: Kwargs = None) -> list[dict[str, Any]]:
-    images = c2f_doc_to_visual(doc)
+    images = [for_upload(cell) for cell in doc["Images"]]
     segments = scifibench.c2f_segments(doc["Question"], len(images), _variant(lmms_eval_specific_kwargs))
     content = [
         {"type": "text", "text": segment} if isinstance(segment, str) else {"type": "image", "url": images[segment]}

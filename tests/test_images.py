@@ -1,0 +1,45 @@
+"""Image cells: decoded on demand, and uploaded to API models as their stored bytes (same pixels, no re-encode)."""
+
+from __future__ import annotations
+
+import base64
+import io
+
+from lmms_eval.models.model_utils.media_encoder import encode_image_to_base64
+from PIL import Image
+
+from scifig_tasks.core.images import for_upload, to_rgb
+
+
+def png_bytes(mode: str, colour: tuple[int, ...]) -> bytes:
+    buffer = io.BytesIO()
+    Image.new(mode, (40, 30), colour).save(buffer, format="PNG", compress_level=1)
+    return buffer.getvalue()
+
+
+def test_lmms_eval_png_encoding_sends_the_stored_bytes() -> None:
+    data = png_bytes("RGBA", (10, 20, 30, 255))
+    image = for_upload({"bytes": data, "path": None})
+
+    encoded = encode_image_to_base64(image, image_format="PNG")
+
+    assert base64.b64decode(encoded) == data
+    assert Image.open(io.BytesIO(base64.b64decode(encoded))).getpixel((0, 0)) == (10, 20, 30, 255)
+
+
+def test_other_formats_and_options_are_encoded_by_pil() -> None:
+    data = png_bytes("RGB", (200, 100, 0))
+    image = for_upload({"bytes": data, "path": None})
+
+    jpeg = base64.b64decode(encode_image_to_base64(image, image_format="JPEG", convert_rgb=True, quality=90))
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG", compress_level=9)
+
+    assert jpeg[:2] == b"\xff\xd8"
+    assert buffer.getvalue() != data and Image.open(buffer).getpixel((0, 0)) == (200, 100, 0)
+
+
+def test_to_rgb_composites_transparency_on_white() -> None:
+    cell = {"bytes": png_bytes("RGBA", (0, 0, 0, 0)), "path": None}
+    assert to_rgb(cell).getpixel((0, 0)) == (255, 255, 255)
+    assert to_rgb({"bytes": png_bytes("RGB", (1, 2, 3)), "path": None}).getpixel((5, 5)) == (1, 2, 3)
