@@ -23,10 +23,9 @@ from typing import Any
 
 import datasets
 import psutil
-from tqdm import tqdm
 
 from scifig_tasks.core.grab import TASKS
-from tests.harness.grab_data import FEATURES, Row, png, question_text
+from tests.harness.grab_data import Row, build
 from tests.harness.openai_server import ChatRequest, Policy, Reply
 
 MB = 1024 * 1024
@@ -78,40 +77,8 @@ def answer_policy(replies: Sequence[str]) -> Policy:
 
 
 def build_dataset(rows: Sequence[Row], image_size: tuple[int, int], label: str) -> datasets.Dataset:
-    """The rows as a GRAB-schema dataset (same records as ``tests.harness.grab_data.build``), with a progress bar."""
-    records: list[dict[str, Any]] = []
-    for pid, row in enumerate(tqdm(rows, desc=f"{label}: drawing {image_size[0]}x{image_size[1]} PNGs", unit="img")):
-        records.append(
-            {
-                "pid": pid,
-                "question": question_text(pid, row),
-                "decoded_image": {"bytes": png(pid, image_size), "path": None},
-                "image": f"images/{pid}.png",
-                "answer": row.answer,
-                "task": row.task,
-                "category": row.category,
-                "complexity": row.complexity,
-            }
-        )
-    return datasets.Dataset.from_list(records, features=FEATURES)
-
-
-def offline_env(workdir: Path) -> dict[str, str]:
-    """Environment for the CLI subprocess: no hub access, private HF caches, no inherited OpenAI / scifig keys."""
-    env = {key: value for key, value in os.environ.items() if not key.startswith(("OPENAI_", "SCIFIG_"))}
-    env.update(
-        {
-            "HF_HUB_OFFLINE": "1",
-            "HF_DATASETS_OFFLINE": "1",
-            "HF_DATASETS_CACHE": str(workdir / "hf-datasets"),
-            "SCIFIG_JUDGE_CACHE": str(workdir / "judge-cache"),
-            "TOKENIZERS_PARALLELISM": "false",
-            "WANDB_MODE": "disabled",
-            "NO_PROXY": "127.0.0.1,localhost",
-            "no_proxy": "127.0.0.1,localhost",
-        }
-    )
-    return env
+    """The rows as a GRAB-schema dataset, with a progress bar."""
+    return build(rows, image_size, progress=f"{label}: drawing {image_size[0]}x{image_size[1]} PNGs")
 
 
 def grab_cli_args(concurrency: int, timeout_s: float = 30.0) -> list[str]:

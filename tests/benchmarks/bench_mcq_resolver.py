@@ -113,8 +113,7 @@ def main() -> None:
         t = measure(resolver, items)
         share = 100 * t.right / t.stated
         print(
-            f"{name:<34}{t.right:>10}{share:>8.1f}%{t.wrong:>8}{t.refused_stated:>9}"
-            f"{f'{t.guessed} / {t.unstated}':>28}"
+            f"{name:<34}{t.right:>10}{share:>8.1f}%{t.wrong:>8}{t.refused_stated:>9}{f'{t.guessed} / {t.unstated}':>28}"
         )
 
 

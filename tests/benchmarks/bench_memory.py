@@ -46,10 +46,10 @@ from tests.benchmarks._common import (
     grab_cli_args,
     grab_figures,
     make_questions,
-    offline_env,
     parse_size,
     run_lmms_eval,
 )
+from tests.harness.lmms import offline_env
 from tests.harness.openai_server import FakeOpenAIServer
 
 GOAL_RATIO = 1.5

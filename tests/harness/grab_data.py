@@ -13,10 +13,9 @@ from pathlib import Path
 
 import datasets
 from PIL import Image, ImageDraw
+from tqdm import tqdm
 
 from scifig_tasks.core.sources import GRAB_FEATURES
-
-FEATURES = GRAB_FEATURES
 
 INTEGER = " Give your answer as an integer."
 ONE_DP = " Give your answer to 1 decimal place."
@@ -45,7 +44,9 @@ def question_text(pid: int, row: Row) -> str:
     return f"[q{pid}] {row.stem}{row.precision_sentence}"
 
 
-def build(rows: Sequence[Row], image_size: tuple[int, int] = (64, 48)) -> datasets.Dataset:
+def build(rows: Sequence[Row], image_size: tuple[int, int] = (64, 48), progress: str | None = None) -> datasets.Dataset:
+    """GRAB-schema rows with one drawn PNG each; ``progress`` labels a progress bar (for large sets)."""
+    numbered = enumerate(tqdm(rows, desc=progress, unit="img", disable=progress is None))
     records = [
         {
             "pid": pid,
@@ -57,7 +58,7 @@ def build(rows: Sequence[Row], image_size: tuple[int, int] = (64, 48)) -> datase
             "category": row.category,
             "complexity": row.complexity,
         }
-        for pid, row in enumerate(rows)
+        for pid, row in numbered
     ]
     return datasets.Dataset.from_list(records, features=GRAB_FEATURES)
 

@@ -52,16 +52,15 @@ def run(command: str, args: list[str], env: dict[str, str], output_path: Path) -
     return CliRun(completed.returncode, completed.stdout + completed.stderr, output_path)
 
 
-@pytest.fixture
-def lmms_env(tmp_path: Path) -> dict[str, str]:
+def offline_env(workdir: Path) -> dict[str, str]:
     """An offline environment for CLI subprocesses: no hub access, private HF caches, no inherited keys."""
     env = {key: value for key, value in os.environ.items() if not key.startswith(("OPENAI_", "SCIFIG_"))}
     env.update(
         {
             "HF_HUB_OFFLINE": "1",
             "HF_DATASETS_OFFLINE": "1",
-            "HF_DATASETS_CACHE": str(tmp_path / "hf-datasets"),
-            "SCIFIG_JUDGE_CACHE": str(tmp_path / "judge-cache"),
+            "HF_DATASETS_CACHE": str(workdir / "hf-datasets"),
+            "SCIFIG_JUDGE_CACHE": str(workdir / "judge-cache"),
             "TOKENIZERS_PARALLELISM": "false",
             "WANDB_MODE": "disabled",
             "NO_PROXY": "127.0.0.1,localhost",
@@ -69,6 +68,11 @@ def lmms_env(tmp_path: Path) -> dict[str, str]:
         }
     )
     return env
+
+
+@pytest.fixture
+def lmms_env(tmp_path: Path) -> dict[str, str]:
+    return offline_env(tmp_path)
 
 
 @pytest.fixture
