@@ -9,6 +9,9 @@ Local data contract (every benchmark): ``SCIFIG_<BENCH>_DATA`` may point to
 Whatever the source, the rows are checked against the benchmark's schema before any model is called, and a bad row
 stops the run with a :class:`DataError` naming the file, the row and the column. Images are never decoded here:
 their bytes are only verified, batch by batch, so memory stays flat however large the set.
+
+A benchmark without a published copy (``hub_path`` empty) may name a ``default_data`` builder: when the env var is
+unset, it builds the benchmark's seeded synthetic set once into a cache and returns its path, loaded like local data.
 """
 
 from __future__ import annotations
@@ -33,6 +36,9 @@ _LIST_FEATURES: tuple[type, ...] = tuple(
 RowCheck = Callable[[Any], str | None]
 """Returns a problem description for a bad cell value, ``None`` when the value is fine."""
 
+CrossCheck = Callable[[Mapping[str, Any]], tuple[str, str] | None]
+"""Checks a whole row (non-image columns): ``(column, problem)`` for a bad row, ``None`` when the row is fine."""
+
 
 @dataclass(frozen=True)
 class Column:
@@ -55,6 +61,12 @@ class BenchmarkSource:
     env_var: str
     columns: tuple[Column, ...]
     split_aliases: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    optional_columns: tuple[Column, ...] = ()
+    """Columns checked only when the data has them."""
+    row_check: CrossCheck | None = None
+    """A check across the columns of each row, after its cells passed."""
+    default_data: Callable[[], Path] | None = None
+    """Builds (once, cached) and returns local data when the env var is unset and there is no Hub copy."""
 
     @property
     def default_split(self) -> str:
@@ -77,11 +89,18 @@ def load_benchmark(source: BenchmarkSource, split: str | None = None, hub_path: 
     """
     split = split or source.default_split
     local = source.local_path()
+    if local is None and not (hub_path or source.hub_path):
+        if source.default_data is None:
+            raise DataError(
+                source.env_var, None, None, f"{source.name} has no published copy: set {source.env_var} to your data"
+            )
+        local = source.default_data()
     if local is not None:
         dataset, origin = _local_split(local, source, split)
     else:
         dataset, origin = _hub_split(hub_path or source.hub_path, source, split)
-    validate(dataset, source.columns, origin)
+    present = tuple(column for column in source.optional_columns if column.name in dataset.column_names)
+    validate(dataset, source.columns + present, origin, row_check=source.row_check)
     return dataset
 
 
@@ -138,8 +157,15 @@ def _read_parquet(path: Path) -> datasets.Dataset:
         raise DataError(str(path), None, None, f"cannot be read as parquet ({type(exc).__name__}: {exc})") from exc
 
 
-def validate(dataset: datasets.Dataset, columns: tuple[Column, ...], origin: str, batch_size: int = 64) -> None:
-    """Check every required column and cell; raise :class:`DataError` at the first bad one."""
+def validate(
+    dataset: datasets.Dataset,
+    columns: tuple[Column, ...],
+    origin: str,
+    batch_size: int = 64,
+    row_check: CrossCheck | None = None,
+) -> None:
+    """Check every required column and cell (then ``row_check`` on each row); raise :class:`DataError` at the first
+    bad one."""
     missing = [column.name for column in columns if column.name not in dataset.column_names]
     if missing:
         raise DataError(origin, None, missing[0], f"missing column (the file has: {', '.join(dataset.column_names)})")
@@ -153,6 +179,12 @@ def validate(dataset: datasets.Dataset, columns: tuple[Column, ...], origin: str
                 problem = _cell_problem(column, value)
                 if problem is not None:
                     raise DataError(origin, offset + index, column.name, problem)
+        if row_check is not None:
+            plain = [column.name for column in columns if not (column.image or column.image_list)]
+            for index in range(len(batch[columns[0].name])):
+                found = row_check({name: batch[name][index] for name in plain})
+                if found is not None:
+                    raise DataError(origin, offset + index, found[0], found[1])
 
 
 def _undecoded(feature: Any) -> Any:

@@ -5,15 +5,22 @@ GRAB (``jonathan-roberts1/GRAB``, split ``GRAB``): ``pid``, ``question``, ``deco
 SciFIBench (``jonathan-roberts1/SciFIBench``, splits ``CS_Figure2Caption``, ``CS_Caption2Figure``,
 ``General_Figure2Caption``, ``General_Caption2Figure``; older revisions ``Figure2Caption`` / ``Caption2Figure``):
 ``ID``, ``Question``, ``Options`` (labelled ``A) `` ... in order), ``Answer`` (a letter), ``Category``, ``Images``.
+Plot Twist (no published copy; split ``test``): ``q_id``, ``figure_id``, ``chart_type``, ``question_type``,
+``question``, ``answer``, ``x_range``, ``y_range`` (floats > 0), ``image``, optional ``variant`` (absent: ``base``)
+(plot_twist spec). By default the seeded synthetic set is built once into a cache (:mod:`curation.plot_twist.default`);
+``SCIFIG_PLOT_TWIST_DATA`` overrides it. Its ChartQA subset has no default: ``SCIFIG_PLOT_TWIST_CHARTQA_DATA``.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import datasets
 
-from scifig_tasks.core import grab
+from scifig_tasks.core import grab, plot_twist
 from scifig_tasks.core.data import BenchmarkSource, Column, expect_int, expect_str
 
 
@@ -92,4 +99,83 @@ SCIFIBENCH = BenchmarkSource(
     split_aliases={"CS_Figure2Caption": ("Figure2Caption",), "CS_Caption2Figure": ("Caption2Figure",)},
 )
 
-SOURCES: dict[str, BenchmarkSource] = {"grab": GRAB, "scifibench": SCIFIBENCH}
+
+def _positive_number(value: Any) -> str | None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+        return f"expected a finite number > 0, got {value!r}"
+    return None
+
+
+def _plot_twist_row(row: Mapping[str, Any]) -> tuple[str, str] | None:
+    chart, kind = row["chart_type"], row["question_type"]
+    if kind not in plot_twist.QUESTION_TYPES[chart]:
+        allowed = ", ".join(plot_twist.QUESTION_TYPES[chart])
+        return "question_type", f"{kind!r} is not a {chart} question type (expected one of: {allowed})"
+    variant = row.get("variant")
+    if variant not in (None, plot_twist.BASE) and chart not in plot_twist.VARIANT_CHART_TYPES[variant]:
+        return "variant", f"variant {variant!r} does not apply to {chart} charts"
+    return None
+
+
+_PLOT_TWIST_COLUMNS = (
+    Column("q_id", expect_str()),
+    Column("figure_id", expect_str()),
+    Column("chart_type", expect_str(plot_twist.CHART_TYPES)),
+    Column("question_type", expect_str(plot_twist.ALL_QUESTION_TYPES)),
+    Column("question", expect_str()),
+    Column("answer", expect_str()),
+    Column("x_range", _positive_number),
+    Column("y_range", _positive_number),
+    Column("image", image=True),
+)
+
+
+def _plot_twist_default() -> Path:
+    from curation.plot_twist.default import ensure_default_data
+
+    return ensure_default_data()
+
+
+PLOT_TWIST = BenchmarkSource(
+    name="Plot Twist",
+    hub_path="",
+    splits=("test",),
+    env_var="SCIFIG_PLOT_TWIST_DATA",
+    columns=_PLOT_TWIST_COLUMNS,
+    optional_columns=(Column("variant", expect_str(plot_twist.VARIANTS)),),
+    row_check=_plot_twist_row,
+    default_data=_plot_twist_default,
+)
+
+PLOT_TWIST_CHARTQA = BenchmarkSource(
+    name="Plot Twist ChartQA subset",
+    hub_path="",
+    splits=("test",),
+    env_var="SCIFIG_PLOT_TWIST_CHARTQA_DATA",
+    columns=_PLOT_TWIST_COLUMNS,
+    optional_columns=(Column("variant", expect_str(plot_twist.VARIANTS)),),
+    row_check=_plot_twist_row,
+)
+
+PLOT_TWIST_FEATURES = datasets.Features(
+    {
+        "q_id": datasets.Value("string"),
+        "figure_id": datasets.Value("string"),
+        "chart_type": datasets.Value("string"),
+        "question_type": datasets.Value("string"),
+        "question": datasets.Value("string"),
+        "answer": datasets.Value("string"),
+        "x_range": datasets.Value("float64"),
+        "y_range": datasets.Value("float64"),
+        "image": datasets.Image(),
+        "variant": datasets.Value("string"),
+    }
+)
+"""The Plot Twist schema; our builder writes exactly these plus ``metadata`` (the drawn data as JSON)."""
+
+SOURCES: dict[str, BenchmarkSource] = {
+    "grab": GRAB,
+    "scifibench": SCIFIBENCH,
+    "plot_twist": PLOT_TWIST,
+    "plot_twist_chartqa": PLOT_TWIST_CHARTQA,
+}

@@ -1,0 +1,85 @@
+"""``scifig curate plot-twist``: build the Plot Twist synthetic set
+(:func:`curation.plot_twist.build.build_plot_twist`).
+
+``register(subparsers)`` adds the sub-command to ``scifig curate``; ``main(argv)`` runs it stand-alone
+(``python -m curation.plot_twist.cli --out DIR``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from scifig_tasks.core.plot_twist import ROBUSTNESS_VARIANTS
+
+HELP = "generate Plot Twist (Chart101): synthetic scatter/bar/pie charts, questions and robustness variants"
+
+
+def _variant_names(values: Sequence[str] | None) -> list[str] | None:
+    if not values:
+        return None
+    return [name.strip() for value in values for name in value.split(",") if name.strip()]
+
+
+def configure(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add the sub-command's options to ``parser``."""
+    parser.add_argument("--out", type=Path, required=True, help="output directory (usable as SCIFIG_PLOT_TWIST_DATA)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--plots-per-type",
+        type=int,
+        default=None,
+        help="plots per chart type (default: the paper's 42 scatter / 50 bar / 47 pie = 336 / 250 / 141 questions)",
+    )
+    parser.add_argument(
+        "--variants",
+        nargs="+",
+        default=None,
+        help=f"robustness variants: all (default), none, or some of: {', '.join(ROBUSTNESS_VARIANTS)}",
+    )
+    parser.add_argument(
+        "--variant-plots", type=int, default=None, help="re-render only the first N plots of each type (default: all)"
+    )
+    parser.add_argument("--workers", type=int, default=None, help="rendering processes (default: CPU count, max 8)")
+    parser.set_defaults(handler=run)
+    return parser
+
+
+def register(subparsers: Any) -> None:
+    """Add ``plot-twist`` to the ``scifig curate`` sub-commands."""
+    configure(subparsers.add_parser("plot-twist", help=HELP, description=HELP))
+
+
+def run(args: argparse.Namespace) -> int:
+    """Build the set described by parsed ``args``; 0 on success, 2 on a bad argument."""
+    from curation.plot_twist.build import build_plot_twist
+
+    try:
+        built = build_plot_twist(
+            args.out,
+            seed=args.seed,
+            plots_per_type=args.plots_per_type,
+            variants=_variant_names(args.variants),
+            variant_plots=args.variant_plots,
+            workers=args.workers,
+        )
+    except ValueError as exc:
+        print(f"scifig curate plot-twist: {exc}", file=sys.stderr)
+        return 2
+    summary = ", ".join(f"{variant} {count}" for variant, count in built.counts.items())
+    print(
+        f"Plot Twist: {built.rows} questions ({summary}) written to {built.out}; use SCIFIG_PLOT_TWIST_DATA={built.out}"
+    )
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = configure(argparse.ArgumentParser(prog="scifig curate plot-twist", description=HELP))
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Plot Twist (Chart101) tasks for lmms-eval (Razeghi et al. 2024)."""

@@ -1,0 +1,143 @@
+"""Plot Twist task hooks for lmms-eval: thin adapters over :mod:`scifig_tasks.core.plot_twist` (prompt, extraction,
+the three accuracies, collective accuracy, breakdown).
+
+Repeated sampling: the tasks keep every response of lmms-eval's ``repeats`` (filter :class:`KeepAllResponses`), so
+``process_results`` scores each repeat; the accuracies are means over repeats and the breakdown adds the standard
+deviation across repeats.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+import datasets
+from lmms_eval.api.filter import Filter
+from PIL import Image
+
+from scifig_tasks.core import plot_twist
+from scifig_tasks.core.images import for_upload, to_rgb
+from scifig_tasks.core.judge import get_judge
+
+Kwargs = dict[str, Any] | None
+
+
+class KeepAllResponses(Filter):
+    """Keep all ``repeats`` responses of each request (lmms-eval's default filter keeps only the first)."""
+
+    def apply(self, resps: Any, docs: Any) -> Any:
+        return [list(responses) for responses in resps]
+
+
+# --- documents -----------------------------------------------------------------------------------------------------
+
+
+def _with_variant(dataset: datasets.Dataset) -> datasets.Dataset:
+    if "variant" in dataset.column_names:
+        return dataset
+    return dataset.add_column("variant", [plot_twist.BASE] * len(dataset))
+
+
+def _select(dataset: datasets.Dataset, variant: str, chart_type: str | None = None) -> datasets.Dataset:
+    dataset = _with_variant(dataset)
+    columns = ["variant", "chart_type"]
+
+    def keep(row_variant: str, row_chart: str) -> bool:
+        return row_variant == variant and (chart_type is None or row_chart == chart_type)
+
+    selected = dataset.filter(keep, input_columns=columns, desc=f"Plot Twist {variant} {chart_type or ''}".strip())
+    if len(selected) == 0:
+        what = f"variant {variant!r}" + (f" and chart_type {chart_type!r}" if chart_type else "")
+        raise ValueError(
+            f"Plot Twist data has no rows with {what}: rebuild it with `scifig curate plot-twist` (default: every "
+            "variant) or point SCIFIG_PLOT_TWIST_DATA at a set that has them"
+        )
+    return selected
+
+
+scatter_docs = partial(_select, variant=plot_twist.BASE, chart_type="scatter")
+bar_docs = partial(_select, variant=plot_twist.BASE, chart_type="bar")
+pie_docs = partial(_select, variant=plot_twist.BASE, chart_type="pie")
+robustness_base_docs = partial(_select, variant=plot_twist.BASE)
+title_none_docs = partial(_select, variant="title_none")
+title_correct_docs = partial(_select, variant="title_correct")
+title_misleading_docs = partial(_select, variant="title_misleading")
+marker_x_docs = partial(_select, variant="marker_x")
+marker_diamond_docs = partial(_select, variant="marker_diamond")
+marker_circle_docs = partial(_select, variant="marker_circle")
+marker_plus_docs = partial(_select, variant="marker_plus")
+grid_docs = partial(_select, variant="grid")
+vegalite_docs = partial(_select, variant="vegalite")
+
+
+def chartqa_docs(dataset: datasets.Dataset) -> datasets.Dataset:
+    return _with_variant(dataset)
+
+
+# --- prompt --------------------------------------------------------------------------------------------------------
+
+
+def doc_to_visual(doc: dict[str, Any]) -> list[Image.Image]:
+    return [to_rgb(doc["image"])]
+
+
+def doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: Kwargs = None) -> str:
+    return plot_twist.build_prompt(doc["question"], doc.get("variant") or plot_twist.BASE)
+
+
+def doc_to_messages(doc: dict[str, Any], lmms_eval_specific_kwargs: Kwargs = None) -> list[dict[str, Any]]:
+    content = [{"type": "image", "url": for_upload(doc["image"])}, {"type": "text", "text": doc_to_text(doc)}]
+    return [{"role": "user", "content": content}]
+
+
+# --- scoring -------------------------------------------------------------------------------------------------------
+
+
+def _results(doc: dict[str, Any], results: list[Any], rule: plot_twist.MarginRule) -> dict[str, Any]:
+    outputs = [item for result in results for item in (result if isinstance(result, list) else [result])]
+    judge = get_judge()
+    scores = [plot_twist.score_output(doc, output, judge, rule) for output in outputs]
+    record = plot_twist.sample_record(doc, scores)
+    means = {key: sum(record[key]) / len(outputs) for key in plot_twist.ACCURACIES}
+    per_figure = {key: record[key] for key in ("figure_id", "variant", *plot_twist.ACCURACIES)}
+    return {
+        "standard_acc": means["standard"],
+        "relaxed_acc": means["relaxed"],
+        "range_acc": means["range"],
+        "collective_standard": per_figure,
+        "collective_relaxed": per_figure,
+        "collective_range": per_figure,
+        "breakdown": record,
+    }
+
+
+process_results = partial(_results, rule="synthetic")
+process_results_chartqa = partial(_results, rule="chartqa")
+
+
+def collective_standard(records: list[dict[str, Any]]) -> float:
+    return plot_twist.collective(records, "standard")
+
+
+def collective_relaxed(records: list[dict[str, Any]]) -> float:
+    return plot_twist.collective(records, "relaxed")
+
+
+def collective_range(records: list[dict[str, Any]]) -> float:
+    return plot_twist.collective(records, "range")
+
+
+def collective_group(metrics: list[float], sizes: list[int], weight_by_size: bool = True) -> float:
+    return plot_twist.merge_collective(metrics)
+
+
+def breakdown(records: list[dict[str, Any]]) -> dict[str, Any]:
+    return plot_twist.breakdown(records)
+
+
+def breakdown_group(parts: list[dict[str, Any]], sizes: list[int], weight_by_size: bool = True) -> dict[str, Any]:
+    return plot_twist.merge_breakdowns(parts)
+
+
+def robustness_group(parts: list[dict[str, Any]], sizes: list[int], weight_by_size: bool = True) -> dict[str, Any]:
+    return plot_twist.merge_breakdowns(parts, with_deltas=True)
