@@ -1,0 +1,217 @@
+"""Command line of SciFIBench curation: ``scifig curate scifibench`` / ``scifibench-accept`` /
+``scifibench-from-scicap``.
+
+``register(subparsers)`` adds the three sub-commands to an argparse sub-parser group (``scifig curate``'s); each
+parsed namespace carries ``scifibench_handler``, the function that runs it and returns the exit code. Standalone::
+
+    python -m curation.scifibench.cli scifibench --pairs pairs.parquet --out DIR
+    python -m curation.scifibench.cli scifibench-accept --out DIR --accepted accepted.txt
+    python -m curation.scifibench.cli scifibench-from-scicap --root SCICAP --split train --out pairs.parquet
+
+Multi-GPU embedding: ``accelerate launch -m curation.scifibench.cli scifibench ...`` (every process embeds its
+shards, the main process does the rest). Bad input exits 2 with the file, row and column.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from curation.scifibench.embed import DEFAULT_BATCH_SIZE, DEFAULT_MODEL, DEFAULT_PRETRAINED, DEFAULT_SHARD_SIZE
+from curation.scifibench.neighbours import DEFAULT_EXACT_MAX, DEFAULT_K, DEFAULT_NPROBE
+from curation.scifibench.splits import GOLD_SIZE, POOL_FACTOR, SILVER_SIZE
+from scifig_tasks.core.errors import DataError
+
+
+def _gpu_flag(value: str) -> bool | None:
+    choices = {"auto": None, "yes": True, "no": False}
+    if value not in choices:
+        raise argparse.ArgumentTypeError(f"expected auto, yes or no, got {value!r}")
+    return choices[value]
+
+
+def _add_curate(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "scifibench",
+        help="SciFIBench-style questions from figure-caption pairs (CLIP + Faiss hard negatives)",
+        description="Build gold-candidate / silver / bronze / random-negative SciFIBench sets from figure-caption "
+        "pairs (see curation/scifibench/README.md).",
+    )
+    data = parser.add_argument_group("input and output")
+    data.add_argument("--pairs", required=True, help="parquet file or directory, save_to_disk directory or Hub id")
+    data.add_argument("--split", default=None, help="split of a DatasetDict or Hub dataset (default: train)")
+    data.add_argument("--out", type=Path, required=True, help="output directory")
+    data.add_argument("--domain", choices=("CS", "General"), default="CS", help="split-name prefix (default CS)")
+    data.add_argument(
+        "--home-archive",
+        default=None,
+        help="arXiv archive whose other categories are 'other <archive>' and outside which papers are 'cross-list' "
+        "(default: cs for CS, none for General)",
+    )
+    data.add_argument("--keep-subfigures", action="store_true", help="keep rows flagged has_subfigures")
+    data.add_argument("--top-categories", type=int, default=10, help="categories kept individually (default 10)")
+    clip = parser.add_argument_group("embeddings (open_clip)")
+    clip.add_argument("--model", default=DEFAULT_MODEL, help=f"open_clip model (default {DEFAULT_MODEL})")
+    clip.add_argument(
+        "--pretrained",
+        default=DEFAULT_PRETRAINED,
+        help=f"tag or checkpoint; 'none' = random (default {DEFAULT_PRETRAINED})",
+    )
+    clip.add_argument("--model-config", type=Path, default=None, help="open_clip model-config JSON to register first")
+    clip.add_argument("--init-seed", type=int, default=0, help="initialisation seed with --pretrained none")
+    clip.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE, help="pairs per forward pass")
+    clip.add_argument("--shard-size", type=int, default=DEFAULT_SHARD_SIZE, help="pairs per cached shard")
+    clip.add_argument("--num-workers", type=int, default=0, help="image-decoding DataLoader workers")
+    clip.add_argument("--device", default=None, help="torch device (default: cuda when available)")
+    clip.add_argument("--cache-dir", type=Path, default=None, help="embedding/neighbour cache (default OUT/cache)")
+    knn = parser.add_argument_group("neighbours and filter")
+    knn.add_argument("--k", type=int, default=DEFAULT_K, help=f"neighbours searched per pair (default {DEFAULT_K})")
+    knn.add_argument(
+        "--exact-max",
+        type=int,
+        default=DEFAULT_EXACT_MAX,
+        help=f"exact search up to N pairs (default {DEFAULT_EXACT_MAX})",
+    )
+    knn.add_argument("--nlist", type=int, default=None, help="IVF cells (default: power of two nearest 4 sqrt(N))")
+    knn.add_argument("--nprobe", type=int, default=None, help=f"IVF cells searched (default {DEFAULT_NPROBE})")
+    knn.add_argument("--gpu", type=_gpu_flag, default=None, help="GPU Faiss: auto (default), yes, no")
+    knn.add_argument("--min-distance", type=float, default=None, help="similarity threshold (default: from data)")
+    tiers = parser.add_argument_group("questions and tiers")
+    tiers.add_argument("--seed", type=int, default=0, help="option shuffling, random negatives, IVF training")
+    tiers.add_argument("--gold-size", type=int, default=GOLD_SIZE, help=f"gold questions per task ({GOLD_SIZE})")
+    tiers.add_argument("--pool-factor", type=float, default=POOL_FACTOR, help="candidate pool = factor x gold size")
+    tiers.add_argument(
+        "--silver-size", type=int, default=SILVER_SIZE, help=f"silver questions per task ({SILVER_SIZE})"
+    )
+    parser.set_defaults(scifibench_handler=run_curate)
+
+
+def _add_accept(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "scifibench-accept", help="turn verified (accepted) candidate ids into the gold split"
+    )
+    parser.add_argument("--out", type=Path, required=True, help="the directory `scifig curate scifibench` wrote")
+    parser.add_argument("--accepted", type=Path, required=True, help="accepted ids: '<task> <ID>' per line")
+    parser.add_argument("--gold-size", type=int, default=None, help="gold questions per task (default: as curated)")
+    parser.set_defaults(scifibench_handler=run_accept)
+
+
+def _add_scicap(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "scifibench-from-scicap", help="convert the SciCap release into the scifibench input schema"
+    )
+    parser.add_argument("--root", type=Path, required=True, help="SciCap release root (SciCap-Caption-All/, ...)")
+    parser.add_argument("--split", default="train", help="SciCap split: train, val or test (default train)")
+    parser.add_argument("--out", type=Path, required=True, help="output parquet file")
+    parser.add_argument(
+        "--arxiv-metadata", type=Path, default=None, help="default ROOT/arxiv-metadata-oai-snapshot.json"
+    )
+    parser.add_argument("--file-list", type=Path, default=None, help="keep only these figure ids (JSON list or lines)")
+    parser.add_argument("--keep-subfigures", action="store_true", help="also convert figures with sub-figures")
+    parser.set_defaults(scifibench_handler=run_scicap)
+
+
+def register(subparsers: Any) -> None:
+    """Add ``scifibench``, ``scifibench-accept`` and ``scifibench-from-scicap`` to ``subparsers``."""
+    _add_curate(subparsers)
+    _add_accept(subparsers)
+    _add_scicap(subparsers)
+
+
+def settings_from(args: argparse.Namespace) -> Any:
+    from curation.scifibench.embed import ClipSpec
+    from curation.scifibench.pipeline import DEFAULT_HOME, Settings
+
+    pretrained = None if str(args.pretrained).lower() in ("", "none") else args.pretrained
+    home = args.home_archive
+    if home is None:
+        home = DEFAULT_HOME
+    elif home.lower() == "none":
+        home = None
+    return Settings(
+        pairs=args.pairs,
+        out=args.out,
+        split=args.split,
+        domain=args.domain,
+        home_archive=home,
+        keep_subfigures=args.keep_subfigures,
+        top_categories=args.top_categories,
+        clip=ClipSpec(args.model, pretrained, args.model_config, args.init_seed),
+        batch_size=args.batch_size,
+        shard_size=args.shard_size,
+        num_workers=args.num_workers,
+        device=args.device,
+        cache_dir=args.cache_dir,
+        k=args.k,
+        exact_max=args.exact_max,
+        nlist=args.nlist,
+        nprobe=args.nprobe,
+        use_gpu=args.gpu,
+        min_distance=args.min_distance,
+        seed=args.seed,
+        gold_size=args.gold_size,
+        pool_factor=args.pool_factor,
+        silver_size=args.silver_size,
+    )
+
+
+def _fail(command: str, exc: Exception) -> int:
+    print(f"scifig curate {command}: {exc}", file=sys.stderr)
+    return 2
+
+
+def run_curate(args: argparse.Namespace) -> int:
+    from curation.scifibench.pipeline import curate
+
+    try:
+        summary = curate(settings_from(args))
+    except (DataError, ValueError) as exc:
+        return _fail("scifibench", exc)
+    if summary is None:  # a non-main process of a multi-GPU run: its shards are done
+        return 0
+    tiers = summary["tiers"]
+    sizes = ", ".join(f"{tier} {next(iter(tiers[tier]['questions'].values()))}" for tier in tiers)
+    print(f"SciFIBench ({summary['domain']}): {sizes} questions per task written to {args.out}")
+    print(
+        f"verify {args.out / 'verification' / 'index.html'}, then: scifig curate scifibench-accept --out {args.out} ..."
+    )
+    return 0
+
+
+def run_accept(args: argparse.Namespace) -> int:
+    from curation.scifibench.gold import accept
+
+    try:
+        summary = accept(args.out, args.accepted, args.gold_size)
+    except (DataError, ValueError) as exc:
+        return _fail("scifibench-accept", exc)
+    gold = summary["tiers"]["gold"]["questions"]
+    print(f"gold: {', '.join(f'{task} {n}' for task, n in gold.items()) or 'no questions'} -> {args.out / 'gold'}")
+    return 0
+
+
+def run_scicap(args: argparse.Namespace) -> int:
+    from curation.scifibench.scicap import convert_scicap
+
+    try:
+        result = convert_scicap(
+            args.root, args.split, args.out, args.arxiv_metadata, args.file_list, args.keep_subfigures
+        )
+    except (DataError, ValueError) as exc:
+        return _fail("scifibench-from-scicap", exc)
+    print(f"SciCap {args.split}: {result.rows} pairs written to {result.out} (skipped: {result.skipped})")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m curation.scifibench.cli", description=__doc__.split("\n\n")[0])
+    register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return args.scifibench_handler(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

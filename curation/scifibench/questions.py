@@ -1,0 +1,147 @@
+"""SciFIBench questions from neighbours (paper §3.3, steps 6 and 8; spec "Curation").
+
+* Negatives: the 4 nearest neighbours of a pair that pass the similarity filter (:mod:`.similarity`). A pair with
+  fewer than 4 is left out (counted in the curation summary).
+* Figure→Caption: the true caption and the 4 negatives' captions, shuffled (5 options, letters A–E);
+  Caption→Figure: the true figure and the 4 negatives' figures, shuffled. Every pair gives one question per task,
+  with the same negatives. Text formats are the published data's: Figure→Caption ``Question`` =
+  ``Which caption best matches the image?`` and ``Options`` = ``"A) <caption>"`` ...; Caption→Figure ``Question`` =
+  ``Caption: <caption> Which image best matches the caption?``, ``Images`` = the 5 figures in option order and
+  ``Options`` = ``"A) image0"`` ... ``"E) image4"`` (the label of each image, in order).
+* Seeded shuffling: the option order of a question depends only on ``(seed, task, variant, figure id)`` (a SHA-256
+  derived generator per question), so it is reproducible and independent of corpus order and of the other questions.
+* Difficulty: the mean Euclidean distance of the negatives' joint embeddings to the true pair's (lower = harder).
+* Random-negatives variant (the paper's ablation): the same true pair with 4 negatives drawn uniformly at random
+  (seeded per question) from the other pairs, near-duplicates (below the similarity threshold) excluded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+import numpy as np
+
+from curation.scifibench.neighbours import exact_distances
+from curation.scifibench.similarity import kept_neighbours
+
+N_NEGATIVES = 4
+LETTERS = "ABCDE"
+TASKS = ("Figure2Caption", "Caption2Figure")
+F2C_QUESTION = "Which caption best matches the image?"
+C2F_QUESTION = "Caption: {caption} Which image best matches the caption?"
+IMAGE_LABEL = "image{index}"
+
+Task = Literal["Figure2Caption", "Caption2Figure"]
+Variant = Literal["nearest", "random"]
+
+
+@dataclass(frozen=True)
+class Question:
+    """One true pair and its negatives (corpus positions, nearest first), its difficulty and category."""
+
+    pair: int
+    negatives: tuple[int, ...]
+    difficulty: float
+    category: str
+    variant: Variant = "nearest"
+
+
+def difficulty(distances: Sequence[float]) -> float:
+    """The paper's difficulty: mean distance of the negatives to the true pair (lower = harder)."""
+    return float(np.mean(np.asarray(distances, dtype=np.float64)))
+
+
+def build_questions(
+    indices: np.ndarray, distances: np.ndarray, threshold: float, categories: Sequence[str]
+) -> tuple[list[Question], int]:
+    """A question for every pair with 4 neighbours passing the filter, ordered hardest first (ties by pair), and the
+    number of pairs left out for lack of negatives."""
+    mask = kept_neighbours(indices, distances, threshold)
+    questions, short = [], 0
+    for pair in range(len(indices)):
+        kept = np.flatnonzero(mask[pair])[:N_NEGATIVES]
+        if len(kept) < N_NEGATIVES:
+            short += 1
+            continue
+        negatives = tuple(int(n) for n in indices[pair, kept])
+        questions.append(Question(pair, negatives, difficulty(distances[pair, kept]), categories[pair]))
+    return hardest_first(questions), short
+
+
+def hardest_first(questions: Sequence[Question]) -> list[Question]:
+    return sorted(questions, key=lambda question: (question.difficulty, question.pair))
+
+
+def question_rng(seed: int, purpose: str, figure_id: str) -> random.Random:
+    """The generator of one question's random choices: a function of the seed, the purpose and the figure id only."""
+    digest = hashlib.sha256(f"{seed}\x00{purpose}\x00{figure_id}".encode()).digest()
+    return random.Random(int.from_bytes(digest[:8], "big"))
+
+
+def random_variant(question: Question, vectors: np.ndarray, threshold: float, figure_id: str, seed: int) -> Question:
+    """``question`` with 4 uniformly drawn negatives (no near-duplicate of the true pair) and their difficulty."""
+    n = len(vectors)
+    if n < N_NEGATIVES + 1:
+        raise ValueError(f"random negatives need at least {N_NEGATIVES + 1} pairs, got {n}")
+    rng = question_rng(seed, "random-negatives", figure_id)
+    chosen: list[int] = []
+    tried: set[int] = {question.pair}
+    while len(chosen) < N_NEGATIVES and len(tried) < n:
+        candidates = []
+        while len(candidates) < 2 * N_NEGATIVES and len(tried) < n:
+            candidate = rng.randrange(n)
+            if candidate not in tried:
+                tried.add(candidate)
+                candidates.append(candidate)
+        found = exact_distances(vectors, np.array([question.pair]), np.array([candidates]))[0]
+        chosen += [c for c, d in zip(candidates, found, strict=True) if d >= threshold][: N_NEGATIVES - len(chosen)]
+    if len(chosen) < N_NEGATIVES:
+        raise ValueError(f"pair {question.pair}: fewer than {N_NEGATIVES} pairs pass the similarity filter")
+    distances = exact_distances(vectors, np.array([question.pair]), np.array([chosen]))[0]
+    return replace(question, negatives=tuple(chosen), difficulty=difficulty(distances), variant="random")
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """A question in the published schema's text form; ``images`` and ``option_pairs`` are corpus positions."""
+
+    Question: str
+    Options: list[str]
+    Answer: str
+    images: list[int]
+    option_pairs: list[int]
+
+
+def option_order(question: Question, task: Task, figure_id: str, seed: int) -> list[int]:
+    """The 5 pairs of ``question`` in option order (seeded shuffle per task, variant and figure)."""
+    order = [question.pair, *question.negatives]
+    question_rng(seed, f"options:{task}:{question.variant}", figure_id).shuffle(order)
+    return order
+
+
+def render(question: Question, task: Task, captions: Sequence[str], figure_ids: Sequence[str], seed: int) -> Rendered:
+    """The ``Question``, ``Options``, ``Answer`` and images of ``question`` for ``task``."""
+    order = option_order(question, task, figure_ids[question.pair], seed)
+    answer = LETTERS[order.index(question.pair)]
+    if task == "Figure2Caption":
+        options = [f"{LETTERS[i]}) {captions[pair]}" for i, pair in enumerate(order)]
+        return Rendered(F2C_QUESTION, options, answer, [question.pair], order)
+    if task == "Caption2Figure":
+        options = [f"{LETTERS[i]}) {IMAGE_LABEL.format(index=i)}" for i in range(len(order))]
+        return Rendered(C2F_QUESTION.format(caption=captions[question.pair]), options, answer, order, order)
+    raise ValueError(f"unknown task {task!r} (expected one of {', '.join(TASKS)})")
+
+
+def question_record(question: Question) -> dict[str, Any]:
+    """A JSON-able record of a question (the candidate pool is re-read by ``scifibench-accept``)."""
+    return {
+        "pair": question.pair,
+        "negatives": list(question.negatives),
+        "difficulty": question.difficulty,
+        "category": question.category,
+        "variant": question.variant,
+    }
