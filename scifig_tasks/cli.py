@@ -5,6 +5,8 @@
   happened — exits non-zero when a task is not found, data is bad or scoring raised.
 * ``scifig demo --out DIR`` builds a small GRAB-format set locally, scores it through the real lmms-eval CLI with the
   offline ``scifig_chance`` model and prints the results table. No network, no weights.
+* ``scifig curate BENCH ...`` builds a benchmark's data locally; each benchmark registers its own sub-commands from
+  ``curation/<bench>/cli.py`` (``register(subparsers)``, each setting ``handler``).
 * ``scifig tasks-path`` prints the task folder (for ``lmms-eval --include_path``).
 """
 
@@ -105,6 +107,19 @@ def demo(out: Path, per_task: int, seed: int) -> int:
     return 0
 
 
+CURATION_CLIS = ("curation.plot_twist.cli", "curation.scifibench.cli")
+"""Modules whose ``register(subparsers)`` add ``scifig curate`` sub-commands."""
+
+
+def _add_curate(commands: Any) -> None:
+    import importlib
+
+    curate = commands.add_parser("curate", help="build a benchmark dataset locally")
+    benchmarks = curate.add_subparsers(dest="benchmark", required=True)
+    for module in CURATION_CLIS:
+        importlib.import_module(module).register(benchmarks)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="scifig", description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -115,6 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     demo_parser.add_argument("--out", type=Path, default=Path("scifig-demo"))
     demo_parser.add_argument("--per-task", type=int, default=10)
     demo_parser.add_argument("--seed", type=int, default=0)
+    _add_curate(commands)
     commands.add_parser("tasks-path", help="print the lmms-eval task folder of this package")
     args, rest = parser.parse_known_args(argv)
     if args.command == "eval":
@@ -128,6 +144,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"unrecognised arguments: {' '.join(rest)}")
     if args.command == "demo":
         return demo(args.out, args.per_task, args.seed)
+    if args.command == "curate":
+        return args.handler(args)
     print(tasks_path())
     return 0
 

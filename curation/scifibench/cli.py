@@ -2,7 +2,7 @@
 ``scifibench-from-scicap``.
 
 ``register(subparsers)`` adds the three sub-commands to an argparse sub-parser group (``scifig curate``'s); each
-parsed namespace carries ``scifibench_handler``, the function that runs it and returns the exit code. Standalone::
+parsed namespace carries ``handler``, the function that runs it and returns the exit code. Standalone::
 
     python -m curation.scifibench.cli scifibench --pairs pairs.parquet --out DIR
     python -m curation.scifibench.cli scifibench-accept --out DIR --accepted accepted.txt
@@ -86,7 +86,7 @@ def _add_curate(subparsers: Any) -> None:
     tiers.add_argument(
         "--silver-size", type=int, default=SILVER_SIZE, help=f"silver questions per task ({SILVER_SIZE})"
     )
-    parser.set_defaults(scifibench_handler=run_curate)
+    parser.set_defaults(handler=run_curate)
 
 
 def _add_accept(subparsers: Any) -> None:
@@ -96,7 +96,7 @@ def _add_accept(subparsers: Any) -> None:
     parser.add_argument("--out", type=Path, required=True, help="the directory `scifig curate scifibench` wrote")
     parser.add_argument("--accepted", type=Path, required=True, help="accepted ids: '<task> <ID>' per line")
     parser.add_argument("--gold-size", type=int, default=None, help="gold questions per task (default: as curated)")
-    parser.set_defaults(scifibench_handler=run_accept)
+    parser.set_defaults(handler=run_accept)
 
 
 def _add_scicap(subparsers: Any) -> None:
@@ -111,7 +111,7 @@ def _add_scicap(subparsers: Any) -> None:
     )
     parser.add_argument("--file-list", type=Path, default=None, help="keep only these figure ids (JSON list or lines)")
     parser.add_argument("--keep-subfigures", action="store_true", help="also convert figures with sub-figures")
-    parser.set_defaults(scifibench_handler=run_scicap)
+    parser.set_defaults(handler=run_scicap)
 
 
 def register(subparsers: Any) -> None:
@@ -210,7 +210,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m curation.scifibench.cli", description=__doc__.split("\n\n")[0])
     register(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)
-    return args.scifibench_handler(args)
+    return args.handler(args)
 
 
 if __name__ == "__main__":
