@@ -54,3 +54,20 @@ def test_demo_scores_a_local_grab_set_through_lmms_eval(tmp_path: Path, lmms_env
         "grab_transforms": "3",
     }
     assert list((tmp_path / "demo" / "results").rglob("*_results.json"))
+
+
+def test_curate_builds_plot_twist_through_the_scifig_command(tmp_path: Path) -> None:
+    scifig = Path(sys.executable).parent / "scifig"
+    listing = subprocess.run([str(scifig), "curate", "--help"], capture_output=True, text=True, check=True).stdout
+    assert {"plot-twist", "scifibench", "scifibench-accept", "scifibench-from-scicap"} <= set(
+        re.findall(r"[\w-]+", listing)
+    )
+    out = tmp_path / "pt"
+    completed = subprocess.run(
+        [str(scifig), "curate", "plot-twist", "--out", str(out), "--plots-per-type", "1", "--variants", "grid"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    assert f"use SCIFIG_PLOT_TWIST_DATA={out}" in completed.stdout
