@@ -3,8 +3,9 @@
 * ``scifig eval ARGS...`` runs lmms-eval's own CLI in this process with ``ARGS`` unchanged, adds this package's
   task folder as ``--include_path`` (unless one is given), and — unlike ``lmms-eval``, which exits 0 whatever
   happened — exits non-zero when a task is not found, data is bad or scoring raised.
-* ``scifig demo --out DIR`` builds a small GRAB-format set locally, scores it through the real lmms-eval CLI with the
-  offline ``scifig_chance`` model and prints the results table. No network, no weights.
+* ``scifig demo --out DIR`` generates a small GRAB set with the generator (``--per-task`` questions per task,
+  balanced over question types and complexity), scores it through the real lmms-eval CLI with the offline
+  ``scifig_chance`` model and prints the results table. No network, no weights.
 * ``scifig curate BENCH ...`` builds a benchmark's data locally; each benchmark registers its own sub-commands from
   ``curation/<bench>/cli.py`` (``register(subparsers)``, each setting ``handler``).
 * ``scifig tasks-path`` prints the task folder (for ``lmms-eval --include_path``).
@@ -92,22 +93,26 @@ def results_table(results: dict[str, Any]) -> str:
     return "\n".join(rows)
 
 
-def demo(out: Path, per_task: int, seed: int) -> int:
-    from curation.grab.minimal import build_minimal_grab
+DEMO_DPI = 60
+"""The demo renders small images: the chance model never looks at them."""
 
-    data = build_minimal_grab(out / "data", per_task=per_task, seed=seed)
-    os.environ["SCIFIG_GRAB_DATA"] = str(data)
+
+def demo(out: Path, per_task: int, seed: int, workers: int | None = None) -> int:
+    from curation.grab.build import build_grab
+
+    built = build_grab(out / "data", seed=seed, limit=4 * per_task, dpi=DEMO_DPI, workers=workers)
+    os.environ["SCIFIG_GRAB_DATA"] = str(built.out)
     os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     argv = ["--model", "scifig_chance", "--model_args", f"seed={seed}", "--tasks", "grab"]
     argv += ["--output_path", str(out / "results"), "--log_samples"]
     (result,) = run_lmms_eval(argv)
-    print(f"\nGRAB (locally built, {4 * per_task} questions) scored through lmms-eval with scifig_chance:\n")
+    print(f"\nGRAB (generated locally, {built.rows} questions) scored through lmms-eval with scifig_chance:\n")
     print(results_table(result))
     return 0
 
 
-CURATION_CLIS = ("curation.plot_twist.cli", "curation.scifibench.cli")
+CURATION_CLIS = ("curation.grab.cli", "curation.scifibench.cli", "curation.plot_twist.cli")
 """Modules whose ``register(subparsers)`` add ``scifig curate`` sub-commands."""
 
 
@@ -130,6 +135,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     demo_parser.add_argument("--out", type=Path, default=Path("scifig-demo"))
     demo_parser.add_argument("--per-task", type=int, default=10)
     demo_parser.add_argument("--seed", type=int, default=0)
+    demo_parser.add_argument("--workers", type=int, default=None)
     _add_curate(commands)
     commands.add_parser("tasks-path", help="print the lmms-eval task folder of this package")
     args, rest = parser.parse_known_args(argv)
@@ -143,7 +149,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if rest:
         parser.error(f"unrecognised arguments: {' '.join(rest)}")
     if args.command == "demo":
-        return demo(args.out, args.per_task, args.seed)
+        return demo(args.out, args.per_task, args.seed, args.workers)
     if args.command == "curate":
         return args.handler(args)
     print(tasks_path())

@@ -141,3 +141,12 @@ def test_every_corpus_style_is_resolved_or_refused_as_written() -> None:
                 output = style.render(letter, options[index][3:].strip(), other, options)
                 expected = letter if style.states_answer else None
                 assert resolve_by_rules(output, options).letter == expected, (style.name, output)
+
+
+@pytest.mark.parametrize(
+    ("output", "expected"),
+    [("2", None), ("-2", "A"), ("about 0.45", None), ("0.4", "B"), ("The answer is 0.4 I think", "B"), ("2.0", None)],
+)
+def test_numeric_option_text_needs_the_exact_number(output: str, expected: str | None) -> None:
+    options = ["A) -2", "B) 0.4", "C) 3", "D) 5.5", "E) 7"]
+    assert resolve_by_rules(output, options).letter == expected

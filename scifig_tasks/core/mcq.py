@@ -83,8 +83,17 @@ def _option_label_at_line_start(letters: str) -> re.Pattern[str]:
     return re.compile(rf"^\s*[\(\*]*([{letters}])[\)\.:]\**\s", re.MULTILINE)
 
 
-def _normalise(text: str) -> str:
-    return re.sub(r"\s+", " ", re.sub(r"[^\w\s]", " ", text.lower())).strip()
+_TOKEN = re.compile(r"-?\d+(?:\.\d+)?|[^\W\d_]+")
+
+
+def _tokens(text: str) -> list[str]:
+    """Lower-case words and signed decimal numbers (so "2" never matches "-2" and "0.45" never matches "0.4")."""
+    return _TOKEN.findall(text.lower())
+
+
+def _contains(haystack: list[str], needle: list[str]) -> bool:
+    width = len(needle)
+    return any(haystack[start : start + width] == needle for start in range(len(haystack) - width + 1))
 
 
 def strip_label(option: str) -> str:
@@ -136,11 +145,11 @@ def resolve_by_rules(output: str | None, options: Sequence[str]) -> Resolution:
     if leading:
         return Resolution(leading.group(1), "rule", "leading option label")
 
-    quoted = _normalise(text)
+    quoted = _tokens(text)
     matches = [
         letter
         for letter, option in zip(letters, options, strict=True)
-        if (body := _normalise(strip_label(option))) and body in quoted
+        if (body := _tokens(strip_label(option))) and _contains(quoted, body)
     ]
     if len(matches) == 1:
         return Resolution(matches[0], "rule", "option text")
@@ -157,10 +166,10 @@ def _article_aware(letter: str, after: str, options: Sequence[str], letters: str
     """
     if letter != "A" or not re.match(r"\s+[a-z]", after):
         return letter
-    continuation = _normalise(after)
+    continuation = _tokens(after)
     for candidate, option in zip(letters, options, strict=True):
-        words = _normalise(strip_label(option)).split()
-        if words and continuation.startswith(" ".join(words[: min(3, len(words))])):
+        words = _tokens(strip_label(option))[:3]
+        if words and continuation[: len(words)] == words:
             return candidate
     return letter
 

@@ -8,7 +8,7 @@ from typing import Any
 import datasets
 from PIL import Image
 
-from scifig_tasks.core import grab
+from scifig_tasks.core import grab, grab_mc
 from scifig_tasks.core.images import for_upload, to_rgb
 from scifig_tasks.core.judge import get_judge
 
@@ -65,3 +65,37 @@ def grab_breakdown(records: list[dict[str, Any]]) -> dict[str, Any]:
 
 def grab_breakdown_group(parts: list[dict[str, Any]], sizes: list[int], weight_by_size: bool = True) -> dict[str, Any]:
     return grab.merge_breakdowns(parts)
+
+
+# ---- grab_properties_mc: the multiple-choice ablation of the properties task (options built on the fly) ----
+
+
+def grab_properties_mc_docs(dataset: datasets.Dataset) -> datasets.Dataset:
+    """The properties rows with ``options`` and ``mc_answer`` from :func:`grab_mc.mc_options` (``seed = pid``)."""
+    selected = _select_task(dataset, "properties")
+    rows = selected.select_columns(["pid", "question", "answer"]).to_list()
+    built = [grab_mc.mc_options(row["answer"], row["question"], seed=row["pid"]) for row in rows]
+    selected = selected.add_column("options", [options for options, _ in built])
+    return selected.add_column("mc_answer", [letter for _, letter in built])
+
+
+def grab_mc_doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, Any] | None = None) -> str:
+    return grab_mc.mc_prompt(doc["question"], doc["options"])
+
+
+def grab_mc_doc_to_messages(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, Any] | None = None) -> list[dict]:
+    """The GRAB message (same image part) with the multiple-choice prompt as its text."""
+    messages = grab_doc_to_messages(doc, lmms_eval_specific_kwargs)
+    for part in messages[-1]["content"]:
+        if part["type"] == "text":
+            part["text"] = grab_mc_doc_to_text(doc)
+    return messages
+
+
+def grab_mc_process_results(doc: dict[str, Any], results: list[str | None]) -> dict[str, Any]:
+    score = grab_mc.score_mc(results[0], doc["options"], doc["mc_answer"], get_judge())
+    return {"accuracy": float(score.correct), "breakdown": grab_mc.sample_record(doc, score)}
+
+
+def grab_mc_breakdown(records: list[dict[str, Any]]) -> dict[str, Any]:
+    return grab_mc.breakdown(records)

@@ -1,0 +1,236 @@
+"""Transform operations of the GRAB transform task and their exact composition (grab spec, "Transform operations").
+
+Vocabulary (the real set's): ``rotation by {0.0|90.0|180.0|270.0} degrees about the origin``;
+``scale by {0.1|0.5|1.0|2.0|3.0|5.0|10.0} in {x|y}``; ``translation by {-10..10} in {x|y}``;
+``reflection in the x-axis`` / ``y-axis`` / ``line y=x`` / ``line y=-x`` / ``line x={int}`` / ``line y={int}``.
+
+The operations are applied **in the listed order** to the plotted curve. Each is an affine map of the plane whose
+matrix is monomial (one non-zero entry per row and column), so their composition ``p -> M p + t`` is exact
+(:class:`~fractions.Fraction` entries) and either keeps the axes (``M`` diagonal) or swaps them (``M``
+anti-diagonal). Properties of the transformed curve are read from the transformed point set:
+
+* x-extent ("domain length"), y-extent ("range span") and y-extrema ("maximum/minimum value") are those of the image
+  of the curve's bounding box, which the image curve touches on all four sides;
+* "gradient" and "net/total area bounded by the function and the x-axis" need the image to be the graph of a
+  function of ``x``: always true when the axes are kept; when they are swapped only a non-horizontal line stays a
+  function (its inverse), so the generator never asks those questions of other swapped curves.
+
+:meth:`Operation.apply` transforms a point array with the textbook formula of each operation (trigonometry for
+rotations), independently of the matrix composition, so tests can check one against the other.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Literal
+
+import numpy as np
+
+from curation.grab.curves import Piece, Polynomial
+
+OperationKind = Literal[
+    "rotation", "scale", "translation", "reflect_x_axis", "reflect_y_axis", "reflect_y_eq_x", "reflect_y_eq_minus_x",
+    "reflect_x_eq", "reflect_y_eq",
+]  # fmt: skip
+KINDS: tuple[OperationKind, ...] = (
+    "rotation",
+    "scale",
+    "translation",
+    "reflect_x_axis",
+    "reflect_y_axis",
+    "reflect_y_eq_x",
+    "reflect_y_eq_minus_x",
+    "reflect_x_eq",
+    "reflect_y_eq",
+)
+ANGLES: tuple[str, ...] = ("0.0", "90.0", "180.0", "270.0")
+SCALES: tuple[str, ...] = ("0.1", "0.5", "1.0", "2.0", "3.0", "5.0", "10.0")
+SHIFTS: tuple[int, ...] = tuple(range(-10, 11))
+AXES: tuple[str, ...] = ("x", "y")
+
+
+@dataclass(frozen=True)
+class Affine:
+    """``x' = a x + b y + e``, ``y' = c x + d y + f`` with exact entries."""
+
+    a: Fraction = Fraction(1)
+    b: Fraction = Fraction(0)
+    c: Fraction = Fraction(0)
+    d: Fraction = Fraction(1)
+    e: Fraction = Fraction(0)
+    f: Fraction = Fraction(0)
+
+    def then(self, other: Affine) -> Affine:
+        """The map applying ``self`` first, then ``other``."""
+        return Affine(
+            a=other.a * self.a + other.b * self.c,
+            b=other.a * self.b + other.b * self.d,
+            c=other.c * self.a + other.d * self.c,
+            d=other.c * self.b + other.d * self.d,
+            e=other.a * self.e + other.b * self.f + other.e,
+            f=other.c * self.e + other.d * self.f + other.f,
+        )
+
+    @property
+    def swaps_axes(self) -> bool:
+        if self.b == 0 and self.c == 0:
+            return False
+        if self.a == 0 and self.d == 0:
+            return True
+        raise ValueError(f"not a monomial affine map: {self}")
+
+    def apply(self, points: np.ndarray) -> np.ndarray:
+        x, y = points[:, 0], points[:, 1]
+        return np.column_stack(
+            (
+                float(self.a) * x + float(self.b) * y + float(self.e),
+                float(self.c) * x + float(self.d) * y + float(self.f),
+            )
+        )
+
+    def box(self, x0: object, x1: object, y0: object, y1: object) -> tuple[object, object, object, object]:
+        """Image of the box ``[x0, x1] x [y0, y1]``: ``(x_min, x_max, y_min, y_max)``."""
+        corners = [(x, y) for x in (x0, x1) for y in (y0, y1)]
+        xs = [self.a * x + self.b * y + self.e for x, y in corners]  # type: ignore[operator]
+        ys = [self.c * x + self.d * y + self.f for x, y in corners]  # type: ignore[operator]
+        return min(xs, key=float), max(xs, key=float), min(ys, key=float), max(ys, key=float)
+
+    def piece(self, piece: Piece) -> Piece | None:
+        """The transformed curve as a function of ``x'`` (``None`` when the image is not a function graph)."""
+        if not self.swaps_axes:
+            curve = piece.curve.affine(self.a, self.e, self.d, self.f)
+            ends = sorted((self.a * piece.x0 + self.e, self.a * piece.x1 + self.e))
+            return Piece.of(curve, ends[0], ends[1])
+        curve = piece.curve
+        if not isinstance(curve, Polynomial) or curve.degree != 1:
+            return None
+        slope, intercept = curve.trimmed
+        if slope == 0:
+            return None
+        # x' = b (m x + q) + e and y' = c x + f, so x = (x' - e - b q) / (b m) and y' is linear in x'.
+        inverse = Polynomial(
+            (self.c / (self.b * slope), self.c * (-self.e - self.b * intercept) / (self.b * slope) + self.f)
+        )
+        ends = sorted(self.b * (slope * x + intercept) + self.e for x in (piece.x0, piece.x1))
+        return Piece.of(inverse, ends[0], ends[1])
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One listed operation; ``value`` is the angle, scale factor, shift or line position (``None`` otherwise)."""
+
+    kind: OperationKind
+    value: str | int | None = None
+    axis: str | None = None
+
+    def text(self) -> str:
+        """The operation as worded in the question."""
+        match self.kind:
+            case "rotation":
+                return f"rotation by {self.value} degrees about the origin"
+            case "scale":
+                return f"scale by {self.value} in {self.axis}"
+            case "translation":
+                return f"translation by {self.value} in {self.axis}"
+            case "reflect_x_axis":
+                return "reflection in the x-axis"
+            case "reflect_y_axis":
+                return "reflection in the y-axis"
+            case "reflect_y_eq_x":
+                return "reflection in the line y=x"
+            case "reflect_y_eq_minus_x":
+                return "reflection in the line y=-x"
+            case "reflect_x_eq":
+                return f"reflection in the line x={self.value}"
+            case "reflect_y_eq":
+                return f"reflection in the line y={self.value}"
+        raise ValueError(f"unknown operation {self.kind!r}")
+
+    def to_params(self) -> dict[str, object]:
+        return {"kind": self.kind, "value": self.value, "axis": self.axis}
+
+    @classmethod
+    def from_params(cls, params: dict[str, object]) -> Operation:
+        value = params.get("value")
+        return cls(params["kind"], value if isinstance(value, str | int) else None, params.get("axis"))  # type: ignore[arg-type]
+
+    def affine(self) -> Affine:
+        one, zero = Fraction(1), Fraction(0)
+        match self.kind:
+            case "rotation":
+                quarter = {"0.0": 0, "90.0": 1, "180.0": 2, "270.0": 3}[str(self.value)]
+                cos, sin = ((1, 0), (0, 1), (-1, 0), (0, -1))[quarter]
+                return Affine(Fraction(cos), Fraction(-sin), Fraction(sin), Fraction(cos))
+            case "scale":
+                factor = Fraction(str(self.value))
+                return Affine(a=factor) if self.axis == "x" else Affine(d=factor)
+            case "translation":
+                shift = Fraction(int(self.value))  # type: ignore[arg-type]
+                return Affine(e=shift) if self.axis == "x" else Affine(f=shift)
+            case "reflect_x_axis":
+                return Affine(d=-one)
+            case "reflect_y_axis":
+                return Affine(a=-one)
+            case "reflect_y_eq_x":
+                return Affine(a=zero, b=one, c=one, d=zero)
+            case "reflect_y_eq_minus_x":
+                return Affine(a=zero, b=-one, c=-one, d=zero)
+            case "reflect_x_eq":
+                return Affine(a=-one, e=2 * Fraction(int(self.value)))  # type: ignore[arg-type]
+            case "reflect_y_eq":
+                return Affine(d=-one, f=2 * Fraction(int(self.value)))  # type: ignore[arg-type]
+        raise ValueError(f"unknown operation {self.kind!r}")
+
+    def apply(self, points: np.ndarray) -> np.ndarray:
+        """Transform ``(n, 2)`` points with this operation's geometric formula (independent of :meth:`affine`)."""
+        x, y = points[:, 0].astype(float), points[:, 1].astype(float)
+        match self.kind:
+            case "rotation":
+                theta = math.radians(float(str(self.value)))
+                return np.column_stack(
+                    (x * math.cos(theta) - y * math.sin(theta), x * math.sin(theta) + y * math.cos(theta))
+                )
+            case "scale":
+                factor = float(str(self.value))
+                return np.column_stack((x * factor, y) if self.axis == "x" else (x, y * factor))
+            case "translation":
+                shift = float(self.value)  # type: ignore[arg-type]
+                return np.column_stack((x + shift, y) if self.axis == "x" else (x, y + shift))
+            case "reflect_x_axis":
+                return np.column_stack((x, -y))
+            case "reflect_y_axis":
+                return np.column_stack((-x, y))
+            case "reflect_y_eq_x":
+                return np.column_stack((y, x))
+            case "reflect_y_eq_minus_x":
+                return np.column_stack((-y, -x))
+            case "reflect_x_eq":
+                return np.column_stack((2 * float(self.value) - x, y))  # type: ignore[arg-type]
+            case "reflect_y_eq":
+                return np.column_stack((x, 2 * float(self.value) - y))  # type: ignore[arg-type]
+        raise ValueError(f"unknown operation {self.kind!r}")
+
+
+def compose(operations: list[Operation]) -> Affine:
+    """The single affine map of the operations applied in order."""
+    total = Affine()
+    for operation in operations:
+        total = total.then(operation.affine())
+    return total
+
+
+def random_operation(rng: random.Random) -> Operation:
+    """One operation drawn uniformly over the nine kinds, then uniformly over the kind's values."""
+    kind = rng.choice(KINDS)
+    if kind == "rotation":
+        return Operation(kind, rng.choice(ANGLES))
+    if kind == "scale":
+        return Operation(kind, rng.choice(SCALES), rng.choice(AXES))
+    if kind == "translation":
+        return Operation(kind, rng.choice(SHIFTS), rng.choice(AXES))
+    if kind in ("reflect_x_eq", "reflect_y_eq"):
+        return Operation(kind, rng.choice(SHIFTS))
+    return Operation(kind)

@@ -1,0 +1,185 @@
+"""Build a GRAB-format dataset: plan, render in parallel, write parquet with the published features and a card.
+
+Output (``out``), directly usable as ``SCIFIG_GRAB_DATA`` (a directory of ``<split>.parquet`` files) and loadable
+with ``datasets.load_dataset(out)``:
+
+* ``GRAB.parquet`` — split ``GRAB`` with exactly the published features (``pid``, ``question``, ``decoded_image``,
+  ``image``, ``answer``, ``task``, ``category``, ``complexity``) plus ``metadata``: the generating parameters and
+  the exact ground truth as JSON (:meth:`curation.grab.plan.PlanItem.metadata`);
+* ``README.md`` — the dataset card;
+* with ``mc=True``: ``properties_mc/GRAB.parquet`` — the properties rows plus ``options`` (5 strings ``A) ...``) and
+  ``mc_answer`` (the correct letter) from :func:`scifig_tasks.core.grab_mc.mc_options` with ``seed = pid``, the same
+  options the ``grab_properties_mc`` task builds on the fly.
+
+Rendering runs in ``workers`` processes (``concurrent.futures.ProcessPoolExecutor``); results are consumed in plan
+order and written in row groups of fixed size, so the files are byte-identical whatever the number of workers.
+Files are written under a temporary name and renamed when complete.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import closing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import datasets
+import pyarrow as pa
+import pyarrow.parquet as pq
+from tqdm.auto import tqdm
+
+from curation.grab.card import write_card
+from curation.grab.plan import PlanItem, cached_plan, select
+from curation.grab.render import DEFAULT_DPI, render_job
+from scifig_tasks.core.grab_mc import mc_options
+from scifig_tasks.core.sources import GRAB_FEATURES
+
+FEATURES = datasets.Features({**GRAB_FEATURES, "metadata": datasets.Value("string")})
+_LIST = getattr(datasets, "List", None) or datasets.Sequence  # datasets >= 4 names it List
+MC_FEATURES = datasets.Features(
+    {**FEATURES, "options": _LIST(datasets.Value("string")), "mc_answer": datasets.Value("string")}
+)
+ROW_GROUP_SIZE = 100
+SPLIT = "GRAB"
+MC_DIR = "properties_mc"
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """What a build wrote."""
+
+    out: Path
+    rows: int
+    mc_rows: int | None
+
+
+def default_workers() -> int:
+    return max(1, min(os.cpu_count() or 1, 8))
+
+
+def _warm_worker() -> None:
+    # Import matplotlib's Agg canvas once per worker, not on the first job.
+    import matplotlib.backends.backend_agg  # noqa: F401
+    import matplotlib.figure  # noqa: F401
+
+
+def render_all(items: Sequence[PlanItem], dpi: int, workers: int) -> Iterator[bytes]:
+    """PNG bytes of every item, in plan order (rendered in ``workers`` processes when > 1)."""
+    jobs = [(item.params, dpi) for item in items]
+    if workers <= 1 or len(jobs) <= 1:
+        yield from map(render_job, jobs)
+        return
+    chunk = max(1, min(8, len(jobs) // (workers * 4)))
+    pool = ProcessPoolExecutor(max_workers=workers, initializer=_warm_worker)
+    try:
+        yield from pool.map(render_job, jobs, chunksize=chunk)
+    finally:  # an error or an interrupt in the consumer stops the pending renders too
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _row(item: PlanItem, png: bytes, seed: int) -> dict[str, Any]:
+    return {
+        "pid": item.pid,
+        "question": item.question,
+        "decoded_image": {"bytes": png, "path": None},
+        "image": f"images/{item.pid}.png",
+        "answer": item.answer,
+        "task": item.task,
+        "category": item.category,
+        "complexity": item.complexity,
+        "metadata": item.metadata(seed),
+    }
+
+
+class _Writer:
+    """A parquet file written in fixed-size row groups under a temporary name, renamed on :meth:`close`."""
+
+    def __init__(self, path: Path, features: datasets.Features) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path, self.partial = path, path.with_name(path.name + ".partial")
+        self.schema = features.arrow_schema
+        self.writer = pq.ParquetWriter(str(self.partial), self.schema)
+        self.pending: list[dict[str, Any]] = []
+        self.rows = 0
+
+    def add(self, row: dict[str, Any]) -> None:
+        self.pending.append(row)
+        if len(self.pending) == ROW_GROUP_SIZE:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.pending:
+            self.writer.write_table(pa.Table.from_pylist(self.pending, schema=self.schema))
+            self.rows += len(self.pending)
+            self.pending = []
+
+    def close(self) -> None:
+        self.flush()
+        self.writer.close()
+        os.replace(self.partial, self.path)
+
+    def abort(self) -> None:
+        self.writer.close()
+        self.partial.unlink(missing_ok=True)
+
+
+def _check_out(out: Path) -> None:
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out} exists and is not a directory")
+    strangers = sorted(path.name for path in out.glob("*.parquet") if path.name != f"{SPLIT}.parquet")
+    if strangers:
+        raise ValueError(
+            f"{out} already holds {', '.join(strangers)}: SCIFIG_GRAB_DATA would read every <split>.parquet there; "
+            "choose an empty or new directory"
+        )
+
+
+def build_grab(
+    out: Path,
+    *,
+    seed: int = 0,
+    limit: int | None = None,
+    workers: int | None = None,
+    tasks: Iterable[str] | None = None,
+    dpi: int = DEFAULT_DPI,
+    mc: bool = False,
+    progress: bool = True,
+) -> BuildResult:
+    """Generate GRAB into ``out`` (default: the published 2,170-question composition at the default resolution)."""
+    if dpi < 10:
+        raise ValueError(f"dpi must be >= 10, got {dpi}")
+    out = Path(out)
+    _check_out(out)
+    workers = default_workers() if workers is None else workers
+    if workers < 1:
+        raise ValueError(f"workers must be >= 1, got {workers}")
+    tasks = None if tasks is None else list(tasks)
+    items = select(cached_plan(seed), tasks, limit)
+    if not items:
+        raise ValueError(f"nothing to build: tasks={list(tasks or [])!r}, limit={limit!r}")
+    main = _Writer(out / f"{SPLIT}.parquet", FEATURES)
+    multiple = _Writer(out / MC_DIR / f"{SPLIT}.parquet", MC_FEATURES) if mc else None
+    try:
+        with closing(render_all(items, dpi, workers)) as renders:
+            for item, png in tqdm(
+                zip(items, renders, strict=True), total=len(items), desc="GRAB graphs", disable=not progress
+            ):
+                row = _row(item, png, seed)
+                main.add(row)
+                if multiple is not None and item.task == "properties":
+                    options, letter = mc_options(item.answer, item.question, seed=item.pid)
+                    multiple.add({**row, "options": options, "mc_answer": letter})
+    except BaseException:
+        main.abort()
+        if multiple is not None:
+            multiple.abort()
+        raise
+    main.close()
+    if multiple is not None:
+        multiple.close()
+    settings = {"seed": seed, "limit": limit, "tasks": sorted(tasks) if tasks else None, "dpi": dpi, "mc": mc}
+    write_card(out, items, settings, mc_rows=None if multiple is None else multiple.rows)
+    return BuildResult(out, main.rows, None if multiple is None else multiple.rows)

@@ -1,0 +1,79 @@
+"""``scifig curate grab``: generate GRAB (default: the published 2,170-question composition) as a Hugging Face
+dataset usable as ``SCIFIG_GRAB_DATA``.
+
+``register(subparsers)`` adds the command (its namespace carries ``handler``); ``main(argv)`` runs it standalone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+TASK_ALIASES = {"functions": "function", "transforms": "transform"}
+HELP = "generate GRAB (default: the published 2,170-question composition)"
+
+
+def _tasks(values: Sequence[str] | None) -> list[str] | None:
+    from curation.grab.questions import TASK_ORDER
+
+    if not values:
+        return None
+    tasks = []
+    for value in values:
+        for name in value.split(","):
+            name = TASK_ALIASES.get(name.strip(), name.strip())
+            if name not in TASK_ORDER:
+                raise SystemExit(f"scifig curate grab: unknown task {name!r} (choose from {', '.join(TASK_ORDER)})")
+            tasks.append(name)
+    return tasks
+
+
+def run(args: argparse.Namespace) -> int:
+    from curation.grab.build import build_grab
+
+    try:
+        built = build_grab(
+            args.out,
+            seed=args.seed,
+            limit=args.limit,
+            workers=args.workers,
+            tasks=_tasks(args.tasks),
+            dpi=args.dpi,
+            mc=args.mc,
+        )
+    except ValueError as exc:
+        print(f"scifig curate grab: {exc}", file=sys.stderr)
+        return 2
+    extra = (
+        "" if built.mc_rows is None else f" (+ {built.mc_rows} multiple-choice rows in {built.out / 'properties_mc'})"
+    )
+    print(f"GRAB: {built.rows} questions written to {built.out}{extra}; use SCIFIG_GRAB_DATA={built.out}")
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    from curation.grab.render import DEFAULT_DPI
+
+    grab = subparsers.add_parser("grab", help=HELP, description=HELP)
+    grab.add_argument("--out", type=Path, required=True, help="output directory (usable as SCIFIG_GRAB_DATA)")
+    grab.add_argument("--seed", type=int, default=0)
+    grab.add_argument("--limit", type=int, default=None, help="a small subset balanced over tasks, types, complexity")
+    grab.add_argument("--workers", type=int, default=None, help="rendering processes (default: CPU count, max 8)")
+    grab.add_argument("--tasks", nargs="+", default=None, help="properties function series transform (default: all)")
+    grab.add_argument("--dpi", type=int, default=DEFAULT_DPI, help=f"image resolution (default {DEFAULT_DPI})")
+    grab.add_argument("--mc", action="store_true", help="also write the properties multiple-choice set")
+    grab.set_defaults(handler=run)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="scifig curate")
+    register(parser.add_subparsers(dest="benchmark", required=True))
+    args = parser.parse_args(argv)
+    return args.handler(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,122 @@
+"""How questions are drawn (grab spec, "Generation"): property-first sweeps and uniform down-sampling.
+
+The paper drew a long list of candidate questions per property (250), then down-sampled to a final set with
+uniformly distributed answers; for intercepts, gradients and equations it sampled the property value first and
+fitted the generating parameters to it. A :class:`Sampler` does one of the two:
+
+* **property-first** (``targets`` set): one target value per question — a deterministic sweep over the range (e.g.
+  x-intercepts -9..9, gradients -5..5, periods and amplitudes 1..10) followed by uniform random draws — and
+  ``draw(rng, complexity, target)`` fits the parameters to it;
+* **spread** (``targets`` unset): ``draw(rng, complexity, None)`` samples parameters, the value is computed, and
+  :func:`spread_select` keeps ``n`` of a pool of candidates so that the answers cover the pool's value range
+  uniformly (equal-width bins, round-robin over the non-empty bins).
+
+``value(params)`` computes the ground truth from the generating parameters alone (the JSON stored in the
+metadata), so any row can be audited by recomputing it.
+
+Figure content is a list of *elements* (JSON): ``{"type": "curve", family parameters..., "domain": [x0, x1]}``,
+``{"type": "series", "x": [...], "y": [...]}`` (a data series: line with markers) and
+``{"type": "scatter", "x": [...], "y": [...]}`` (a point set).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, TypeVar
+
+from curation.grab.curves import Piece
+from scifig_tasks.core.grab_answers import Value
+
+Params = dict[str, Any]
+Item = TypeVar("Item")
+
+FIXED_LIMIT = 10
+"""The fixed schema of the function, series and transform graphs: x and y limits [-10, 10]."""
+
+
+@dataclass(frozen=True)
+class Sampler:
+    """How one question type draws its parameters and computes its ground truth."""
+
+    draw: Callable[[random.Random, int, Any], Params | None]
+    value: Callable[[Params], Any]
+    targets: Callable[[random.Random, int], list[Any]] | None = None
+    value_range: tuple[float, float] | None = None
+
+
+def sweep(values: Iterable[Any], n: int, rng: random.Random, extra: Callable[[random.Random], Any]) -> list[Any]:
+    """The deterministic sweep ``values`` (cut to ``n``) followed by random draws from ``extra`` up to ``n``."""
+    out = list(values)[:n]
+    while len(out) < n:
+        out.append(extra(rng))
+    return out
+
+
+def spread_select(candidates: Sequence[tuple[float, Item]], n: int, rng: random.Random) -> list[Item]:
+    """``n`` candidates whose values cover the candidates' range uniformly.
+
+    The value range is cut into ``n`` equal-width bins; bins are visited round-robin (in a seeded random order each
+    round) and a random unused candidate is taken from each non-empty bin until ``n`` are chosen.
+    """
+    if len(candidates) < n:
+        raise ValueError(f"need {n} candidates, have {len(candidates)}")
+    values = [value for value, _ in candidates]
+    low, high = min(values), max(values)
+    width = (high - low) / n or 1.0
+    bins: dict[int, list[int]] = {}
+    for index, value in enumerate(values):
+        bins.setdefault(min(int((value - low) / width), n - 1), []).append(index)
+    chosen: list[Item] = []
+    while len(chosen) < n:
+        order = sorted(bins)
+        rng.shuffle(order)
+        for key in order:
+            members = bins[key]
+            if not members:
+                continue
+            index = members.pop(rng.randrange(len(members)))
+            chosen.append(candidates[index][1])
+            if len(chosen) == n:
+                break
+    return chosen
+
+
+def decimal(value: float, places: int = 1) -> float:
+    """A data value stored with ``places`` decimals (the stored decimal is the data; statistics use it exactly)."""
+    rounded = round(value, places)
+    return 0.0 if rounded == 0 else rounded
+
+
+# ---------------------------------------------------------------------------------------------------- elements
+
+
+def curve_element(piece: Piece) -> dict[str, Any]:
+    return {"type": "curve", **piece.to_params()}
+
+
+def series_element(xs: Sequence[float], ys: Sequence[float]) -> dict[str, Any]:
+    return {"type": "series", "x": list(xs), "y": list(ys)}
+
+
+def scatter_element(xs: Sequence[float], ys: Sequence[float]) -> dict[str, Any]:
+    return {"type": "scatter", "x": list(xs), "y": list(ys)}
+
+
+def pieces(params: Params) -> list[Piece]:
+    """The curves of a figure."""
+    return [Piece.from_params(element) for element in params["elements"] if element["type"] == "curve"]
+
+
+def data(params: Params) -> list[tuple[list[float], list[float]]]:
+    """The data series / point sets of a figure."""
+    return [(element["x"], element["y"]) for element in params["elements"] if element["type"] != "curve"]
+
+
+def mean_of(values: Sequence[Value]) -> Value:
+    """Mean of per-curve values: exact when every value is exact, else a double."""
+    if all(isinstance(value, int | Fraction) for value in values):
+        return sum((Fraction(value) for value in values), Fraction(0)) / len(values)
+    return sum(float(value) for value in values) / len(values)

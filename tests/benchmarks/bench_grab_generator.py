@@ -1,0 +1,176 @@
+"""Wall time of a full GRAB generator build against a bare matplotlib loop, and the speed-up from 1 to 2 workers.
+
+What it measures, for the same ``N`` figures (default: the full 2,170-question composition) at the same ``--dpi``:
+
+* ``bare matplotlib loop`` — one process draws every figure with plain matplotlib calls (``Figure`` + Agg canvas,
+  the same figure size, margins, limits, ticks, gridlines, line styles and data arrays as the generator)
+  and saves it to a PNG in memory. The arrays are computed before the clock starts, so this is rendering and PNG
+  encoding only: the floor any generator pays.
+* ``build, 1 worker`` / ``build, 2 workers`` — ``curation.grab.build.build_grab`` from scratch (plan, rendering,
+  parquet writing, dataset card) into a temporary directory, with the plan cache cleared first.
+
+How to read the figures. ``ratio`` = build with 1 worker / bare loop: the generator's overhead over rendering alone
+(planning with exact arithmetic, the process pipeline, parquet writing); goal <= 1.3x. ``speed-up`` = build with 1
+worker / build with 2 workers (at most 2 on a 2-core machine; planning and writing run in the parent process, so
+they do not scale). ``identical`` checks that both builds wrote byte-identical parquet files. CPU seconds (this
+process plus its finished workers) and the 1-minute load average are printed beside each wall time: on a shared
+machine a load above the CPU count means the wall times include waiting for other processes. ``capacity`` is the
+speed-up a pure-Python CPU-bound control gets from 1 to 2 processes at the end of the run: on a virtual machine whose
+cores are shared with other tenants it can be far below 2, and the workers' speed-up cannot exceed it.
+
+Run from the repository root: ``/work/venv/bin/python -m tests.benchmarks.bench_grab_generator`` (options
+``--dpi`` (default 100; the generator's default resolution is 1000, about 20x slower per figure), ``--limit`` (a
+balanced subset instead of the full build), ``--seed``). At ``--dpi 100`` the full comparison takes ~10 minutes on
+2 cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import io
+import os
+import resource
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from curation.grab import plan as plan_module
+from curation.grab.build import build_grab
+from curation.grab.curves import Piece
+from curation.grab.render import (
+    COLOURS,
+    FIXED_FIGSIZE,
+    FIXED_FONT_SIZE,
+    FIXED_LIMITS,
+    figure_settings,
+)
+
+
+def _arrays(params: dict[str, Any]) -> list[tuple[str, Any, Any]]:
+    out = []
+    for element in params["elements"]:
+        if element["type"] == "curve":
+            xs, ys = Piece.from_params(element).sample()
+            out.append(("curve", xs, ys))
+        else:
+            out.append((element["type"], element["x"], element["y"]))
+    return out
+
+
+def bare_loop(jobs: list[tuple[dict[str, Any], list[tuple[str, Any, Any]]]], dpi: int) -> float:
+    """Seconds to draw and PNG-encode every figure with plain matplotlib calls (data prepared beforehand)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    start = time.perf_counter()
+    for params, arrays in jobs:
+        fixed = params["style"] == "fixed"
+        figsize, fontsize = figure_settings(params) if not fixed else (FIXED_FIGSIZE, FIXED_FONT_SIZE)
+        figure = Figure(figsize=figsize, dpi=dpi)
+        FigureCanvasAgg(figure)
+        inches = fontsize / 72
+        figure.subplots_adjust(
+            left=(0.25 + 4.2 * inches) / figsize[0],
+            right=1 - 0.2 / figsize[0],
+            bottom=(0.2 + 2.0 * inches) / figsize[1],
+            top=1 - 0.2 / figsize[1],
+        )
+        axes = figure.add_subplot()
+        axes.tick_params(labelsize=fontsize)
+        style = {} if fixed else params["style"]
+        for index, (kind, xs, ys) in enumerate(arrays):
+            colour = COLOURS[index % 10] if fixed or len(arrays) > 1 else style["colour"]
+            linestyle = "-" if fixed else style["linestyle"]
+            marker = "o" if fixed else style["marker"]
+            if kind == "curve":
+                axes.plot(xs, ys, color=colour, linestyle=linestyle, linewidth=1.5)
+            elif kind == "series":
+                axes.plot(xs, ys, color=colour, linestyle=linestyle, linewidth=1.0, marker=marker, markersize=3)
+            else:
+                axes.scatter(xs, ys, color=colour, marker=marker, s=14)
+        if fixed:
+            axes.set_xticks(range(-10, 11, 2))
+            axes.set_yticks(range(-10, 11, 2))
+            for lines, width, alpha in ((range(-9, 10, 2), 0.5, 0.3), (range(-10, 11, 2), 0.8, 0.6)):
+                axes.vlines(list(lines), -10, 10, colors="#b0b0b0", linewidth=width, alpha=alpha, zorder=0.5)
+                axes.hlines(list(lines), -10, 10, colors="#b0b0b0", linewidth=width, alpha=alpha, zorder=0.5)
+            axes.set_xlim(*FIXED_LIMITS)
+            axes.set_ylim(*FIXED_LIMITS)
+        else:
+            if params.get("xlim") is not None:
+                axes.set_xlim(*params["xlim"])
+            axes.grid(True, linewidth=0.8, alpha=0.6)
+        figure.savefig(io.BytesIO(), format="png", dpi=dpi, metadata={"Software": None})
+    return time.perf_counter() - start
+
+
+def _burn(n: int) -> int:
+    total = 0
+    for value in range(n):
+        total += value * value
+    return total
+
+
+def parallel_capacity(n: int = 15_000_000) -> float:
+    """Speed-up of a pure-Python CPU-bound control from 1 to 2 processes: what this machine offers right now."""
+    start = time.perf_counter()
+    _burn(n)
+    _burn(n)
+    serial = time.perf_counter() - start
+    with ProcessPoolExecutor(max_workers=2) as pool:
+        pool.submit(_burn, 1).result()  # start both workers before timing
+        start = time.perf_counter()
+        list(pool.map(_burn, [n, n]))
+        return serial / (time.perf_counter() - start)
+
+
+def cpu_seconds() -> float:
+    """User + system CPU time of this process and its finished children (the rendering workers)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def timed_build(out: Path, workers: int, dpi: int, limit: int | None, seed: int) -> tuple[float, float, str]:
+    """Wall seconds, CPU seconds and parquet sha256 of a build from scratch (plan cache cleared)."""
+    plan_module.cached_plan.cache_clear()
+    start, cpu = time.perf_counter(), cpu_seconds()
+    build_grab(out, seed=seed, limit=limit, workers=workers, dpi=dpi, progress=False)
+    seconds, cpu = time.perf_counter() - start, cpu_seconds() - cpu
+    return seconds, cpu, hashlib.sha256((out / "GRAB.parquet").read_bytes()).hexdigest()
+
+
+def _line(label: str, wall: float, cpu: float) -> str:
+    return f"  {label:<21}: {wall:8.1f} s wall  {cpu:8.1f} s CPU  (load average {os.getloadavg()[0]:.1f})"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dpi", type=int, default=100)
+    parser.add_argument("--limit", type=int, default=None)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+
+    items = plan_module.select(plan_module.cached_plan(args.seed), None, args.limit)
+    jobs = [(item.params, _arrays(item.params)) for item in items]
+    print(f"GRAB generator benchmark: {len(items)} figures at dpi {args.dpi}, {os.cpu_count()} CPUs", flush=True)
+    cpu = cpu_seconds()
+    bare = bare_loop(jobs, args.dpi)
+    print(_line("bare matplotlib loop", bare, cpu_seconds() - cpu), flush=True)
+    with tempfile.TemporaryDirectory(prefix="bench-grab-") as tmp:
+        one, cpu_one, hash_one = timed_build(Path(tmp) / "w1", 1, args.dpi, args.limit, args.seed)
+        print(_line("build, 1 worker", one, cpu_one), flush=True)
+        two, cpu_two, hash_two = timed_build(Path(tmp) / "w2", 2, args.dpi, args.limit, args.seed)
+        print(_line("build, 2 workers", two, cpu_two), flush=True)
+    ratio = one / bare
+    print(f"  ratio (build 1 worker / bare loop): {ratio:.2f}x  (goal <= 1.3x: {'met' if ratio <= 1.3 else 'MISSED'})")
+    print(f"  speed-up 1 -> 2 workers           : {one / two:.2f}x")
+    print(f"  machine's 1 -> 2 process capacity : {parallel_capacity():.2f}x  (pure-Python control, measured now)")
+    print(f"  identical parquet (1 vs 2 workers): {hash_one == hash_two}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
