@@ -27,13 +27,12 @@ from pathlib import Path
 from typing import Any
 
 import datasets
-import pyarrow as pa
-import pyarrow.parquet as pq
 from tqdm.auto import tqdm
 
 from curation.grab.card import write_card
 from curation.grab.plan import PlanItem, cached_plan, select
 from curation.grab.render import DEFAULT_DPI, render_job
+from curation.parquet import ParquetRows
 from scifig_tasks.core.grab_mc import mc_options
 from scifig_tasks.core.sources import GRAB_FEATURES
 
@@ -42,7 +41,6 @@ _LIST = getattr(datasets, "List", None) or datasets.Sequence  # datasets >= 4 na
 MC_FEATURES = datasets.Features(
     {**FEATURES, "options": _LIST(datasets.Value("string")), "mc_answer": datasets.Value("string")}
 )
-ROW_GROUP_SIZE = 100
 SPLIT = "GRAB"
 MC_DIR = "properties_mc"
 
@@ -94,38 +92,6 @@ def _row(item: PlanItem, png: bytes, seed: int) -> dict[str, Any]:
     }
 
 
-class _Writer:
-    """A parquet file written in fixed-size row groups under a temporary name, renamed on :meth:`close`."""
-
-    def __init__(self, path: Path, features: datasets.Features) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.path, self.partial = path, path.with_name(path.name + ".partial")
-        self.schema = features.arrow_schema
-        self.writer = pq.ParquetWriter(str(self.partial), self.schema)
-        self.pending: list[dict[str, Any]] = []
-        self.rows = 0
-
-    def add(self, row: dict[str, Any]) -> None:
-        self.pending.append(row)
-        if len(self.pending) == ROW_GROUP_SIZE:
-            self.flush()
-
-    def flush(self) -> None:
-        if self.pending:
-            self.writer.write_table(pa.Table.from_pylist(self.pending, schema=self.schema))
-            self.rows += len(self.pending)
-            self.pending = []
-
-    def close(self) -> None:
-        self.flush()
-        self.writer.close()
-        os.replace(self.partial, self.path)
-
-    def abort(self) -> None:
-        self.writer.close()
-        self.partial.unlink(missing_ok=True)
-
-
 def _check_out(out: Path) -> None:
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out} exists and is not a directory")
@@ -160,8 +126,8 @@ def build_grab(
     items = select(cached_plan(seed), tasks, limit)
     if not items:
         raise ValueError(f"nothing to build: tasks={list(tasks or [])!r}, limit={limit!r}")
-    main = _Writer(out / f"{SPLIT}.parquet", FEATURES)
-    multiple = _Writer(out / MC_DIR / f"{SPLIT}.parquet", MC_FEATURES) if mc else None
+    main = ParquetRows(out / f"{SPLIT}.parquet", FEATURES)
+    multiple = ParquetRows(out / MC_DIR / f"{SPLIT}.parquet", MC_FEATURES) if mc else None
     try:
         with closing(render_all(items, dpi, workers)) as renders:
             for item, png in tqdm(

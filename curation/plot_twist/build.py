@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import os
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -34,10 +33,9 @@ from pathlib import Path
 from typing import Any
 
 import datasets
-import pyarrow as pa
-import pyarrow.parquet as pq
 from tqdm.auto import tqdm
 
+from curation.parquet import ParquetRows
 from curation.plot_twist.charts import Chart, generate
 from curation.plot_twist.questions import BASE_TITLES, Axes, Question, misleading_value, questions_for, title_for
 from curation.plot_twist.render import Job, Renderer, default_workers
@@ -50,7 +48,6 @@ PAPER_PLOTS: dict[str, int] = {"scatter": 42, "bar": 50, "pie": 47}
 FEATURES = datasets.Features({**PLOT_TWIST_FEATURES, "metadata": datasets.Value("string")})
 SPLIT = "test"
 MARKERS = {"marker_x": "x", "marker_diamond": "D", "marker_circle": "o", "marker_plus": "+"}
-ROW_GROUP_SIZE = 100
 
 
 @dataclass(frozen=True)
@@ -142,38 +139,6 @@ def _row(chart: Chart, question: Question, variant: str, job: Job, png: bytes) -
     }
 
 
-class _Writer:
-    """Rows to ``<path>.partial`` in row groups; renamed to ``path`` when complete."""
-
-    def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.path, self.partial = path, path.with_name(path.name + ".partial")
-        self.schema = FEATURES.arrow_schema
-        self.writer = pq.ParquetWriter(str(self.partial), self.schema)
-        self.pending: list[dict[str, Any]] = []
-        self.rows = 0
-
-    def add(self, row: dict[str, Any]) -> None:
-        self.pending.append(row)
-        if len(self.pending) >= ROW_GROUP_SIZE:
-            self.flush()
-
-    def flush(self) -> None:
-        if self.pending:
-            self.writer.write_table(pa.Table.from_pylist(self.pending, schema=self.schema))
-            self.rows += len(self.pending)
-            self.pending = []
-
-    def close(self) -> None:
-        self.flush()
-        self.writer.close()
-        os.replace(self.partial, self.path)
-
-    def abort(self) -> None:
-        self.writer.close()
-        self.partial.unlink(missing_ok=True)
-
-
 def _require(module: str, package: str, purpose: str) -> None:
     try:
         importlib.import_module(module)
@@ -226,7 +191,7 @@ def build_plot_twist(
         Entry(Job(chart, "matplotlib", Style(BASE_TITLES[chart.chart_type])), BASE, QUESTION_TYPES[chart.chart_type])
         for chart in ordered
     ]
-    writer = _Writer(out / f"{SPLIT}.parquet")
+    writer = ParquetRows(out / f"{SPLIT}.parquet", FEATURES)
     counts: dict[str, int] = {}
     try:
         with Renderer(workers) as renderer:
@@ -259,7 +224,7 @@ def build_plot_twist(
     return BuildResult(out, writer.rows, counts)
 
 
-def _add(writer: _Writer, entry: Entry, png: bytes, axes: Axes, counts: dict[str, int]) -> None:
+def _add(writer: ParquetRows, entry: Entry, png: bytes, axes: Axes, counts: dict[str, int]) -> None:
     chart = entry.job.chart
     for question in questions_for(chart, axes):
         if question.question_type in entry.question_types:
