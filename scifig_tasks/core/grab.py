@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from scifig_tasks.core.outputs import OutputStatus, output_status
 from scifig_tasks.core.stats import Tally
 
 if TYPE_CHECKING:
@@ -51,8 +52,6 @@ EXTRACTION_PROMPT = (
     ' If no answer is provided, return "None".'
 )
 
-REQUEST_FAILED_MARKER = "[LMMS_EVAL_REQUEST_FAILED"
-"""Prefix lmms-eval's API models return as if it were an answer when every retry failed."""
 
 Precision = Literal["integer", "1dp", "nearest10", "list", "equation"]
 PRECISIONS: tuple[str, ...] = ("integer", "1dp", "nearest10", "list", "equation")
@@ -66,8 +65,6 @@ _PRECISION_MARKERS: tuple[tuple[str, Precision], ...] = (
     ("Give your answer as an integer.", "integer"),
 )
 
-OutputStatus = Literal["ok", "empty", "request_failed"]
-
 
 def build_prompt(question: str) -> str:
     """The GRAB README inference prompt: the question followed by the fixed answer instruction."""
@@ -80,15 +77,6 @@ def precision_of(question: str) -> Precision:
         if marker in question:
             return precision
     raise ValueError(f"GRAB question states no known precision sentence: {question[-120:]!r}")
-
-
-def output_status(output: str | None) -> OutputStatus:
-    """Classify a raw model output: usable text, nothing, or lmms-eval's request-failure marker."""
-    if output is None or not output.strip():
-        return "empty"
-    if output.lstrip().startswith(REQUEST_FAILED_MARKER):
-        return "request_failed"
-    return "ok"
 
 
 def exact_match(output: str | None, answer: str) -> bool:

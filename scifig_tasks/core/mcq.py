@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from scifig_tasks.core.grab import REQUEST_FAILED_MARKER
+from scifig_tasks.core.outputs import output_status
 
 if TYPE_CHECKING:
     from scifig_tasks.core.judge import JudgeClient
@@ -112,11 +112,10 @@ def clean_output(output: str) -> str:
 def resolve_by_rules(output: str | None, options: Sequence[str]) -> Resolution:
     """Apply the deterministic rules; ``method`` is ``"rule"`` when resolved, else ``"unresolved"`` with a reason."""
     letters = "".join(chr(ord("A") + index) for index in range(len(options)))
-    if output is None or not output.strip():
-        return Resolution(None, "unresolved", "empty")
-    if output.lstrip().startswith(REQUEST_FAILED_MARKER):
-        return Resolution(None, "unresolved", "request_failed")
-    text = clean_output(output)
+    status = output_status(output)
+    if status != "ok":
+        return Resolution(None, "unresolved", status)
+    text = clean_output(output or "")
     if not text:
         return Resolution(None, "unresolved", "empty")
 
