@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from collections.abc import Sequence
@@ -116,9 +117,11 @@ CURATION_CLIS = ("curation.grab.cli", "curation.scifibench.cli", "curation.plot_
 """Modules whose ``register(subparsers)`` add ``scifig curate`` sub-commands."""
 
 
-def _add_curate(commands: Any) -> None:
-    import importlib
+COMMAND_MODULES: tuple[str, ...] = ()
+"""Modules whose ``register(commands)`` add a top-level ``scifig`` sub-command (each parser sets ``handler``)."""
 
+
+def _add_curate(commands: Any) -> None:
     curate = commands.add_parser("curate", help="build a benchmark dataset locally")
     benchmarks = curate.add_subparsers(dest="benchmark", required=True)
     for module in CURATION_CLIS:
@@ -138,6 +141,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     demo_parser.add_argument("--workers", type=int, default=None)
     _add_curate(commands)
     commands.add_parser("tasks-path", help="print the lmms-eval task folder of this package")
+    for module in COMMAND_MODULES:
+        importlib.import_module(module).register(commands)
     args, rest = parser.parse_known_args(argv)
     if args.command == "eval":
         try:
@@ -150,7 +155,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"unrecognised arguments: {' '.join(rest)}")
     if args.command == "demo":
         return demo(args.out, args.per_task, args.seed, args.workers)
-    if args.command == "curate":
+    if hasattr(args, "handler"):
         return args.handler(args)
     print(tasks_path())
     return 0
