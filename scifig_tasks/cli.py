@@ -2,7 +2,8 @@
 
 * ``scifig eval ARGS...`` runs lmms-eval's own CLI in this process with ``ARGS`` unchanged, adds this package's
   task folder as ``--include_path`` (unless one is given), and — unlike ``lmms-eval``, which exits 0 whatever
-  happened — exits non-zero when a task is not found, data is bad or scoring raised.
+  happened — exits non-zero when a task is not found, data is bad or scoring raised. ``--preset NAME`` expands a
+  model preset (:mod:`scifig_tasks.core.presets`) to lmms-eval arguments; explicit arguments win.
 * ``scifig demo --out DIR`` generates a small GRAB set with the generator (``--per-task`` questions per task,
   balanced over question types and complexity), scores it through the real lmms-eval CLI with the offline
   ``scifig_chance`` model and prints the results table. No network, no weights.
@@ -113,11 +114,16 @@ def demo(out: Path, per_task: int, seed: int, workers: int | None = None) -> int
     return 0
 
 
-CURATION_CLIS = ("curation.grab.cli", "curation.scifibench.cli", "curation.plot_twist.cli")
+CURATION_CLIS = ("curation.grab.cli", "curation.scifibench.cli", "curation.plot_twist.cli", "curation.mmsci.cli")
 """Modules whose ``register(subparsers)`` add ``scifig curate`` sub-commands."""
 
 
-COMMAND_MODULES: tuple[str, ...] = ()
+COMMAND_MODULES: tuple[str, ...] = (
+    "scifig_tasks.report.cli",
+    "scifig_tasks.lmms_eval.export",
+    "scifig_tasks.presets_cli",
+    "scifig_finetune.cli",
+)
 """Modules whose ``register(commands)`` add a top-level ``scifig`` sub-command (each parser sets ``handler``)."""
 
 
@@ -145,14 +151,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         importlib.import_module(module).register(commands)
     args, rest = parser.parse_known_args(argv)
     if args.command == "eval":
+        from scifig_tasks.core.presets import PresetError, apply_preset
+
         try:
-            run_lmms_eval(rest)
-        except EvalFailed as exc:
+            run_lmms_eval(apply_preset(rest))  # --preset NAME expands to lmms-eval args; explicit args win
+        except (EvalFailed, PresetError) as exc:
             print(f"scifig eval: FAILED: {exc}", file=sys.stderr)
             return 1
         return 0
-    if rest:
+    if rest and not getattr(args, "passthrough", False):
         parser.error(f"unrecognised arguments: {' '.join(rest)}")
+    args.rest = rest
     if args.command == "demo":
         return demo(args.out, args.per_task, args.seed, args.workers)
     if hasattr(args, "handler"):

@@ -162,6 +162,15 @@ def test_chance_picks_option_letters_uniformly() -> None:
     assert all(330 <= count <= 470 for count in counts.values()), counts
 
 
+def test_chance_reads_mmsci_option_lines() -> None:
+    from scifig_tasks.core import mmsci
+
+    prompt = mmsci.mcq_prompt(mmsci.FIG2CAP_QUESTION, ["Title one", "Title two", "Title three", "Title four"])
+    assert chance.option_letters(prompt) == ["A", "B", "C", "D"]
+    assert chance.option_letters("(A) one\n(B) two") == ["A", "B"]
+    assert chance.option_letters("Answer: 15\nNote: rounded") == []  # lines with words before a colon are no options
+
+
 def test_task_yaml_and_core_name_the_same_published_data() -> None:
     from pathlib import Path
 

@@ -1,7 +1,8 @@
 """The chance baseline: a seeded uniform guess within a question's answer space, read from the prompt text alone.
 
-The guesser never sees the ground truth. Multiple-choice prompts (option lines ``A) ...``) get a uniform option
-letter (chance = 1 / number of options, 20% for SciFIBench). GRAB prompts get a value in the format their precision
+The guesser never sees the ground truth. Multiple-choice prompts (option lines ``A) ...`` as in SciFIBench, or
+``A: ...`` as in MMSci) get a uniform option letter (chance = 1 / number of options: 20% for SciFIBench, 25% for
+MMSci). GRAB prompts get a value in the format their precision
 sentence asks for (integer, 1 d.p., nearest 10, ``[x1, x2]`` with ``x1 < x2``, or the equation template), drawn
 uniformly from a range plausible for the question type (the ranges the GRAB spec lists for the real set).
 The guess depends only on ``(seed, question id, prompt)``, so it is reproducible and independent of request order.
@@ -15,7 +16,7 @@ import re
 
 from scifig_tasks.core import grab
 
-_OPTION_LINE = re.compile(r"^\s*\(?([A-Z])\)\s", re.MULTILINE)
+_OPTION_LINE = re.compile(r"^\s*(?:\(([A-Z])\)|([A-Z])[):])\s", re.MULTILINE)
 
 # (substring of the question, lowest, highest): first match wins; the default covers the remaining integer types.
 _RANGES: tuple[tuple[str, float, float], ...] = (
@@ -41,8 +42,9 @@ def _rng(seed: int, prompt: str, salt: str) -> random.Random:
 
 
 def option_letters(prompt: str) -> list[str]:
-    """Option letters listed in a multiple-choice prompt (``A) ...`` lines), in order, without repeats."""
-    return list(dict.fromkeys(_OPTION_LINE.findall(prompt)))
+    """Option letters listed in a multiple-choice prompt (``A) ...``, ``(A) ...`` or ``A: ...`` lines), in order,
+    without repeats."""
+    return list(dict.fromkeys(paren or bare for paren, bare in _OPTION_LINE.findall(prompt)))
 
 
 def guess(prompt: str, seed: int = 0, salt: str = "") -> str:

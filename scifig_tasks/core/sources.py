@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import datasets
 
-from scifig_tasks.core import grab, plot_twist
+from scifig_tasks.core import grab, mmsci, plot_twist
 from scifig_tasks.core.data import BenchmarkSource, Column, expect_int, expect_str
+from scifig_tasks.core.errors import DataError
 
 
 def _grab_question(value: Any) -> str | None:
@@ -173,9 +175,96 @@ PLOT_TWIST_FEATURES = datasets.Features(
 )
 """The Plot Twist schema; our builder writes exactly these plus ``metadata`` (the drawn data as JSON)."""
 
+
+@dataclass(frozen=True)
+class _SubdirSource(BenchmarkSource):
+    """A source whose local data is the ``subdir`` folder of the directory its env var names."""
+
+    subdir: str = ""
+
+    def local_path(self, environ: Mapping[str, str] | None = None) -> Path | None:
+        base = super().local_path(environ)
+        return None if base is None else base / self.subdir
+
+
+def _mmsci_unset() -> Path:
+    raise DataError(
+        "SCIFIG_MMSCI_DATA",
+        None,
+        None,
+        "is not set, and MMSci has no Hugging Face copy: build the local layout with "
+        "`scifig curate mmsci --articles ARTICLES --out DIR` "
+        "(from article records) or convert a public copy with `scifig curate mmsci-from-authors` / "
+        "`scifig curate mmsci-from-vlmeval` (these give the dev split: run the mmsci_dev / mmsci_captioning_dev "
+        "tasks), then `export SCIFIG_MMSCI_DATA=DIR`; DIR holds mcq/<split>.parquet and captioning/<split>.parquet",
+    )
+
+
+def _mmsci_options(value: Any) -> str | None:
+    if not isinstance(value, list) or len(value) != len(mmsci.LETTERS):
+        return f"expected a list of {len(mmsci.LETTERS)} option strings, got {value!r:.120}"
+    for index, option in enumerate(value):
+        if not isinstance(option, str) or not option.strip():
+            return f"option {index} must be a non-empty string, got {option!r:.80}"
+    return None
+
+
+def _mmsci_mcq_row(row: Mapping[str, Any]) -> tuple[str, str] | None:
+    if (row["setting"] == "fig2cap") != (not row["subfigure"].strip()):
+        return "subfigure", f"must be empty for fig2cap and a sub-figure label otherwise, got {row['subfigure']!r}"
+    if row["setting"] == "subcap2fig" and mmsci.subfigure_option(row["subfigure"]) not in row["options"]:
+        return "options", f"setting III options must be sub-figure labels including ({row['subfigure']})"
+    return None
+
+
+MMSCI_MCQ = _SubdirSource(
+    name="MMSci multiple choice",
+    hub_path="",
+    splits=("test", "dev"),
+    env_var="SCIFIG_MMSCI_DATA",
+    columns=(
+        Column("uid", expect_str()),
+        Column("figure_index", expect_int(low=0)),
+        Column("setting", expect_str(mmsci.SETTINGS)),
+        Column("category", expect_str()),
+        Column("subject", expect_str()),
+        Column("image", image=True),
+        Column("question", expect_str()),
+        Column("options", _mmsci_options),
+        Column("answer", expect_str(mmsci.LETTERS)),
+        Column("subfigure", expect_str(non_empty=False)),
+    ),
+    row_check=_mmsci_mcq_row,
+    default_data=_mmsci_unset,
+    subdir="mcq",
+)
+
+MMSCI_CAPTIONING = _SubdirSource(
+    name="MMSci captioning",
+    hub_path="",
+    splits=("test", "dev"),
+    env_var="SCIFIG_MMSCI_DATA",
+    columns=(
+        Column("uid", expect_str()),
+        Column("figure_index", expect_int(low=0)),
+        Column("category", expect_str()),
+        Column("subject", expect_str()),
+        Column("image", image=True),
+        Column("caption", expect_str()),
+        Column("abstract", expect_str()),
+    ),
+    default_data=_mmsci_unset,
+    subdir="captioning",
+)
+"""MMSci (no published Hub copy; layout of ``SCIFIG_MMSCI_DATA``: ``mcq/`` and ``captioning/`` folders of
+``<split>.parquet`` files, splits ``test`` and ``dev``)."""
+
+
 SOURCES: dict[str, BenchmarkSource] = {
     "grab": GRAB,
     "scifibench": SCIFIBENCH,
     "plot_twist": PLOT_TWIST,
     "plot_twist_chartqa": PLOT_TWIST_CHARTQA,
+    "mmsci_mcq": MMSCI_MCQ,
+    "mmsci_captioning": MMSCI_CAPTIONING,
 }

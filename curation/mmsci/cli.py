@@ -1,0 +1,181 @@
+"""Command line of MMSci curation: ``scifig curate mmsci`` / ``mmsci-from-vlmeval`` / ``mmsci-from-authors``.
+
+``register(subparsers)`` adds the three sub-commands to ``scifig curate``; each parsed namespace carries ``handler``.
+Stand-alone::
+
+    python -m curation.mmsci.cli mmsci --articles articles.jsonl --out DIR [--seed 0]
+    python -m curation.mmsci.cli mmsci-from-vlmeval --mcq MMSci_DEV_MCQ.tsv --captioning X.tsv --out DIR
+    python -m curation.mmsci.cli mmsci-from-authors --benchmark benchmark/ --out DIR [--splits dev] [--sft]
+
+Bad input exits 2 with the file, row and column.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from curation.mmsci.articles import DEFAULT_PATTERN
+from curation.mmsci.sft import ABSTRACT_WORDS
+from curation.mmsci.splits import MIN_ARTICLES, RATIO
+from scifig_tasks.core.errors import DataError
+
+
+def _add_curate(subparsers: Any) -> None:
+    text = "MMSci benchmark (3 MCQ settings, captioning, fine-tuning data) from article records"
+    parser = subparsers.add_parser("mmsci", help=text, description=text + " (see curation/mmsci/README.md).")
+    parser.add_argument("--articles", type=Path, required=True, help="JSONL file or directory of JSON article records")
+    parser.add_argument("--out", type=Path, required=True, help="output directory (usable as SCIFIG_MMSCI_DATA)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--ratio", type=float, default=RATIO, help=f"test/dev share per subject (default {RATIO})")
+    parser.add_argument(
+        "--min-articles", type=int, default=MIN_ARTICLES, help=f"minimum test/dev articles per subject ({MIN_ARTICLES})"
+    )
+    parser.add_argument(
+        "--per-article", type=int, default=1, help="questions per setting and captioning figures per article (1)"
+    )
+    parser.add_argument(
+        "--abstract-words", type=int, default=ABSTRACT_WORDS, help=f"abstract word budget in sft ({ABSTRACT_WORDS})"
+    )
+    parser.add_argument("--no-sft", action="store_true", help="do not write the fine-tuning data")
+    parser.add_argument(
+        "--pattern",
+        default=DEFAULT_PATTERN,
+        help="record files under an --articles directory (default *.json; the authors' rawdata: *_data.json)",
+    )
+    parser.add_argument(
+        "--split-ids",
+        type=Path,
+        default=None,
+        help="folder with the authors' test_split_ids.json and dev_split_ids.json: use their splits",
+    )
+    parser.set_defaults(handler=run_curate)
+
+
+def _add_vlmeval(subparsers: Any) -> None:
+    text = "convert VLMEvalKit's MMSci TSVs (MMSci_DEV_MCQ.tsv, MMSci_DEV_Captioning_*.tsv) to the local layout"
+    parser = subparsers.add_parser("mmsci-from-vlmeval", help=text, description=text)
+    parser.add_argument("--mcq", type=Path, default=None, help="MMSci_DEV_MCQ.tsv")
+    parser.add_argument(
+        "--captioning", type=Path, nargs="+", default=[], help="MMSci_DEV_Captioning_image_only.tsv and/or _with_abs"
+    )
+    parser.add_argument("--split", default="dev", choices=("dev", "test"), help="split written (default dev)")
+    parser.add_argument("--out", type=Path, required=True, help="output directory (usable as SCIFIG_MMSCI_DATA)")
+    parser.set_defaults(handler=run_vlmeval)
+
+
+def _add_authors(subparsers: Any) -> None:
+    text = "convert the authors' benchmark archive (benchmark/<split>/*.json + images/) to the local layout"
+    parser = subparsers.add_parser("mmsci-from-authors", help=text, description=text)
+    parser.add_argument("--benchmark", type=Path, required=True, help="the unzipped benchmark/ directory")
+    parser.add_argument(
+        "--splits",
+        nargs="+",
+        default=["dev"],
+        choices=("dev", "test"),
+        help="splits (default dev; test answers are anonymised in the public archive)",
+    )
+    parser.add_argument("--out", type=Path, required=True, help="output directory (usable as SCIFIG_MMSCI_DATA)")
+    parser.add_argument("--sft", action="store_true", help="also convert benchmark/train into OUT/sft/ (fine-tuning)")
+    parser.set_defaults(handler=run_authors)
+
+
+def register(subparsers: Any) -> None:
+    """Add ``mmsci``, ``mmsci-from-vlmeval`` and ``mmsci-from-authors`` to ``subparsers``."""
+    _add_curate(subparsers)
+    _add_vlmeval(subparsers)
+    _add_authors(subparsers)
+
+
+def _fail(command: str, exc: Exception) -> int:
+    print(f"scifig curate {command}: {exc}", file=sys.stderr)
+    return 2
+
+
+def run_curate(args: argparse.Namespace) -> int:
+    from curation.mmsci.build import build_mmsci
+
+    command = (
+        f"scifig curate mmsci --articles {args.articles} --out {args.out} --seed {args.seed} --ratio {args.ratio} "
+        f"--min-articles {args.min_articles} --per-article {args.per_article} --abstract-words {args.abstract_words}"
+        + (" --no-sft" if args.no_sft else "")
+        + (f" --pattern '{args.pattern}'" if args.pattern != DEFAULT_PATTERN else "")
+        + (f" --split-ids {args.split_ids}" if args.split_ids else "")
+    )
+    try:
+        summary = build_mmsci(
+            args.articles,
+            args.out,
+            seed=args.seed,
+            ratio=args.ratio,
+            min_articles=args.min_articles,
+            per_article=args.per_article,
+            abstract_words=args.abstract_words,
+            sft=not args.no_sft,
+            command=command,
+            pattern=args.pattern,
+            split_ids=args.split_ids,
+        )
+    except (DataError, ValueError) as exc:
+        return _fail("mmsci", exc)
+    counts = "; ".join(
+        f"{split}: "
+        + ", ".join(f"{setting} {entry['questions']}" for setting, entry in summary["mcq"][split].items())
+        + f", captioning {summary['captioning'][split]['items']}"
+        for split in summary["mcq"]
+    )
+    print(f"MMSci: {counts}; sft {summary.get('sft', {}).get('records', 0)} records -> {args.out}")
+    print(f"use SCIFIG_MMSCI_DATA={args.out}")
+    return 0
+
+
+def run_vlmeval(args: argparse.Namespace) -> int:
+    from curation.mmsci.importers import import_vlmeval
+
+    if args.mcq is None and not args.captioning:
+        return _fail("mmsci-from-vlmeval", ValueError("give --mcq and/or --captioning"))
+    command = f"scifig curate mmsci-from-vlmeval --split {args.split} --out {args.out}"
+    command += f" --mcq {args.mcq}" if args.mcq else ""
+    command += (" --captioning " + " ".join(map(str, args.captioning))) if args.captioning else ""
+    try:
+        summary = import_vlmeval(args.mcq, args.captioning, args.out, args.split, command)
+    except (DataError, ValueError) as exc:
+        return _fail("mmsci-from-vlmeval", exc)
+    _print_import(summary, args.out)
+    return 0
+
+
+def run_authors(args: argparse.Namespace) -> int:
+    from curation.mmsci.importers import import_authors
+
+    command = f"scifig curate mmsci-from-authors --benchmark {args.benchmark} --splits {' '.join(args.splits)} "
+    command += f"--out {args.out}" + (" --sft" if args.sft else "")
+    try:
+        summary = import_authors(args.benchmark, args.splits, args.out, command, sft=args.sft)
+    except (DataError, ValueError) as exc:
+        return _fail("mmsci-from-authors", exc)
+    _print_import(summary, args.out)
+    return 0
+
+
+def _print_import(summary: dict[str, Any], out: Path) -> None:
+    for split in summary["splits"]:
+        questions = ", ".join(f"{setting} {entry['questions']}" for setting, entry in summary["mcq"][split].items())
+        print(f"MMSci {split}: {questions}, captioning {summary['captioning'][split]['items']} -> {out}")
+    if "sft" in summary:
+        print(f"MMSci train: {summary['sft']['records']} fine-tuning records -> {out / 'sft' / 'train.jsonl'}")
+    print(f"use SCIFIG_MMSCI_DATA={out}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m curation.mmsci.cli", description=__doc__.split("\n\n")[0])
+    register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return args.handler(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,177 @@
+"""MMSci (Li et al. 2025): question texts, prompts and MCQ scoring shared by curation and evaluation.
+
+Paper section 3 (benchmark construction): three figure/caption matching settings with four options (A-D), and
+figure captioning with or without the article's abstract. The texts below are the authors' (MMSci repository,
+``mmsci-exps/run_matching.py``, ``run_captioning.py`` and the benchmark's ``image_caption_matching_data.json``):
+
+* a multiple-choice prompt is the question, then one line per option ``A: <text>``, then the answer instruction
+  (``\\nChoose one answer from available options. Return only your answer.``, the authors' prompt for open models;
+  the ``reasoning`` variant appends the authors' API-model instruction asking for "The final answer is **[ANSWER]**.");
+* setting II's question starts with a lower-case "which" in the authors' data, and is kept so;
+* setting III follows the paper (given a sub-caption, pick the sub-figure of the same figure; options are the
+  sub-figure labels ``(a)``, ``(c)``, ...). The authors' released code builds a different within-figure
+  sub-figure→sub-caption variant instead; its question wording is ours.
+
+Scoring (paper section 4): the letter is read by rules, then by an LLM judge (:func:`scifig_tasks.core.mcq.resolve`).
+The authors drop answers they cannot read from the denominator; we count them wrong and report how many there were.
+Accuracy is reported per setting, per subject and per category with 95% Wilson intervals; the paper's average is the
+unweighted mean of the three settings' accuracies (the pooled micro accuracy is in the breakdown's ``overall``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal
+
+from scifig_tasks.core.mcq import Resolution
+from scifig_tasks.core.stats import Tally
+
+SETTINGS: tuple[str, ...] = ("fig2cap", "subfig2cap", "subcap2fig")
+"""Setting I (Fig2Cap), II (SubFig2Cap), III (SubCap2Fig), in the paper's order."""
+
+LETTERS: tuple[str, ...] = ("A", "B", "C", "D")
+
+FIG2CAP_QUESTION = "Which of the following captions best describes the whole figure?"
+SUBFIG2CAP_QUESTION = "which of the following options best describes the content in sub-figure ({label})?"
+"""The authors' wording, lower-case "which" included (benchmark data and DATACARD)."""
+SUBCAP2FIG_QUESTION = "Which of the following sub-figures best matches the description: {subcaption}"
+
+ANSWER_INSTRUCTION = "\nChoose one answer from available options. Return only your answer."
+"""Appended to every question by the authors' evaluation of open models (``QA_TRIGGER`` in ``run_matching.py``)."""
+REASONING_INSTRUCTION = (
+    'Analyze the problem before concluding your response in this format: "The final answer is **[ANSWER]**."'
+)
+"""The authors' instruction for API models (``run_matching_api.py``), appended with no separator."""
+
+PromptVariant = Literal["standard", "reasoning"]
+
+
+def subfigure_option(label: str) -> str:
+    """How a sub-figure is named as an option in setting III: ``(b)``."""
+    return f"({label})"
+
+
+def mcq_prompt(question: str, options: Sequence[str], variant: PromptVariant = "standard") -> str:
+    """The authors' prompt: question, ``\\nA: <option>`` per option, then the answer instruction."""
+    if len(options) != len(LETTERS):
+        raise ValueError(f"MMSci questions have {len(LETTERS)} options, got {len(options)}")
+    if variant not in ("standard", "reasoning"):
+        raise ValueError(f"unknown MMSci prompt variant {variant!r} (standard, reasoning)")
+    body = question + "".join(f"\n{letter}: {option}" for letter, option in zip(LETTERS, options, strict=True))
+    return body + (ANSWER_INSTRUCTION if variant == "standard" else REASONING_INSTRUCTION)
+
+
+def resolver_options(setting: str, options: Sequence[str]) -> list[str]:
+    """Option texts as the answer resolver matches them in outputs.
+
+    Setting III's options are bare labels (``(b)``); matched alone, the single word "b" (or the article "a") would
+    count as quoting an option, so they are matched as "sub-figure (b)".
+    """
+    if setting == "subcap2fig":
+        return [f"sub-figure {option}" for option in options]
+    return list(options)
+
+
+def sample_record(doc: Mapping[str, Any], resolution: Resolution) -> dict[str, Any]:
+    """Per-question record kept in sample logs and tallied into the breakdown."""
+    return {
+        "uid": doc["uid"],
+        "figure_index": doc["figure_index"],
+        "setting": doc["setting"],
+        "subfigure": doc["subfigure"],
+        "category": doc["category"],
+        "subject": doc["subject"],
+        "answer": doc["answer"],
+        "predicted": resolution.letter,
+        "correct": int(resolution.letter == doc["answer"]),
+        "resolution": resolution.method,
+        "reason": resolution.reason,
+    }
+
+
+def breakdown(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """Accuracy overall (pooled), per setting, per category and per subject (Wilson 95%), plus how answers were
+    resolved (``flags.resolution.unresolved`` = outputs counted wrong because no letter could be read) and the judge
+    calls (``flags.judge``)."""
+    tally = Tally()
+    for record in records:
+        keys = {"setting": record["setting"], "category": record["category"], "subject": record["subject"]}
+        flags = {"resolution": record["resolution"], "judge": judge_use(record)}
+        tally.add(bool(record["correct"]), keys, flags)
+    return _with_setting_mean(tally.to_dict())
+
+
+def judge_use(record: Mapping[str, Any]) -> str:
+    """Whether the judge was asked for a record's answer: ``judged``, ``judge_failed`` (no reply after retries; the
+    answer counts as wrong) or ``not_used`` (rules decided, nothing to read, or judging off)."""
+    if record["resolution"] == "judge" or record["reason"].endswith("; judge found none"):
+        return "judged"
+    if record["reason"].endswith("; judge failed"):
+        return "judge_failed"
+    return "not_used"
+
+
+def merge_breakdowns(parts: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """The group's breakdown: counts merged exactly (``overall`` is the pooled micro accuracy) plus the paper's
+    average, the unweighted mean of the settings' accuracies."""
+    parts = [{key: value for key, value in part.items() if key != "setting_mean"} for part in parts]
+    return _with_setting_mean(Tally.from_dicts(parts).to_dict())
+
+
+def setting_mean(accuracies: Mapping[str, float | None]) -> float | None:
+    """Unweighted mean of the per-setting accuracies present (the paper's "avg" column); ``None`` without any."""
+    values = [value for value in accuracies.values() if value is not None]
+    return round(sum(values) / len(values), 4) if values else None
+
+
+def _with_setting_mean(table: dict[str, Any]) -> dict[str, Any]:
+    per_setting = {key: cell["accuracy"] for key, cell in table.get("setting", {}).items()}
+    ordered = {name: per_setting[name] for name in SETTINGS if name in per_setting}
+    table["setting_mean"] = {"accuracy": setting_mean(ordered), "settings": list(ordered)}
+    return table
+
+
+# --- captioning -----------------------------------------------------------------------------------------------------
+
+CAPTION_IMAGE_ONLY_PROMPT = (
+    "Please write a detailed description of the whole figures and all sub-figures based on the article."
+)
+"""The authors' image-only prompt, "figures" included (``run_captioning.py``)."""
+CAPTION_WITH_ABSTRACT_PROMPT = (
+    "Please write a detailed description of the whole figure and all sub-figures based on the article.\n"
+    " Article:\n{abstract}"
+)
+"""The authors' abstract-grounded prompt: instruction, new line, a space, ``Article:``, new line, the abstract."""
+
+ABSTRACT_WORD_BUDGET = 768
+"""Abstracts are cut to this many white-space separated words (see :func:`caption_prompt`)."""
+
+_WORD = re.compile(r"\S+")
+
+
+def truncate_words(text: str, budget: int) -> str:
+    """The text up to and including its ``budget``-th word (spacing kept); unchanged when shorter."""
+    if budget < 1:
+        raise ValueError(f"the abstract word budget must be >= 1, got {budget}")
+    for count, match in enumerate(_WORD.finditer(text), start=1):
+        if count == budget:
+            return text[: match.end()]
+    return text
+
+
+def caption_prompt(abstract: str | None = None, word_budget: int = ABSTRACT_WORD_BUDGET) -> str:
+    """The captioning prompt, image-only (``abstract`` None) or abstract-grounded.
+
+    The authors cut the abstract to a token budget (1,024 cl100k tokens for open models, 3,000 for API models,
+    counted with ``tiktoken``, whose encoding file is downloaded at run time) and, when the prompt then does not end
+    with ``.``, ``!`` or ``?``, append `` ...`` and a new line. We count white-space words instead (768 words, about
+    1,024 tokens), so the prompt is the same offline; Nature Communications abstracts are far shorter than either
+    budget, so no real abstract is cut.
+    """
+    if abstract is None:
+        return CAPTION_IMAGE_ONLY_PROMPT
+    prompt = CAPTION_WITH_ABSTRACT_PROMPT.format(abstract=truncate_words(abstract, word_budget))
+    if not prompt.endswith((".", "!", "?")):
+        prompt += " ...\n"
+    return prompt

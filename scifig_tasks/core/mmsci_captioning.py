@@ -1,0 +1,333 @@
+"""MMSci captioning: the reference-based metrics of the paper's captioning table, from maintained libraries.
+
+Each metric compares a generated caption with its one reference caption. Definitions (and where they differ from the
+authors' ``mmsci-exps/eval/textgen_scores.py``, which scores each sample with Hugging Face ``evaluate`` and averages):
+
+* **BLEU-2 / BLEU-4** -- cumulative BLEU of the sample (sacrebleu, ``13a`` tokenisation, case-sensitive, no
+  smoothing, brevity penalty): ``BP * exp(sum_{k<=n} log(p_k) / n)`` with uniform weights ``1/n``, 0 when some
+  ``p_k`` is 0; averaged over samples. The authors' columns named BLEU-2 / BLEU-4 are the *modified n-gram
+  precisions* ``p_2`` / ``p_4`` of ``evaluate``'s BLEU (same tokenisation), not cumulative BLEU: our values are lower.
+* **ROUGE-1 / ROUGE-2 / ROUGE-L** -- F-measure of ``rouge-score`` (no stemming, its default tokeniser), averaged over
+  samples -- the same as the authors' ``evaluate`` ROUGE.
+* **METEOR** -- METEOR 1.5 (the Java jar bundled with ``pycocoevalcap``, ``-l en -norm``) on PTB-tokenised,
+  lower-cased text; the mean of the per-caption scores. The authors used NLTK's METEOR (WordNet synonyms, whose data
+  NLTK downloads at run time); METEOR 1.5 also matches stems and paraphrases, so values differ somewhat.
+* **BERTScore F1** -- ``bert-score`` with the authors' model (``evaluate``'s ``lang="en"`` default: ``roberta-large``,
+  layer 17, no IDF weighting, no baseline rescaling), averaged over samples. ``SCIFIG_MMSCI_BERTSCORE_MODEL`` (a
+  model id or local directory) and ``SCIFIG_MMSCI_BERTSCORE_LAYERS`` override it (a model bert-score does not know
+  uses all its layers unless told).
+* **CIDEr** -- ``pycocoevalcap``'s CIDEr (the CIDEr-D form: n-grams 1-4, IDF from the references of the whole
+  evaluated set, Gaussian length penalty sigma 6, x10 scale) on PTB-tokenised text: corpus-level, so it is computed
+  once over all samples. The authors' code has no CIDEr.
+
+An empty output (or lmms-eval's request-failure marker) is a caption with no words: it scores 0 on every metric and
+is counted in ``empty_outputs``; the authors drop such samples. A metric whose machinery is missing (no ``java`` for
+METEOR/CIDEr's tokeniser, a BERTScore model that cannot be loaded) is reported as unavailable (``None``) with the
+reason, never as 0.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from scifig_tasks.core.outputs import output_status
+
+logger = logging.getLogger("scifig.mmsci")
+
+BERTSCORE_DEFAULT_MODEL = "roberta-large"
+BERTSCORE_DEFAULT_LAYERS = 17
+"""bert-score's layer for roberta-large (what ``evaluate.load("bertscore")`` with ``lang="en"`` uses)."""
+
+BLEU_ORDERS = (2, 4)
+
+
+@dataclass
+class MetricResult:
+    """A metric's value over the evaluated set (``None`` when unavailable, with ``reason``) and per-sample scores."""
+
+    value: float | None
+    per_sample: list[float] | None = None
+    reason: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def unavailable(cls, metric: str, reason: str) -> MetricResult:
+        logger.error("MMSci %s is unavailable (reported as null, not 0): %s", metric, reason)
+        return cls(value=None, reason=reason)
+
+
+def usable(prediction: str | None) -> bool:
+    """Whether an output is a caption to score (not empty, not lmms-eval's request-failure marker)."""
+    return output_status(prediction) == "ok"
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+# --- BLEU, ROUGE -----------------------------------------------------------------------------------------------------
+
+
+def bleu(predictions: Sequence[str | None], references: Sequence[str], order: int) -> MetricResult:
+    """Mean per-sample cumulative BLEU-``order`` (sacrebleu, 13a, no smoothing), as a fraction in [0, 1]."""
+    from sacrebleu.metrics import BLEU
+
+    scorer = BLEU(max_ngram_order=order, smooth_method="none", tokenize="13a", effective_order=False)
+    sacrebleu_log = logging.getLogger("sacrebleu")
+    level = sacrebleu_log.level
+    sacrebleu_log.setLevel(logging.ERROR)  # its per-call advice to smooth sentence BLEU (we deliberately do not)
+    try:
+        scores = [
+            scorer.sentence_score(prediction, [reference]).score / 100.0 if usable(prediction) else 0.0
+            for prediction, reference in zip(predictions, references, strict=True)
+        ]
+    finally:
+        sacrebleu_log.setLevel(level)
+    return MetricResult(_mean(scores), scores)
+
+
+def rouge(predictions: Sequence[str | None], references: Sequence[str]) -> dict[str, MetricResult]:
+    """Mean per-sample ROUGE-1, ROUGE-2 and ROUGE-L F-measures (rouge-score, no stemming)."""
+    from rouge_score import rouge_scorer
+
+    kinds = ("rouge1", "rouge2", "rougeL")
+    scorer = rouge_scorer.RougeScorer(list(kinds), use_stemmer=False)
+    scores: dict[str, list[float]] = {kind: [] for kind in kinds}
+    for prediction, reference in zip(predictions, references, strict=True):
+        result = scorer.score(reference, prediction) if usable(prediction) else None
+        for kind in kinds:
+            scores[kind].append(result[kind].fmeasure if result is not None else 0.0)
+    return {kind: MetricResult(_mean(values), values) for kind, values in scores.items()}
+
+
+# --- METEOR and CIDEr (pycocoevalcap) --------------------------------------------------------------------------------
+
+
+def ptb_tokenize(texts: Sequence[str]) -> list[str]:
+    """pycocoevalcap's PTB tokenisation (Stanford tokenizer jar, lower-cased, punctuation removed)."""
+    from pycocoevalcap.tokenizer.ptbtokenizer import PTBTokenizer
+
+    if not texts:
+        return []
+    keyed = {str(index): [{"caption": text}] for index, text in enumerate(texts)}
+    tokenized = PTBTokenizer().tokenize(keyed)
+    return [tokenized[str(index)][0] for index in range(len(texts))]
+
+
+def _java_problem() -> str | None:
+    return None if shutil.which("java") else "no `java` on PATH (pycocoevalcap's METEOR and PTB tokenizer are jars)"
+
+
+def meteor_and_cider(predictions: Sequence[str | None], references: Sequence[str]) -> dict[str, MetricResult]:
+    """METEOR 1.5 (mean of per-caption scores) and corpus CIDEr, both on PTB-tokenised text."""
+    problem = _java_problem()
+    if problem is not None:
+        return {name: MetricResult.unavailable(name, problem) for name in ("meteor", "cider")}
+    try:
+        hypotheses = ptb_tokenize([prediction if usable(prediction) else "" for prediction in predictions])
+        tokenized_refs = ptb_tokenize(list(references))
+    except Exception as exc:  # subprocess / file errors of the jar
+        reason = f"PTB tokenizer failed ({type(exc).__name__}: {exc})"
+        return {name: MetricResult.unavailable(name, reason) for name in ("meteor", "cider")}
+    return {"meteor": _meteor(hypotheses, tokenized_refs), "cider": _cider(hypotheses, tokenized_refs)}
+
+
+_meteor_scorers: list[Any] = []  # one METEOR java process per Python process (it loads its tables for ~10 s)
+
+
+def _meteor(hypotheses: list[str], references: list[str]) -> MetricResult:
+    from pycocoevalcap.meteor.meteor import Meteor
+
+    scored = [index for index, hypothesis in enumerate(hypotheses) if hypothesis.strip()]
+    scores = [0.0] * len(hypotheses)
+    if scored:
+        try:
+            if not _meteor_scorers:
+                _meteor_scorers.append(Meteor())  # its java process stops when the object is collected
+            scorer = _meteor_scorers[0]
+            try:
+                _, values = scorer.compute_score(
+                    {str(i): [references[i]] for i in scored}, {str(i): [hypotheses[i]] for i in scored}
+                )
+            except Exception:
+                _meteor_scorers.clear()  # start a fresh process next time
+                if scorer.lock.locked():  # compute_score does not release its lock when the jar's reply is bad
+                    scorer.lock.release()
+                raise
+        except Exception as exc:
+            return MetricResult.unavailable("meteor", f"METEOR 1.5 failed ({type(exc).__name__}: {exc})")
+        for index, value in zip(scored, values, strict=True):
+            scores[index] = float(value)
+    return MetricResult(_mean(scores), scores)
+
+
+def _cider(hypotheses: list[str], references: list[str]) -> MetricResult:
+    from pycocoevalcap.cider.cider import Cider
+
+    if not hypotheses:
+        return MetricResult(None, [], reason="no samples")
+    keys = [str(index) for index in range(len(hypotheses))]
+    value, per_sample = Cider().compute_score(
+        {key: [reference] for key, reference in zip(keys, references, strict=True)},
+        {key: [hypothesis] for key, hypothesis in zip(keys, hypotheses, strict=True)},
+    )
+    return MetricResult(float(value), [float(score) for score in per_sample])
+
+
+# --- BERTScore -------------------------------------------------------------------------------------------------------
+
+
+def bertscore_settings(environ: Mapping[str, str] | None = None) -> tuple[str, int | None]:
+    """The BERTScore model (id or local path) and layer: the authors' default unless overridden by the environment."""
+    env = os.environ if environ is None else environ
+    model = env.get("SCIFIG_MMSCI_BERTSCORE_MODEL", "").strip() or BERTSCORE_DEFAULT_MODEL
+    raw = env.get("SCIFIG_MMSCI_BERTSCORE_LAYERS", "").strip()
+    if raw:
+        try:
+            layers = int(raw)
+        except ValueError:
+            raise ValueError(f"SCIFIG_MMSCI_BERTSCORE_LAYERS={raw!r} is not an integer") from None
+        return model, layers
+    return model, BERTSCORE_DEFAULT_LAYERS if model == BERTSCORE_DEFAULT_MODEL else None
+
+
+def bertscore(
+    predictions: Sequence[str | None], references: Sequence[str], environ: Mapping[str, str] | None = None
+) -> MetricResult:
+    """Mean per-sample BERTScore F1 (no IDF, no rescaling); unavailable when the model cannot be loaded."""
+    model, layers = bertscore_settings(environ)
+    details = {"model": model, "layers": layers}
+    scored = [index for index, prediction in enumerate(predictions) if usable(prediction)]
+    scores = [0.0] * len(predictions)
+    if scored:
+        if os.sep in model and not os.path.isdir(os.path.expanduser(model)):
+            result = MetricResult.unavailable("bertscore_f1", f"BERTScore model directory {model!r} does not exist")
+            result.details = details
+            return result
+        try:
+            scorer = _bert_scorer(os.path.expanduser(model), layers)
+        except Exception as exc:  # missing weights offline, bad path, incompatible model
+            result = MetricResult.unavailable(
+                "bertscore_f1",
+                f"cannot load BERTScore model {model!r} ({type(exc).__name__}: {exc}); "
+                "set SCIFIG_MMSCI_BERTSCORE_MODEL to a local model directory",
+            )
+            result.details = details
+            return result
+        _, _, f1 = scorer.score([predictions[i] for i in scored], [references[i] for i in scored])
+        for index, value in zip(scored, f1.tolist(), strict=True):
+            scores[index] = float(value)
+    return MetricResult(_mean(scores), scores, details=details)
+
+
+def _bert_scorer(model: str, layers: int | None) -> Any:
+    from bert_score import BERTScorer
+
+    if layers is None:
+        from transformers import AutoConfig
+
+        layers = int(AutoConfig.from_pretrained(model).num_hidden_layers)
+    scorer = BERTScorer(model_type=model, num_layers=layers, idf=False, rescale_with_baseline=False, lang="en")
+    # bert-score truncates to the tokenizer's model_max_length; a tokenizer saved without one reports a huge value
+    limit = getattr(scorer._model.config, "max_position_embeddings", None)
+    if limit and scorer._tokenizer.model_max_length > limit:
+        scorer._tokenizer.model_max_length = int(limit) - 2
+    return scorer
+
+
+# --- all reference metrics -------------------------------------------------------------------------------------------
+
+REFERENCE_METRICS = ("bleu2", "bleu4", "rouge1", "rouge2", "rougeL", "meteor", "bertscore_f1", "cider")
+
+
+def reference_metrics(
+    predictions: Sequence[str | None], references: Sequence[str], environ: Mapping[str, str] | None = None
+) -> dict[str, MetricResult]:
+    """Every reference-based metric of the captioning table, keyed as in :data:`REFERENCE_METRICS`."""
+    results: dict[str, MetricResult] = {f"bleu{order}": bleu(predictions, references, order) for order in BLEU_ORDERS}
+    results |= rouge(predictions, references)
+    results |= meteor_and_cider(predictions, references)
+    results["bertscore_f1"] = bertscore(predictions, references, environ)
+    return {name: results[name] for name in REFERENCE_METRICS}
+
+
+# --- one evaluation of a captioning task (every metric, computed once) ------------------------------------------------
+
+DEFINITIONS = {
+    "bleu2": "mean per-caption cumulative BLEU-2 (uniform 1-2-gram weights, brevity penalty; sacrebleu 13a, no "
+    "smoothing), fraction",
+    "bleu4": "mean per-caption cumulative BLEU-4 (uniform 1-4-gram weights, brevity penalty; sacrebleu 13a, no "
+    "smoothing), fraction",
+    "rouge1": "mean per-caption ROUGE-1 F-measure (rouge-score, no stemming)",
+    "rouge2": "mean per-caption ROUGE-2 F-measure (rouge-score, no stemming)",
+    "rougeL": "mean per-caption ROUGE-L F-measure (rouge-score, no stemming)",
+    "meteor": "mean per-caption METEOR 1.5 (pycocoevalcap jar, PTB-tokenised)",
+    "bertscore_f1": "mean per-caption BERTScore F1 (bert-score, no IDF, no rescaling)",
+    "cider": "corpus CIDEr-D (pycocoevalcap, PTB-tokenised, x10 scale)",
+    "factscore": "mean modified FActScore (0-1, brevity penalty gamma=10) on the judged subset",
+    "geval_relevance": "mean G-Eval relevance (1-5) on the judged subset",
+}
+
+_cache: dict[str, dict[str, Any]] = {}
+
+
+def _records_digest(records: Sequence[Mapping[str, Any]], environ: Mapping[str, str]) -> str:
+    import hashlib
+    import json
+
+    settings = {
+        name: environ.get(name, "") for name in sorted(environ) if name.startswith(("SCIFIG_MMSCI_", "SCIFIG_JUDGE"))
+    }
+    payload = json.dumps([settings, [dict(record) for record in records]], sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+def evaluate(records: Sequence[Mapping[str, Any]], environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Every captioning metric over per-sample records (``uid``, ``figure_index``, ``prediction``, ``reference``).
+
+    Returns ``{"values": {metric: float | None}, "report": {...}}``; computed once per distinct set of records (each
+    lmms-eval metric's aggregation asks for its own value).
+    """
+    from scifig_tasks.core import mmsci_judged
+    from scifig_tasks.core.judge import get_judge
+
+    env = os.environ if environ is None else environ
+    digest = _records_digest(records, env)
+    if digest in _cache:
+        return _cache[digest]
+    predictions = [record["prediction"] for record in records]
+    references = [record["reference"] for record in records]
+    results = reference_metrics(predictions, references, env)
+
+    size, seed = mmsci_judged.subset_settings(env)
+    keys = [f"{record['uid']}\0{int(record['figure_index']):06d}" for record in records]
+    chosen = mmsci_judged.select_subset(keys, size, seed)
+    samples = [mmsci_judged.Sample(keys[i], predictions[i], references[i]) for i in chosen]
+    judge = get_judge(env)
+    judged = {
+        "factscore": mmsci_judged.factscore(samples, judge),
+        "geval_relevance": mmsci_judged.geval_relevance(samples, judge),
+    }
+
+    statuses = [output_status(prediction) for prediction in predictions]
+    values: dict[str, float | None] = {name: result.value for name, result in results.items()}
+    values |= {name: report["value"] for name, report in judged.items()}
+    report = {
+        "n": len(records),
+        "outputs": {status: statuses.count(status) for status in ("ok", "empty", "request_failed")},
+        "metrics": {
+            name: {"value": result.value, "available": result.value is not None, "reason": result.reason}
+            | result.details
+            for name, result in results.items()
+        },
+        "judged": {"subset": "all" if size is None else size, "seed": seed, **judged},
+        "definitions": DEFINITIONS,
+    }
+    _cache.clear()  # keep only the latest evaluation
+    _cache[digest] = {"values": values, "report": report}
+    return _cache[digest]

@@ -1,0 +1,160 @@
+"""MMSci task hooks for lmms-eval: thin adapters over :mod:`scifig_tasks.core.mmsci`,
+:mod:`scifig_tasks.core.mcq` (answer resolution), :mod:`scifig_tasks.core.mmsci_captioning` and
+:mod:`scifig_tasks.core.mmsci_judged` (captioning metrics).
+
+``lmms_eval_specific_kwargs``: ``prompt_variant`` (``standard`` | ``reasoning``) for the multiple-choice tasks,
+``abstract_word_budget`` for ``mmsci_caption_with_abstract``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import datasets
+from PIL import Image
+
+from scifig_tasks.core import mcq, mmsci, mmsci_captioning
+from scifig_tasks.core.images import for_upload, to_rgb
+from scifig_tasks.core.judge import get_judge
+
+Kwargs = dict[str, Any] | None
+
+# --- multiple choice -------------------------------------------------------------------------------------------------
+
+
+def _setting_docs(setting: str, dataset: datasets.Dataset) -> datasets.Dataset:
+    return dataset.filter(lambda value: value == setting, input_columns="setting")
+
+
+def fig2cap_docs(dataset: datasets.Dataset) -> datasets.Dataset:
+    return _setting_docs("fig2cap", dataset)
+
+
+def subfig2cap_docs(dataset: datasets.Dataset) -> datasets.Dataset:
+    return _setting_docs("subfig2cap", dataset)
+
+
+def subcap2fig_docs(dataset: datasets.Dataset) -> datasets.Dataset:
+    return _setting_docs("subcap2fig", dataset)
+
+
+def doc_to_visual(doc: dict[str, Any]) -> list[Image.Image]:
+    return [to_rgb(doc["image"])]
+
+
+def mcq_doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: Kwargs = None) -> str:
+    variant = (lmms_eval_specific_kwargs or {}).get("prompt_variant", "standard")
+    return mmsci.mcq_prompt(doc["question"], doc["options"], variant)
+
+
+def mcq_doc_to_messages(doc: dict[str, Any], lmms_eval_specific_kwargs: Kwargs = None) -> list[dict[str, Any]]:
+    content = [{"type": "image", "url": for_upload(doc["image"])}]
+    content.append({"type": "text", "text": mcq_doc_to_text(doc, lmms_eval_specific_kwargs)})
+    return [{"role": "user", "content": content}]
+
+
+def mcq_process_results(doc: dict[str, Any], results: list[str | None]) -> dict[str, Any]:
+    options = mmsci.resolver_options(doc["setting"], doc["options"])
+    resolution = mcq.resolve(results[0], options, get_judge())
+    record = mmsci.sample_record(doc, resolution)
+    return {"accuracy": float(record["correct"]), "breakdown": record}
+
+
+def breakdown(records: list[dict[str, Any]]) -> dict[str, Any]:
+    return mmsci.breakdown(records)
+
+
+def breakdown_group(parts: list[dict[str, Any]], sizes: list[int], weight_by_size: bool = False) -> dict[str, Any]:
+    return mmsci.merge_breakdowns(parts)
+
+
+# --- captioning ------------------------------------------------------------------------------------------------------
+
+
+def caption_image_only_doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: Kwargs = None) -> str:
+    return mmsci.caption_prompt()
+
+
+def caption_with_abstract_doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: Kwargs = None) -> str:
+    budget = int((lmms_eval_specific_kwargs or {}).get("abstract_word_budget", mmsci.ABSTRACT_WORD_BUDGET))
+    return mmsci.caption_prompt(doc["abstract"], budget)
+
+
+def _caption_messages(doc: dict[str, Any], text: str) -> list[dict[str, Any]]:
+    return [
+        {
+            "role": "user",
+            "content": [{"type": "image", "url": for_upload(doc["image"])}, {"type": "text", "text": text}],
+        }
+    ]
+
+
+def caption_image_only_doc_to_messages(doc: dict[str, Any], lmms_eval_specific_kwargs: Kwargs = None) -> list[dict]:
+    return _caption_messages(doc, caption_image_only_doc_to_text(doc, lmms_eval_specific_kwargs))
+
+
+def caption_with_abstract_doc_to_messages(doc: dict[str, Any], lmms_eval_specific_kwargs: Kwargs = None) -> list[dict]:
+    return _caption_messages(doc, caption_with_abstract_doc_to_text(doc, lmms_eval_specific_kwargs))
+
+
+CAPTION_METRICS = (*mmsci_captioning.REFERENCE_METRICS, "factscore", "geval_relevance")
+
+
+def caption_process_results(doc: dict[str, Any], results: list[str | None]) -> dict[str, Any]:
+    record = {
+        "uid": doc["uid"],
+        "figure_index": doc["figure_index"],
+        "category": doc["category"],
+        "subject": doc["subject"],
+        "prediction": results[0],
+        "reference": doc["caption"],
+    }
+    return {name: record for name in (*CAPTION_METRICS, "caption_report")}
+
+
+def _value(name: str, records: list[dict[str, Any]]) -> float | None:
+    return mmsci_captioning.evaluate(records)["values"][name]
+
+
+def bleu2(records: list[dict[str, Any]]) -> float | None:
+    return _value("bleu2", records)
+
+
+def bleu4(records: list[dict[str, Any]]) -> float | None:
+    return _value("bleu4", records)
+
+
+def rouge1(records: list[dict[str, Any]]) -> float | None:
+    return _value("rouge1", records)
+
+
+def rouge2(records: list[dict[str, Any]]) -> float | None:
+    return _value("rouge2", records)
+
+
+def rougeL(records: list[dict[str, Any]]) -> float | None:  # noqa: N802 -- the metric's name
+    return _value("rougeL", records)
+
+
+def meteor(records: list[dict[str, Any]]) -> float | None:
+    return _value("meteor", records)
+
+
+def bertscore_f1(records: list[dict[str, Any]]) -> float | None:
+    return _value("bertscore_f1", records)
+
+
+def cider(records: list[dict[str, Any]]) -> float | None:
+    return _value("cider", records)
+
+
+def factscore(records: list[dict[str, Any]]) -> float | None:
+    return _value("factscore", records)
+
+
+def geval_relevance(records: list[dict[str, Any]]) -> float | None:
+    return _value("geval_relevance", records)
+
+
+def caption_report(records: list[dict[str, Any]]) -> dict[str, Any]:
+    return mmsci_captioning.evaluate(records)["report"]

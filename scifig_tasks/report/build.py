@@ -1,0 +1,108 @@
+"""``scifig report``: read evaluation results of one or more models and write ``report.md``, ``report.html`` and
+``figures/*.png`` — a table and the papers' figures per benchmark, models side by side with the papers' published
+rows, plus the outputs that were counted wrong without being scored (from the sample logs).
+
+Each benchmark is one section module with ``section(runs, figdir) -> Section | None`` (``None``: not run).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from scifig_tasks.report.document import Note, Section, Table, to_html, to_markdown
+from scifig_tasks.report.runs import Run, load_runs
+
+SECTION_MODULES: tuple[str, ...] = (
+    "scifig_tasks.report.scifibench",
+    "scifig_tasks.report.grab",
+    "scifig_tasks.report.plot_twist",
+    "scifig_tasks.report.mmsci",
+)
+TITLE = "Scientific-figure benchmarks: evaluation report"
+FLAGGED_EXAMPLES = 5
+
+
+@dataclass
+class Report:
+    markdown: Path
+    html: Path
+    figures: list[Path]
+    sections: list[str]
+
+
+def build_report(results: Iterable[Path], out: Path) -> Report:
+    runs = load_runs(results)
+    figdir = out / "figures"
+    figdir.mkdir(parents=True, exist_ok=True)
+    sections: list[Section] = []
+    for name in SECTION_MODULES:
+        built = importlib.import_module(name).section(runs, figdir)
+        if built is not None:
+            sections.append(built)
+    if not sections:
+        tasks = sorted({task for run in runs for task in run.entries})
+        raise ValueError(f"no benchmark of this package in the results (tasks found: {', '.join(tasks) or 'none'})")
+    flagged = _flagged(runs)
+    if flagged is not None:
+        sections.append(flagged)
+    intro = [f"Models: {', '.join(run.model for run in runs)}."]
+    for run in runs:
+        intro.append(f"{run.model}: " + ", ".join(str(path) for path in run.sources) + ".")
+        intro += [f"{run.model}: {note}." for note in run.notes]
+    intro.append(
+        "Accuracies are percentages; brackets give 95% Wilson score intervals. Rows marked (published) are the "
+        "papers' reported numbers, cited below each table."
+    )
+    out.mkdir(parents=True, exist_ok=True)
+    markdown = out / "report.md"
+    markdown.write_text(to_markdown(TITLE, intro, sections), encoding="utf-8")
+    page = out / "report.html"
+    page.write_text(to_html(TITLE, intro, sections), encoding="utf-8")
+    return Report(markdown, page, sorted(figdir.glob("*.png")), [s.title for s in sections])
+
+
+def _flag(sample: dict[str, Any]) -> str | None:
+    record = sample.get("breakdown")
+    if not isinstance(record, dict):
+        return None
+    status = record.get("output_status")
+    statuses = status if isinstance(status, list) else [status]
+    bad = sorted({s for s in statuses if s not in (None, "ok")})
+    if bad:
+        return ", ".join(bad)
+    if record.get("resolution") == "unresolved":
+        return "unresolved"
+    return None
+
+
+def _excerpt(value: Any, limit: int = 80) -> str:
+    text = repr(value if not isinstance(value, list) or len(value) != 1 else value[0])
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _flagged(runs: list[Run]) -> Section | None:
+    counts, examples = [], []
+    for run in runs:
+        for task, samples in sorted(run.samples.items()):
+            flagged = [(sample, flag) for sample in samples if (flag := _flag(sample)) is not None]
+            counts.append([run.model, task, str(len(samples)), str(len(flagged))])
+            for sample, flag in flagged[:FLAGGED_EXAMPLES]:
+                examples.append(
+                    [run.model, task, str(sample.get("doc_id")), flag, _excerpt(sample.get("filtered_resps"))]
+                )
+    if not counts:
+        return None
+    return Section(
+        "Outputs counted wrong without a readable answer (sample logs)",
+        [
+            Note("Empty outputs, failed requests and answers no rule or judge could resolve count as wrong."),
+            Table("Logged samples per task", ["model", "task", "samples", "flagged"], counts),
+            Table(
+                f"Examples (first {FLAGGED_EXAMPLES} per task)", ["model", "task", "doc", "flag", "output"], examples
+            ),
+        ],
+    )

@@ -1,0 +1,181 @@
+"""The papers' figure types, drawn with matplotlib (Agg, no display): grouped bars with 95% Wilson error bars,
+accuracy against complexity with Wilson bands (GRAB Fig. 6), radar charts by question type (Plot Twist) and
+signed bars for alignment deltas (SciFIBench Fig. 7). Every function writes one PNG and returns its path.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
+
+DPI = 110
+Interval = tuple[float, float] | None
+
+
+def _colours(n: int) -> list[tuple[float, float, float, float]]:
+    cmap = plt.get_cmap("tab10")
+    return [cmap(i % 10) for i in range(n)]
+
+
+def _save(fig: plt.Figure, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=DPI, bbox_inches="tight", facecolor="white")
+    plt.close(fig)
+    return path
+
+
+def grouped_bars(
+    path: Path,
+    panels: Mapping[str, Mapping[str, Mapping[str, tuple[float, Interval]]]],
+    ylabel: str = "accuracy (%)",
+) -> Path:
+    """One panel per title: bars per category, one colour per model, with error bars from the intervals.
+
+    ``panels[title][model][category] = (accuracy fraction, (low, high) or None)``.
+    """
+    titles = list(panels)
+    fig, axes = plt.subplots(len(titles), 1, figsize=(10, 3.2 * len(titles)), squeeze=False)
+    for ax, title in zip(axes[:, 0], titles, strict=True):
+        models = list(panels[title])
+        categories = list(dict.fromkeys(c for model in models for c in panels[title][model]))
+        width = 0.8 / max(len(models), 1)
+        for index, (model, colour) in enumerate(zip(models, _colours(len(models)), strict=True)):
+            xs, heights, errors = [], [], [[], []]
+            for position, category in enumerate(categories):
+                if category not in panels[title][model]:
+                    continue
+                value, interval = panels[title][model][category]
+                xs.append(position - 0.4 + width * (index + 0.5))
+                heights.append(100 * value)
+                low, high = interval if interval else (value, value)
+                errors[0].append(100 * (value - low))
+                errors[1].append(100 * (high - value))
+            ax.bar(xs, heights, width * 0.95, yerr=errors, capsize=2, color=colour, label=model)
+        ax.set_xticks(range(len(categories)))
+        ax.set_xticklabels(
+            categories, rotation=30 if len(categories) > 5 else 0, ha="right" if len(categories) > 5 else "center"
+        )
+        ax.set_ylim(0, 105)
+        ax.set_ylabel(ylabel)
+        ax.set_title(title)
+        ax.grid(axis="y", alpha=0.3)
+        ax.legend(fontsize=8, loc="upper right")
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def accuracy_vs_level(
+    path: Path,
+    panels: Mapping[str, Mapping[str, Mapping[int, tuple[float, Interval]]]],
+    xlabel: str = "complexity",
+) -> Path:
+    """One panel per title: accuracy against an integer level, a line per model with its 95% Wilson band."""
+    titles = list(panels)
+    fig, axes = plt.subplots(1, len(titles), figsize=(4.2 * len(titles), 3.4), squeeze=False, sharey=True)
+    for ax, title in zip(axes[0], titles, strict=True):
+        models = list(panels[title])
+        for model, colour in zip(models, _colours(len(models)), strict=True):
+            points = sorted(panels[title][model].items())
+            xs = [level for level, _ in points]
+            ys = [100 * value for _, (value, _) in points]
+            lows = [100 * (interval[0] if interval else value) for _, (value, interval) in points]
+            highs = [100 * (interval[1] if interval else value) for _, (value, interval) in points]
+            ax.plot(xs, ys, marker="o", color=colour, label=model)
+            ax.fill_between(xs, lows, highs, color=colour, alpha=0.18, linewidth=0)
+        ax.set_title(title)
+        ax.set_xlabel(xlabel)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_ylim(-2, 102)
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("accuracy (%)")
+    axes[0][-1].legend(fontsize=8, loc="upper right")
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def radar_grid(
+    path: Path,
+    grid: Mapping[str, Mapping[str, Mapping[str, Mapping[str, float]]]],
+) -> Path:
+    """Radar charts: rows are metrics, columns chart types, axes question types, one polygon per model.
+
+    ``grid[metric][chart][model][question_type] = accuracy fraction``.
+    """
+    metrics = list(grid)
+    charts = list(dict.fromkeys(chart for metric in metrics for chart in grid[metric]))
+    fig, axes = plt.subplots(
+        len(metrics),
+        len(charts),
+        figsize=(3.6 * len(charts), 3.4 * len(metrics)),
+        subplot_kw={"projection": "polar"},
+        squeeze=False,
+    )
+    for row, metric in enumerate(metrics):
+        for column, chart in enumerate(charts):
+            ax = axes[row][column]
+            models = grid[metric].get(chart, {})
+            types = list(dict.fromkeys(t for model in models.values() for t in model))
+            if len(types) < 3:  # a radar needs three axes: pad with empty spokes
+                types += [""] * (3 - len(types))
+            angles = [2 * math.pi * i / len(types) for i in range(len(types))]
+            for (model, values), colour in zip(models.items(), _colours(len(models)), strict=True):
+                radii = [100 * values.get(t, 0.0) for t in types]
+                ax.plot(angles + angles[:1], radii + radii[:1], color=colour, label=model)
+                ax.fill(angles + angles[:1], radii + radii[:1], color=colour, alpha=0.15)
+            ax.set_xticks(angles)
+            ax.set_xticklabels(types, fontsize=7)
+            ax.set_ylim(0, 100)
+            ax.set_yticks([25, 50, 75, 100])
+            ax.tick_params(axis="y", labelsize=6)
+            ax.set_title(f"{chart}: {metric}", fontsize=9, pad=14)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    if handles:
+        fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 4), fontsize=8)
+    fig.tight_layout(rect=(0, 0.05, 1, 1))
+    return _save(fig, path)
+
+
+def signed_bars(path: Path, series: Mapping[str, Mapping[str, float]], ylabel: str) -> Path:
+    """Bars above/below zero per variant, one colour per model (``series[model][variant] = points``)."""
+    models = list(series)
+    variants = list(dict.fromkeys(v for model in models for v in series[model]))
+    fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(variants)), 3.4))
+    width = 0.8 / max(len(models), 1)
+    for index, (model, colour) in enumerate(zip(models, _colours(len(models)), strict=True)):
+        xs = [p - 0.4 + width * (index + 0.5) for p, v in enumerate(variants) if v in series[model]]
+        ys = [series[model][v] for v in variants if v in series[model]]
+        ax.bar(xs, ys, width * 0.95, color=colour, label=model)
+    ax.axhline(0, color="black", linewidth=0.8)
+    ax.set_xticks(range(len(variants)))
+    ax.set_xticklabels(variants, fontsize=8)
+    ax.set_ylabel(ylabel)
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def simple_bars(path: Path, values: Mapping[str, Mapping[str, float]], ylabel: str, ylim: Sequence[float]) -> Path:
+    """Grouped bars without intervals (``values[model][label]``), e.g. captioning scores."""
+    models = list(values)
+    labels = list(dict.fromkeys(k for model in models for k in values[model]))
+    fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(labels)), 3.4))
+    width = 0.8 / max(len(models), 1)
+    for index, (model, colour) in enumerate(zip(models, _colours(len(models)), strict=True)):
+        xs = [p - 0.4 + width * (index + 0.5) for p, k in enumerate(labels) if k in values[model]]
+        ax.bar(xs, [values[model][k] for k in labels if k in values[model]], width * 0.95, color=colour, label=model)
+    ax.set_xticks(range(len(labels)))
+    ax.set_xticklabels(labels, fontsize=8, rotation=20)
+    ax.set_ylim(*ylim)
+    ax.set_ylabel(ylabel)
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return _save(fig, path)

@@ -1,0 +1,175 @@
+"""Evaluation runs read back for the report: lmms-eval results files and their sample logs, grouped by model.
+
+lmms-eval writes ``<output_path>/<model>/<date>_results.json`` and, with ``--log_samples``,
+``<date>_samples_<task>.jsonl`` beside it. A task or group's metrics are ``results[name]["<metric>,none"]`` (groups
+also appear under ``groups``). The model's name is the results' ``model_name`` (lmms-eval fills it from the model
+arguments, e.g. ``model_version``), falling back to ``config.model`` plus its ``model_args``.
+
+Several results files of one model (e.g. GRAB and SciFIBench run separately) merge into one :class:`Run`; when two
+files hold the same task, the later ``date`` wins and the report says so.
+
+VLMEvalKit runs of this package's datasets write ``<work-dir>/<model>/<model>_<dataset>_scifig_scores.json``
+(``{"dataset", "metrics", "breakdown"}``, the breakdown identical to the lmms-eval ``breakdown`` metric) and
+``..._scifig_records.jsonl`` (one scored record per question); they become the run ``<model> (VLMEvalKit)`` with
+each dataset under the lmms-eval task name it corresponds to (:data:`VLMEVAL_TASKS`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from scifig_tasks.core.errors import DataError
+
+RESULTS_SUFFIX = "_results.json"
+SCORES_SUFFIX = "_scifig_scores.json"
+RECORDS_SUFFIX = "_scifig_records.jsonl"
+VLMEVAL_TASKS: dict[str, str] = {
+    "SciFig_GRAB": "grab",
+    "SciFig_SciFIBench_CS_Figure2Caption": "scifibench_cs_figure2caption",
+    "SciFig_SciFIBench_CS_Caption2Figure": "scifibench_cs_caption2figure",
+    "SciFig_SciFIBench_General_Figure2Caption": "scifibench_general_figure2caption",
+    "SciFig_SciFIBench_General_Caption2Figure": "scifibench_general_caption2figure",
+    "SciFig_PlotTwist": "plot_twist",
+    "SciFig_PlotTwist_Robustness": "plot_twist_robustness",
+}
+"""VLMEvalKit dataset name -> the lmms-eval task or group whose section shows it."""
+
+
+@dataclass
+class Run:
+    """One model's metrics over every task and group found for it."""
+
+    model: str
+    entries: dict[str, dict[str, Any]] = field(default_factory=dict)
+    samples: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    sources: list[Path] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    _dates: dict[str, str] = field(default_factory=dict)
+
+    def has(self, task: str) -> bool:
+        return task in self.entries
+
+    def metric(self, task: str, name: str) -> Any:
+        """``results[task]["<name>,none"]``, or ``None`` when the task or metric is absent."""
+        return self.entries.get(task, {}).get(f"{name},none")
+
+
+def results_files(paths: Iterable[Path]) -> list[Path]:
+    """Every lmms-eval ``*_results.json`` and VLMEvalKit ``*_scifig_scores.json`` named or found (recursively) under
+    the given paths; an error for a missing path."""
+    found: list[Path] = []
+    for path in paths:
+        if path.is_file():
+            found.append(path)
+        elif path.is_dir():
+            found.extend(sorted([*path.rglob(f"*{RESULTS_SUFFIX}"), *path.rglob(f"*{SCORES_SUFFIX}")]))
+        else:
+            raise FileNotFoundError(f"no results file or directory at {path}")
+    if not found:
+        where = ", ".join(str(p) for p in paths)
+        raise FileNotFoundError(f"no *{RESULTS_SUFFIX} or *{SCORES_SUFFIX} under {where}")
+    return found
+
+
+def model_name(results: Mapping[str, Any], path: Path) -> str:
+    """The model's display name from a results file."""
+    name = results.get("model_name")
+    if isinstance(name, str) and name:
+        return name
+    config = results.get("config")
+    if not isinstance(config, Mapping) or not config.get("model"):
+        raise DataError(str(path), None, None, "results file names no model (neither 'model_name' nor 'config.model')")
+    args = config.get("model_args") or ""
+    return f"{config['model']}({args})" if args else str(config["model"])
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise DataError(str(path), None, None, f"not valid JSON ({exc})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
+        raise DataError(str(path), None, None, "not an lmms-eval results file (no 'results' mapping)")
+    return data
+
+
+def _samples(results_path: Path) -> dict[str, list[dict[str, Any]]]:
+    prefix = results_path.name[: -len(RESULTS_SUFFIX)]
+    found: dict[str, list[dict[str, Any]]] = {}
+    for path in sorted(results_path.parent.glob(f"{prefix}_samples_*.jsonl")):
+        found[path.name[len(f"{prefix}_samples_") : -len(".jsonl")]] = _jsonl(path)
+    return found
+
+
+def _jsonl(path: Path) -> list[dict[str, Any]]:
+    rows = []
+    for line_number, line in enumerate(path.read_text(encoding="utf-8").splitlines()):
+        if line.strip():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise DataError(str(path), line_number, None, f"not valid JSON ({exc})") from None
+    return rows
+
+
+def _vlmeval(path: Path, runs: dict[str, Run]) -> None:
+    """One VLMEvalKit scores file into the run ``<model> (VLMEvalKit)``."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise DataError(str(path), None, None, f"not valid JSON ({exc})") from None
+    if not isinstance(data, dict) or not {"dataset", "metrics", "breakdown"} <= set(data):
+        raise DataError(str(path), None, None, "not a scifig VLMEvalKit scores file (dataset, metrics, breakdown)")
+    dataset = str(data["dataset"])
+    suffix = f"_{dataset}{SCORES_SUFFIX}"
+    model = (
+        path.name[: -len(suffix)] if path.name.endswith(suffix) and len(path.name) > len(suffix) else path.parent.name
+    )
+    run = runs.setdefault(f"{model} (VLMEvalKit)", Run(f"{model} (VLMEvalKit)"))
+    task = VLMEVAL_TASKS.get(dataset)
+    if task is None:
+        run.notes.append(f"{dataset}: not shown in this report ({path.name})")
+        return
+    if task in run.entries:
+        run.notes.append(f"{task}: {path} replaces {run.sources[-1]}")
+    run.sources.append(path)
+    run.entries[task] = {f"{name},none": value for name, value in data["metrics"].items()}
+    run.entries[task]["breakdown,none"] = data["breakdown"]
+    records = path.with_name(path.name[: -len(SCORES_SUFFIX)] + RECORDS_SUFFIX)
+    if records.is_file():
+        run.samples[task] = [
+            {"doc_id": index, "breakdown": record, "filtered_resps": record.get("prediction")}
+            for index, record in enumerate(_jsonl(records))
+        ]
+
+
+def load_runs(paths: Iterable[Path]) -> list[Run]:
+    """Read every results file (and its samples) and group them by model, in order of first appearance."""
+    runs: dict[str, Run] = {}
+    for path in results_files(list(paths)):
+        if path.name.endswith(SCORES_SUFFIX):
+            _vlmeval(path, runs)
+            continue
+        data = _read_json(path)
+        name = model_name(data, path)
+        run = runs.setdefault(name, Run(name))
+        run.sources.append(path)
+        date = str(data.get("date", ""))
+        entries = {**data["results"], **(data.get("groups") or {})}
+        samples = _samples(path)
+        for task, metrics in entries.items():
+            previous = run._dates.get(task)
+            if previous is not None:
+                if previous > date:
+                    run.notes.append(f"{task}: kept the later run ({previous}); ignored {path.name}")
+                    continue
+                run.notes.append(f"{task}: the later run {path.name} replaces the one of {previous}")
+            run.entries[task] = dict(metrics)
+            run._dates[task] = date
+            if task in samples:
+                run.samples[task] = samples[task]
+    return list(runs.values())

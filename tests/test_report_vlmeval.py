@@ -1,0 +1,79 @@
+"""``scifig report`` reading VLMEvalKit scores files (``<model>_<dataset>_scifig_scores.json`` and
+``..._scifig_records.jsonl``, the format ``scifig_tasks.vlmeval`` documents), beside an lmms-eval-style results file.
+
+The files are written here in that documented format (VLMEvalKit's runner is exercised in test_vlmeval_runner.py);
+the expected cells are worked out by hand from the records.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from scipy.stats import binomtest
+
+from scifig_tasks.core import grab
+from scifig_tasks.report.build import build_report
+
+
+def cell(correct: int, total: int) -> str:
+    """``accuracy (low-high)`` in percent with scipy's Wilson interval, rounded to 4 decimals as the scorers do."""
+    interval = binomtest(correct, total).proportion_ci(confidence_level=0.95, method="wilson")
+    low, high = (round(value, 4) for value in (interval.low, interval.high))
+    return f"{100 * correct / total:.1f} ({100 * low:.1f}-{100 * high:.1f})"
+
+
+def _records() -> list[dict]:
+    """Six GRAB records: properties 2 of 3 right, function 1 of 3 right (one empty output)."""
+    rows = []
+    for index, (task, correct, status) in enumerate(
+        [
+            ("properties", 1, "ok"),
+            ("properties", 1, "ok"),
+            ("properties", 0, "ok"),
+            ("function", 1, "ok"),
+            ("function", 0, "empty"),
+            ("function", 0, "ok"),
+        ]
+    ):
+        rows.append(
+            {
+                "pid": index,
+                "task": task,
+                "category": "Extrema",
+                "complexity": 0 if task == "properties" else index % 2,
+                "precision": "integer",
+                "correct": correct,
+                "output_status": status,
+                "judge": "not_used",
+                "extracted": None,
+                "prediction": "" if status == "empty" else "7",
+            }
+        )
+    return rows
+
+
+def test_vlmeval_scores_files_become_a_model_row(tmp_path: Path) -> None:
+    work = tmp_path / "vlmeval-out" / "my-vlm"
+    work.mkdir(parents=True)
+    records = _records()
+    scores = {
+        "dataset": "SciFig_GRAB",
+        "metrics": {"accuracy": 3 / 6, "n": 6, "correct": 3},
+        "breakdown": grab.breakdown(records),
+    }
+    (work / "my-vlm_SciFig_GRAB_scifig_scores.json").write_text(json.dumps(scores))
+    (work / "my-vlm_SciFig_GRAB_scifig_records.jsonl").write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    other = {"dataset": "SciFig_SciFIBench_CS_Figure2Caption_Reasoning", "metrics": {}, "breakdown": {}}
+    (work / "my-vlm_SciFig_SciFIBench_CS_Figure2Caption_Reasoning_scifig_scores.json").write_text(json.dumps(other))
+
+    report = build_report([tmp_path / "vlmeval-out"], tmp_path / "report")
+
+    markdown = report.markdown.read_text()
+    assert report.sections == ["GRAB", "Outputs counted wrong without a readable answer (sample logs)"]
+    row = next(line for line in markdown.splitlines() if line.startswith("| my-vlm (VLMEvalKit) | 6 |"))
+    # overall 3/6, properties 2/3, function 1/3
+    assert row == f"| my-vlm (VLMEvalKit) | 6 | {cell(3, 6)} | {cell(2, 3)} | {cell(1, 3)} | - | - |"
+    assert "| my-vlm (VLMEvalKit) | SciFig_GRAB | 6 | 1 |" not in markdown  # tasks are named as in lmms-eval
+    assert "| my-vlm (VLMEvalKit) | grab | 6 | 1 |" in markdown
+    assert "SciFig_SciFIBench_CS_Figure2Caption_Reasoning: not shown in this report" in markdown
