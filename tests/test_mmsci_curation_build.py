@@ -12,11 +12,12 @@ from pathlib import Path
 import datasets
 import pytest
 
-from curation.mmsci.features import CAPTIONING_FEATURES, MCQ_FEATURES
 from scifig_tasks.cli import main as scifig_main
 from scifig_tasks.core.data import load_benchmark
 from scifig_tasks.core.mmsci import LETTERS, SUBCAP2FIG_QUESTION, SUBFIG2CAP_QUESTION
 from scifig_tasks.core.sources import MMSCI_CAPTIONING, MMSCI_MCQ
+from scifig_tasks.core.sources import MMSCI_CAPTIONING_FEATURES as CAPTIONING_FEATURES
+from scifig_tasks.core.sources import MMSCI_MCQ_FEATURES as MCQ_FEATURES
 from tests.harness.mmsci_articles import LABELS, figure_record, subcaption, title, write_articles
 
 SUBJECTS = {("Physical sciences", "Physics"): 12, ("Biological sciences", "Genetics"): 8}

@@ -163,3 +163,10 @@ def test_judge_use_is_flagged() -> None:
     table = mmsci.breakdown([mmsci.sample_record(doc, resolution) for resolution in (failed, none, judged)])
     assert table["flags"]["judge"] == {"judge_failed": 1, "judged": 2}
     assert table["overall"]["all"]["correct"] == 1
+
+
+def test_sources_check_exactly_the_columns_the_features_define() -> None:
+    from scifig_tasks.core.sources import MMSCI_CAPTIONING, MMSCI_CAPTIONING_FEATURES, MMSCI_MCQ, MMSCI_MCQ_FEATURES
+
+    for source, features in ((MMSCI_MCQ, MMSCI_MCQ_FEATURES), (MMSCI_CAPTIONING, MMSCI_CAPTIONING_FEATURES)):
+        assert [column.name for column in source.columns] == list(features)

@@ -8,7 +8,8 @@ One module per step:
 3. :mod:`.splits` -- test / dev (1% of each subject's articles, at least 5) and train;
 4. :mod:`.questions` -- the three multiple-choice settings; :mod:`.captioning` -- captioning items;
 5. :mod:`.sft` -- fine-tuning conversations from the train articles;
-6. :mod:`.features` (parquet schema), :mod:`.card` (dataset card); :mod:`.build` runs the steps.
+6. :mod:`.card` (dataset card); :mod:`.build` runs the steps and writes the parquet features
+   ``MMSCI_*_FEATURES`` of :mod:`scifig_tasks.core.sources`.
 
 :mod:`.importers` converts VLMEvalKit's TSVs and the authors' benchmark archive (:mod:`.authors_sft` its train split
 into fine-tuning data); :mod:`.cli` is

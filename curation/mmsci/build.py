@@ -29,12 +29,13 @@ from curation.mmsci.articles import DEFAULT_PATTERN, Article, read_articles
 from curation.mmsci.captioning import CaptionItem, caption_items, captionable
 from curation.mmsci.captions import MIN_CAPTION_WORDS
 from curation.mmsci.card import write_card
-from curation.mmsci.features import CAPTIONING_FEATURES, MCQ_FEATURES
 from curation.mmsci.questions import DRAFTERS, Question, build_questions
 from curation.mmsci.sft import ABSTRACT_WORDS, write_sft
 from curation.mmsci.splits import EVAL_SPLITS, MIN_ARTICLES, RATIO, as_json, predefined_splits, split_articles
 from curation.parquet import ParquetRows
 from scifig_tasks.core.mmsci import SETTINGS
+from scifig_tasks.core.sources import MMSCI_CAPTIONING_FEATURES as CAPTIONING_FEATURES
+from scifig_tasks.core.sources import MMSCI_MCQ_FEATURES as MCQ_FEATURES
 
 
 def eligible(article: Article, seed: int = 0) -> bool:

@@ -50,10 +50,11 @@ from tqdm.auto import tqdm
 
 from curation.mmsci.captions import MIN_CAPTION_WORDS, extract_subcaptions, normalise_space, word_count
 from curation.mmsci.card import write_card
-from curation.mmsci.features import CAPTIONING_FEATURES, MCQ_FEATURES
 from curation.parquet import ParquetRows
 from scifig_tasks.core.errors import DataError
 from scifig_tasks.core.mmsci import LETTERS, SETTINGS, SUBCAP2FIG_QUESTION, subfigure_option
+from scifig_tasks.core.sources import MMSCI_CAPTIONING_FEATURES as CAPTIONING_FEATURES
+from scifig_tasks.core.sources import MMSCI_MCQ_FEATURES as MCQ_FEATURES
 
 VLMEVAL_SETTINGS = {"Fig2Cap": "fig2cap", "SubFig2Cap": "subfig2cap", "SubCap2Fig": "subcap2fig"}
 AUTHORS_FILES = {"mcq": "image_caption_matching_data.json", "captioning": "image_caption_generation_data.json"}

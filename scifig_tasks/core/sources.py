@@ -260,6 +260,36 @@ MMSCI_CAPTIONING = _SubdirSource(
 ``<split>.parquet`` files, splits ``test`` and ``dev``)."""
 
 
+_STRING_LIST = getattr(datasets, "List", None) or datasets.Sequence  # datasets >= 4 names it List
+
+MMSCI_MCQ_FEATURES = datasets.Features(
+    {
+        "uid": datasets.Value("string"),
+        "figure_index": datasets.Value("int64"),
+        "setting": datasets.Value("string"),
+        "category": datasets.Value("string"),
+        "subject": datasets.Value("string"),
+        "image": datasets.Image(),
+        "question": datasets.Value("string"),
+        "options": _STRING_LIST(datasets.Value("string")),
+        "answer": datasets.Value("string"),
+        "subfigure": datasets.Value("string"),
+    }
+)
+MMSCI_CAPTIONING_FEATURES = datasets.Features(
+    {
+        "uid": datasets.Value("string"),
+        "figure_index": datasets.Value("int64"),
+        "category": datasets.Value("string"),
+        "subject": datasets.Value("string"),
+        "image": datasets.Image(),
+        "caption": datasets.Value("string"),
+        "abstract": datasets.Value("string"),
+    }
+)
+"""The MMSci local layout's parquet features: exactly these columns, in this order, images stored as bytes."""
+
+
 SOURCES: dict[str, BenchmarkSource] = {
     "grab": GRAB,
     "scifibench": SCIFIBENCH,

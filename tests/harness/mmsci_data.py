@@ -17,32 +17,10 @@ import datasets
 from PIL import Image
 
 from scifig_tasks.core import mmsci
+from scifig_tasks.core.sources import MMSCI_CAPTIONING_FEATURES, MMSCI_MCQ_FEATURES
 
-MCQ_FEATURES = datasets.Features(
-    {
-        "uid": datasets.Value("string"),
-        "figure_index": datasets.Value("int64"),
-        "setting": datasets.Value("string"),
-        "category": datasets.Value("string"),
-        "subject": datasets.Value("string"),
-        "image": datasets.Image(),
-        "question": datasets.Value("string"),
-        "options": datasets.List(datasets.Value("string")),
-        "answer": datasets.Value("string"),
-        "subfigure": datasets.Value("string"),
-    }
-)
-CAPTION_FEATURES = datasets.Features(
-    {
-        "uid": datasets.Value("string"),
-        "figure_index": datasets.Value("int64"),
-        "category": datasets.Value("string"),
-        "subject": datasets.Value("string"),
-        "image": datasets.Image(),
-        "caption": datasets.Value("string"),
-        "abstract": datasets.Value("string"),
-    }
-)
+MCQ_FEATURES = MMSCI_MCQ_FEATURES
+CAPTION_FEATURES = MMSCI_CAPTIONING_FEATURES
 
 
 def png(row: int, green: int = 0) -> bytes:
