@@ -26,6 +26,8 @@ from PIL import Image
 from scipy.stats import binomtest
 
 from curation.plot_twist.build import build_plot_twist
+from scifig_tasks.core import mmsci
+from scifig_tasks.core.sources import MMSCI_CAPTIONING_FEATURES, MMSCI_MCQ_FEATURES
 from tests.harness.grab_data import Row, write_parquet
 from tests.harness.lmms import CliRun, offline_env, run
 from tests.harness.openai_server import ChatRequest, FakeOpenAIServer, Reply
@@ -57,39 +59,15 @@ SCIFIBENCH_TASKS = {
     "General_Caption2Figure": "scifibench_general_caption2figure",
 }
 SENTENCE = "The answer is {}. I hope the answer is correct."
-MMSCI_SETTINGS = ("fig2cap", "subfig2cap", "subcap2fig")
+MMSCI_SETTINGS = mmsci.SETTINGS
 MMSCI_QUESTIONS = {
-    "fig2cap": "Which of the following captions best describes the whole figure?",
-    "subfig2cap": "Which of the following options best describes the content in sub-figure (b)?",
-    "subcap2fig": "Which of the following sub-figures best matches the description: a loss curve",
+    "fig2cap": mmsci.FIG2CAP_QUESTION,
+    "subfig2cap": mmsci.SUBFIG2CAP_QUESTION.format(label="b"),
+    "subcap2fig": mmsci.SUBCAP2FIG_QUESTION.format(subcaption="a loss curve"),
 }
 CAPTION = " ".join(["the figure shows measured spectra of the sample under increasing pressure with fitted curves"] * 5)
 CAPTION_REPLY = "the figure shows spectra of a sample under pressure with fitted curves"
-CAPTION_FEATURES = datasets.Features(
-    {
-        "uid": datasets.Value("string"),
-        "figure_index": datasets.Value("int64"),
-        "category": datasets.Value("string"),
-        "subject": datasets.Value("string"),
-        "image": datasets.Image(),
-        "caption": datasets.Value("string"),
-        "abstract": datasets.Value("string"),
-    }
-)
-MMSCI_FEATURES = datasets.Features(
-    {
-        "uid": datasets.Value("string"),
-        "figure_index": datasets.Value("int64"),
-        "setting": datasets.Value("string"),
-        "category": datasets.Value("string"),
-        "subject": datasets.Value("string"),
-        "image": datasets.Image(),
-        "question": datasets.Value("string"),
-        "options": datasets.List(datasets.Value("string")),
-        "answer": datasets.Value("string"),
-        "subfigure": datasets.Value("string"),
-    }
-)
+CAPTION_FEATURES = MMSCI_CAPTIONING_FEATURES
 
 
 # ---- reply rules (by hand) -------------------------------------------------------------------------------------------
@@ -200,7 +178,7 @@ def _mmsci_data(directory: Path) -> Path:
             }
         )
     (directory / "mcq").mkdir(parents=True)
-    datasets.Dataset.from_list(rows, features=MMSCI_FEATURES).to_parquet(str(directory / "mcq" / "test.parquet"))
+    datasets.Dataset.from_list(rows, features=MMSCI_MCQ_FEATURES).to_parquet(str(directory / "mcq" / "test.parquet"))
     captions = [
         {
             "uid": f"article{index}",

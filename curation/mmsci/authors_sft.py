@@ -33,10 +33,10 @@ from curation.mmsci.importers import (
     Mcq,
     field_text,
     figure_identity,
+    in_paper_form,
     load_json,
     split_options,
     subfigure_label,
-    to_paper_setting3,
 )
 from curation.mmsci.sft import ABSTRACT_WORDS, IMAGE_PLACEHOLDER, SOURCES, png_bytes
 from scifig_tasks.core.errors import DataError
@@ -106,12 +106,10 @@ def _mcq(folder: Path, captions: dict[str, str], needed: dict[str, Path], droppe
             subfigure = "" if setting == "fig2cap" else subfigure_label(question, where, row)
             identity = figure_identity(name) or (str(item.get("uid", "")), 0)
             mcq = Mcq(identity[0], identity[1], setting, "", "", b"", question, options, answer, subfigure, name)
-            if setting == "subcap2fig":
-                converted = to_paper_setting3(mcq, captions.get(name))
-                if converted is None:
-                    dropped["subcap2fig not convertible"] += 1
-                    continue
-                mcq = converted
+            converted = in_paper_form(mcq, captions, name, dropped)
+            if converted is None:
+                continue
+            mcq = converted
             image = _image(folder, name, where, row, needed)
             records.append(
                 {

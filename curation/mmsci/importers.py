@@ -184,6 +184,17 @@ def to_paper_setting3(item: Mcq, caption: str | None) -> Mcq | None:
     return item
 
 
+def in_paper_form(item: Mcq, captions: dict[str, str], key: str, dropped: Counter[str]) -> Mcq | None:
+    """``item`` with setting III in the paper's form (the figure's caption looked up by ``key``); ``None`` (and
+    counted in ``dropped``) when that cannot be done safely. Other settings pass unchanged."""
+    if item.setting != "subcap2fig":
+        return item
+    converted = to_paper_setting3(item, captions.get(key))
+    if converted is None:
+        dropped["subcap2fig not convertible"] += 1
+    return converted
+
+
 def _check_mcq(item: Mcq, origin: str, row: int) -> Mcq:
     if item.answer not in LETTERS:
         raise DataError(
@@ -313,14 +324,9 @@ def _authors_mcq(folder: Path, captions: dict[str, str], dropped: Counter[str], 
                 subfigure,
                 name,
             )
-            _check_mcq(item, where, row)
-            if setting == "subcap2fig":
-                converted = to_paper_setting3(item, captions.get(name))
-                if converted is None:
-                    dropped["subcap2fig not convertible"] += 1
-                    continue
-                item = converted
-            items.append(item)
+            converted = in_paper_form(_check_mcq(item, where, row), captions, name, dropped)
+            if converted is not None:
+                items.append(converted)
     return items
 
 
@@ -518,14 +524,9 @@ def _vlmeval_mcq(path: Path, captions: dict[str, str], dropped: Counter[str], un
         item = Mcq(*identity, setting, _required(row, "category", origin, position),
                    _required(row, "subject", origin, position), image, question, options, row["answer"].strip(),
                    subfigure, key)  # fmt: skip
-        _check_mcq(item, origin, position)
-        if setting == "subcap2fig":
-            converted = to_paper_setting3(item, captions.get(key))
-            if converted is None:
-                dropped["subcap2fig not convertible"] += 1
-                continue
-            item = converted
-        items.append(item)
+        converted = in_paper_form(_check_mcq(item, origin, position), captions, key, dropped)
+        if converted is not None:
+            items.append(converted)
     return items
 
 
