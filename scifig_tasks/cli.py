@@ -121,6 +121,7 @@ CURATION_CLIS = ("curation.grab.cli", "curation.scifibench.cli", "curation.plot_
 COMMAND_MODULES: tuple[str, ...] = (
     "scifig_tasks.report.cli",
     "scifig_tasks.lmms_eval.export",
+    "scifig_tasks.vlmeval.cli",
     "scifig_tasks.presets_cli",
     "scifig_finetune.cli",
 )

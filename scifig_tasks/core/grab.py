@@ -141,6 +141,23 @@ def score_doc(
     return score_extracted(output, doc["answer"], result.status, result.text)
 
 
+LLM_EXTRACT_NEEDS_JUDGE = (
+    "GRAB LLM-extraction scoring needs a judge: set SCIFIG_JUDGE_BASE_URL and SCIFIG_JUDGE_MODEL "
+    "(or SCIFIG_JUDGE=<preset>); SCIFIG_JUDGE=off disables it."
+)
+
+
+def require_judge() -> JudgeClient:
+    """The configured judge for the LLM-extraction protocol; raises before any question is asked when there is none
+    (without a judge every question would be scored wrong)."""
+    from scifig_tasks.core.judge import get_judge
+
+    judge = get_judge()
+    if judge is None:
+        raise RuntimeError(LLM_EXTRACT_NEEDS_JUDGE)
+    return judge
+
+
 def sample_record(doc: Mapping[str, Any], score: GrabScore) -> dict[str, Any]:
     """The per-question record kept in sample logs and tallied into the breakdown."""
     return {

@@ -28,11 +28,8 @@ def grab_doc_to_messages(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[st
 
 
 def _select_task(dataset: datasets.Dataset, task: str, needs_judge: bool = False) -> datasets.Dataset:
-    if needs_judge and get_judge() is None:
-        raise RuntimeError(
-            "GRAB LLM-extraction scoring needs a judge: set SCIFIG_JUDGE_BASE_URL and SCIFIG_JUDGE_MODEL "
-            "(or SCIFIG_JUDGE=<preset>); SCIFIG_JUDGE=off disables it."
-        )
+    if needs_judge:
+        grab.require_judge()
     return dataset.filter(lambda value: value == task, input_columns="task", desc=f"GRAB {task}")
 
 

@@ -1,0 +1,195 @@
+"""``scifig vlmeval`` and ``scifig export-tsv``.
+
+* ``scifig vlmeval ARGS...`` registers the scifig dataset classes (:func:`scifig_tasks.vlmeval.register`) and runs
+  VLMEvalKit's own runner (``vlmeval/run.py``'s ``main``) in this process with ``ARGS`` unchanged (``--data``,
+  ``--model``, ``--config``, ``--work-dir``, ...). Differences from ``python run.py``: predictions are written as TSV
+  unless ``PRED_FORMAT`` is set (exact text, no spreadsheet conversions); API keys are masked in every log record and
+  in the run's status and log files (VLMEvalKit logs the key of its OpenAI wrapper); and the command exits non-zero
+  when a requested dataset has no metrics (VLMEvalKit logs the failure and exits 0).
+* ``scifig export-tsv [--data NAME ...] [--out DIR]`` writes the VLMEvalKit TSV of each dataset (default: all, into
+  VLMEvalKit's data folder ``$LMUData`` or ``~/LMUData``) from the Hub or the ``SCIFIG_*_DATA`` local data.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import re
+import sys
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from scifig_tasks.vlmeval import tsv
+
+MASK = "***"
+_SECRET_ENV = re.compile(r"(?:^|_)(?:KEY|TOKEN|SECRET|PASSWORD)$", re.IGNORECASE)
+_MIN_SECRET = 6
+
+
+class VlmevalFailed(RuntimeError):
+    """VLMEvalKit finished without metrics for every requested dataset."""
+
+
+def secrets(argv: Sequence[str], environ: dict[str, str] | None = None) -> set[str]:
+    """Values to mask: environment variables named ``*_KEY`` / ``*_TOKEN`` / ``*_SECRET`` / ``*_PASSWORD``,
+    ``--key`` / ``--judge-key`` values, ``"key"`` entries of a ``--config`` file."""
+    environ = dict(os.environ if environ is None else environ)
+    found = {value for name, value in environ.items() if _SECRET_ENV.search(name)}
+    argv = list(argv)
+    for flag in ("--key", "--judge-key"):
+        if flag in argv and argv.index(flag) + 1 < len(argv):
+            found.add(argv[argv.index(flag) + 1])
+    if "--config" in argv and argv.index("--config") + 1 < len(argv):
+        config = Path(argv[argv.index("--config") + 1])
+        if config.exists():
+            found |= set(_config_keys(json.loads(config.read_text())))
+    return {value for value in found if len(value) >= _MIN_SECRET}
+
+
+def _config_keys(node: Any) -> Iterable[str]:
+    if isinstance(node, dict):
+        for name, value in node.items():
+            if name.lower() in ("key", "api_key") and isinstance(value, str):
+                yield value
+            else:
+                yield from _config_keys(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _config_keys(value)
+
+
+def mask_log_records(values: set[str]) -> None:
+    """Mask ``values`` in every log record created from now on (all loggers, all handlers)."""
+    if not values:
+        return
+    previous = logging.getLogRecordFactory()
+
+    def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = previous(*args, **kwargs)
+        try:
+            message = record.getMessage()
+        except Exception:  # a record whose arguments do not format: leave it to logging's own error handling
+            return record
+        if any(value in message for value in values):
+            for value in values:
+                message = message.replace(value, MASK)
+            record.msg, record.args = message, None
+        return record
+
+    logging.setLogRecordFactory(factory)
+
+
+def _scrub_files(root: Path, values: set[str]) -> None:
+    if not values or not root.exists():
+        return
+    for path in root.rglob("*"):
+        if path.is_file() and (path.name == "status.json" or path.suffix == ".log"):
+            text = path.read_text(encoding="utf-8", errors="replace")
+            if any(value in text for value in values):
+                for value in values:
+                    text = text.replace(value, MASK)
+                path.write_text(text, encoding="utf-8")
+
+
+def _requested(args: argparse.Namespace) -> tuple[list[str], list[str]]:
+    if args.config:
+        config = json.loads(Path(args.config).read_text())
+        return list(config["model"]), list(config["data"])
+    models = args.model if isinstance(args.model, list) else [args.model]
+    return [model.replace("/", "--") if args.api_mode else model for model in models], list(args.data or [])
+
+
+def _check(work_dir: Path, models: list[str], datasets: list[str], mode: str) -> list[str]:
+    """Problems found in the run's ``status.json`` files: datasets without metrics, with errors or skipped."""
+    problems = []
+    for model in models:
+        files = sorted((work_dir / model).rglob("status.json"), key=lambda path: path.stat().st_mtime)
+        if not files:
+            problems.append(f"{model}: no status.json under {work_dir / model}")
+            continue
+        status = json.loads(files[-1].read_text()).get("datasets", {})
+        for name in datasets:
+            entry = status.get(name)
+            if entry is None:
+                problems.append(f"{model} x {name}: not run")
+            elif entry.get("error_message"):
+                problems.append(f"{model} x {name}: {entry['error_message']}")
+            elif mode == "infer":
+                continue
+            elif entry.get("skip_reason") or not entry.get("metrics"):
+                problems.append(f"{model} x {name}: no metrics ({entry.get('skip_reason') or 'evaluation skipped'})")
+    return problems
+
+
+def run_vlmeval(argv: Sequence[str]) -> None:
+    """Register the scifig datasets and run VLMEvalKit's ``run.py`` main; raise :class:`VlmevalFailed` when a
+    requested dataset has no metrics."""
+    from scifig_tasks.vlmeval import register
+
+    try:
+        import vlmeval  # noqa: F401 -- imports torch and much more: only here
+    except ImportError as exc:
+        raise VlmevalFailed(f"VLMEvalKit is not installed ({exc}): pip install 'scifig[vlmeval]'") from None
+    os.environ.setdefault("PRED_FORMAT", "tsv")
+    masked = secrets(argv)
+    mask_log_records(masked)
+    register()
+    import vlmeval.run as vlmeval_run
+
+    saved = sys.argv
+    sys.argv = ["run.py", *argv]
+    try:
+        args = vlmeval_run.parse_args()
+        vlmeval_run.load_env()
+        vlmeval_run.main()
+    finally:
+        sys.argv = saved
+    work_dir = Path(os.environ.get("MMEVAL_ROOT") or args.work_dir)
+    models, datasets = _requested(args)
+    for model in models:
+        _scrub_files(work_dir / model, masked)
+    _scrub_files(work_dir / "logs", masked)
+    problems = _check(work_dir, models, datasets, args.mode)
+    if problems:
+        raise VlmevalFailed("; ".join(problems))
+
+
+def _vlmeval(args: argparse.Namespace) -> int:
+    try:
+        run_vlmeval(args.rest)
+    except VlmevalFailed as exc:
+        print(f"scifig vlmeval: FAILED: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    out = args.out or tsv.lmu_data_root()
+    for name in args.data or list(tsv.SPECS):
+        path, count = tsv.write_tsv(name, out)
+        print(f"{name}: {count} rows -> {path}")
+    return 0
+
+
+def register(commands: Any) -> None:
+    """Add ``scifig vlmeval`` and ``scifig export-tsv`` to the ``scifig`` command line."""
+    run = commands.add_parser(
+        "vlmeval",
+        help="run VLMEvalKit's runner with the scifig datasets registered (arguments as for its run.py)",
+        add_help=False,
+    )
+    run.set_defaults(handler=_vlmeval, passthrough=True)
+    export = commands.add_parser("export-tsv", help="write VLMEvalKit TSV files of the scifig datasets")
+    export.add_argument(
+        "--data",
+        nargs="+",
+        choices=list(tsv.SPECS),
+        default=None,
+        metavar="NAME",
+        help=f"datasets (default: all): {', '.join(tsv.SPECS)}",
+    )
+    export.add_argument("--out", type=Path, default=None, help="output folder (default: $LMUData or ~/LMUData)")
+    export.set_defaults(handler=_export)

@@ -1,0 +1,312 @@
+"""VLMEvalKit dataset classes for GRAB, SciFIBench and Plot Twist: prompts and scores from :mod:`scifig_tasks.core`.
+
+Each class follows VLMEvalKit's image-dataset API (``load_data``, ``build_prompt``, ``dump_image``, ``evaluate``) and
+calls the same core functions as the lmms-eval tasks, so the same replies give the same numbers in both frameworks:
+
+* prompts: :func:`core.grab.build_prompt`, :func:`core.scifibench.f2c_text` / :func:`core.scifibench.c2f_segments`
+  (Caption→Figure interleaves ``A)`` image ``B)`` image ...), :func:`core.plot_twist.build_prompt`;
+  ``force_use_dataset_prompt`` makes every model use them (VLMEvalKit models otherwise build their own MCQ prompts);
+* scores: :func:`core.grab.score_doc` (exact match), :func:`core.mcq.resolve` (rules, then the judge only for
+  ambiguous outputs, never a random guess), :func:`core.plot_twist.score_output` (extraction, three accuracies,
+  collective accuracy); breakdowns from the same core functions.
+
+VLMEvalKit behaviours deliberately not inherited: its MCQ evaluation (random guess when matching fails, ``can_infer``
+reading the article "A" as an option), its VQA scoring, and its json dumping of numpy scalars (numpy 2). A reply
+VLMEvalKit could not obtain (``Failed to obtain answer via API.``) is counted wrong and flagged ``request_failed``.
+
+The judge (SciFIBench ambiguous outputs, Plot Twist reformatting) is configured as for lmms-eval, with
+``SCIFIG_JUDGE_*`` environment variables (:func:`core.judge.get_judge`); VLMEvalKit's ``--judge`` options are not used.
+
+``evaluate`` writes ``<prediction file>_scifig_records.jsonl`` (one scored record per question, with the reply) and
+``<prediction file>_scifig_scores.json`` (the metrics and the breakdown), and returns the metrics as plain numbers.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import os
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from vlmeval.dataset.image_base import ImageBaseDataset
+from vlmeval.smp import LMUDataRoot, toliststr
+
+from scifig_tasks.core import grab, mcq, plot_twist, scifibench
+from scifig_tasks.core.judge import get_judge
+from scifig_tasks.core.sources import SCIFIBENCH
+from scifig_tasks.vlmeval import tsv
+
+Message = list[dict[str, str]]
+SCORING_THREADS = 8
+
+
+class SciFigDataset(ImageBaseDataset):
+    """Common part: TSV from this package's data, faithful image files, prediction reading, result files."""
+
+    TYPE = "VQA"
+    MODALITY = "IMAGE"
+    NAMES: tuple[str, ...] = ()
+    force_use_dataset_prompt = True
+
+    @classmethod
+    def supported_datasets(cls) -> list[str]:
+        return list(cls.NAMES)
+
+    def load_data(self, dataset: str) -> pd.DataFrame:
+        path = tsv.ensure_tsv(dataset, Path(LMUDataRoot()))
+        self.data_path = str(path)
+        return tsv.read_tsv(path)
+
+    def dump_image(self, line: Mapping[str, Any]) -> list[str]:
+        """Write the row's image bytes as they are (no decode/re-encode) under content-hashed names."""
+        os.makedirs(self.img_root, exist_ok=True)
+        encoded, names = toliststr(line["image"]), toliststr(line["image_path"])
+        paths = []
+        for data, name in zip(encoded, names, strict=True):
+            path = os.path.join(self.img_root, name)
+            if not os.path.exists(path):
+                partial = f"{path}.partial{os.getpid()}"
+                with open(partial, "wb") as handle:
+                    handle.write(base64.b64decode(data))
+                os.replace(partial, path)
+            paths.append(path)
+        return paths
+
+    def _row(self, line: int | Mapping[str, Any]) -> Mapping[str, Any]:
+        return self.data.iloc[line] if isinstance(line, int) else line
+
+    # ---- scoring ---------------------------------------------------------------------------------------------------
+
+    def evaluate(self, eval_file: str, **judge_kwargs: Any) -> dict[str, Any]:
+        replies = read_predictions(eval_file)
+        lines = [line for _, line in self.data.iterrows()]
+        missing = [str(line["index"]) for line in lines if str(line["index"]) not in replies]
+        if missing:
+            raise ValueError(f"{eval_file}: no prediction for index {', '.join(missing[:10])} of {self.dataset_name}")
+
+        def scored(line: Mapping[str, Any]) -> dict[str, Any]:
+            reply = replies[str(line["index"])]
+            return {**self.score(line, reply), "prediction": reply}
+
+        # judge calls (ambiguous answers, reformatting) run concurrently; the judge client bounds them itself
+        with ThreadPoolExecutor(max_workers=SCORING_THREADS) as pool:
+            records = list(pool.map(scored, lines))
+        metrics, details = self.summarise(records)
+        stem = str(eval_file).rsplit(".", 1)[0]
+        with open(f"{stem}_scifig_records.jsonl", "w", encoding="utf-8") as handle:
+            for record in records:
+                handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+        with open(f"{stem}_scifig_scores.json", "w", encoding="utf-8") as handle:
+            json.dump({"dataset": self.dataset_name, "metrics": metrics, "breakdown": details}, handle, indent=1)
+        return metrics
+
+    def score(self, line: Mapping[str, Any], reply: str | None) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def summarise(self, records: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
+        raise NotImplementedError
+
+
+def read_predictions(eval_file: str) -> dict[str, str | None]:
+    """``index -> reply`` from a VLMEvalKit prediction file (tsv, xlsx, json or pkl), replies as the exact text
+    (an empty cell is ``None``, which core scores as an empty output)."""
+    suffix = str(eval_file).rsplit(".", 1)[-1].lower()
+    if suffix == "tsv":
+        table = pd.read_csv(eval_file, sep="\t", dtype=str, keep_default_na=False)
+    elif suffix == "xlsx":
+        table = pd.read_excel(eval_file, dtype=str, keep_default_na=False)
+    elif suffix == "json":
+        with open(eval_file, encoding="utf-8") as handle:
+            table = pd.DataFrame(json.load(handle))
+    elif suffix == "pkl":
+        table = pd.read_pickle(eval_file)
+    else:
+        raise ValueError(f"{eval_file}: unsupported prediction file format {suffix!r}")
+    for column in ("index", "prediction"):
+        if column not in table.columns:
+            raise ValueError(f"{eval_file}: missing column {column!r} (the file has: {', '.join(table.columns)})")
+    replies: dict[str, str | None] = {}
+    for index, reply in zip(table["index"], table["prediction"], strict=True):
+        missing = reply is None or (isinstance(reply, float) and math.isnan(reply)) or reply == ""
+        replies[str(index)] = None if missing else str(reply)
+    return replies
+
+
+def _message(images: list[str], text: str) -> Message:
+    return [*({"type": "image", "value": path} for path in images), {"type": "text", "value": text}]
+
+
+# ---- GRAB ----------------------------------------------------------------------------------------------------------
+
+
+def grab_doc(line: Mapping[str, Any]) -> dict[str, Any]:
+    """The GRAB row (core field names and types) of a TSV row."""
+    return {
+        "pid": int(line["pid"]),
+        "question": line["question"],
+        "answer": line["answer"],
+        "task": line["task"],
+        "category": line["category"],
+        "complexity": int(line["complexity"]),
+    }
+
+
+class SciFigGRAB(SciFigDataset):
+    """GRAB (all four tasks): the README prompt, exact match, breakdown per task/category/complexity/precision."""
+
+    NAMES = ("SciFig_GRAB",)
+
+    def build_prompt(self, line: int | Mapping[str, Any]) -> Message:
+        line = self._row(line)
+        return _message(self.dump_image(line), grab.build_prompt(line["question"]))
+
+    def score(self, line: Mapping[str, Any], reply: str | None) -> dict[str, Any]:
+        doc = grab_doc(line)
+        return grab.sample_record(doc, grab.score_doc(doc, reply))
+
+    def summarise(self, records: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
+        table = grab.breakdown(records)
+        correct = sum(record["correct"] for record in records)
+        metrics = {"accuracy": correct / len(records), "n": len(records), "correct": correct}
+        metrics |= {f"task={key}": cell["accuracy"] for key, cell in table.get("task", {}).items()}
+        return metrics, table
+
+
+class SciFigGRABLLMExtract(SciFigGRAB):
+    """GRAB's ablation protocol: the judge extracts the answer with the paper's prompt, then the same exact match.
+    Refuses to start without a configured judge (``SCIFIG_JUDGE_*``)."""
+
+    NAMES = ("SciFig_GRAB_LLMExtract",)
+
+    def load_data(self, dataset: str) -> pd.DataFrame:
+        grab.require_judge()
+        return super().load_data(dataset)
+
+    def score(self, line: Mapping[str, Any], reply: str | None) -> dict[str, Any]:
+        doc = grab_doc(line)
+        return grab.sample_record(doc, grab.score_doc(doc, reply, grab.require_judge(), llm_extract=True))
+
+
+# ---- SciFIBench ----------------------------------------------------------------------------------------------------
+
+
+def scifibench_doc(line: Mapping[str, Any]) -> dict[str, Any]:
+    """The SciFIBench row (published field names) of a TSV row."""
+    return {
+        "ID": int(line["ID"]),
+        "Question": line["question"],
+        "Options": json.loads(line["options"]),
+        "Answer": line["answer"],
+        "Category": line["category"],
+    }
+
+
+class SciFigSciFIBench(SciFigDataset):
+    """SciFIBench, four splits: the paper's prompts (Caption→Figure interleaved), letter resolution without
+    guessing, accuracy overall and per category."""
+
+    TYPE = "MCQ"
+    NAMES = tuple(f"SciFig_SciFIBench_{split}" for split in SCIFIBENCH.splits)
+    PROMPT_VARIANT: scifibench.PromptVariant = "standard"
+
+    def build_prompt(self, line: int | Mapping[str, Any]) -> Message:
+        line = self._row(line)
+        doc, images = scifibench_doc(line), self.dump_image(line)
+        if len(images) == 1:
+            return _message(images, scifibench.f2c_text(doc["Options"], self.PROMPT_VARIANT))
+        segments = scifibench.c2f_segments(doc["Question"], len(images), self.PROMPT_VARIANT)
+        return [
+            {"type": "text", "value": segment}
+            if isinstance(segment, str)
+            else {"type": "image", "value": images[segment]}
+            for segment in segments
+        ]
+
+    def score(self, line: Mapping[str, Any], reply: str | None) -> dict[str, Any]:
+        doc = scifibench_doc(line)
+        return scifibench.sample_record(doc, mcq.resolve(reply, doc["Options"], get_judge()))
+
+    def summarise(self, records: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
+        table = scifibench.breakdown(records)
+        correct = sum(record["correct"] for record in records)
+        unresolved = sum(record["resolution"] == "unresolved" for record in records)
+        metrics = {"accuracy": correct / len(records), "n": len(records), "correct": correct, "unresolved": unresolved}
+        metrics |= {f"category={key}": cell["accuracy"] for key, cell in table.get("category", {}).items()}
+        return metrics, table
+
+
+# ---- Plot Twist ----------------------------------------------------------------------------------------------------
+
+
+def plot_twist_doc(line: Mapping[str, Any]) -> dict[str, Any]:
+    """The Plot Twist row (core field names and types) of a TSV row."""
+    return {
+        "q_id": line["q_id"],
+        "figure_id": line["figure_id"],
+        "chart_type": line["chart_type"],
+        "question_type": line["question_type"],
+        "question": line["question"],
+        "answer": line["answer"],
+        "x_range": float(line["x_range"]),
+        "y_range": float(line["y_range"]),
+        "variant": line["variant"],
+    }
+
+
+class SciFigPlotTwist(SciFigDataset):
+    """Plot Twist (base charts: scatter, bar, pie): the paper's prompt and extraction, standard / relaxed /
+    range-based accuracy and their collective forms, breakdown per chart and question type."""
+
+    NAMES = ("SciFig_PlotTwist",)
+
+    def build_prompt(self, line: int | Mapping[str, Any]) -> Message:
+        line = self._row(line)
+        return _message(self.dump_image(line), plot_twist.build_prompt(line["question"], line["variant"]))
+
+    def score(self, line: Mapping[str, Any], reply: str | None) -> dict[str, Any]:
+        doc = plot_twist_doc(line)
+        return plot_twist.sample_record(doc, [plot_twist.score_output(doc, reply, get_judge())])
+
+    def summarise(self, records: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
+        metrics: dict[str, Any] = {"n": len(records)}
+        for key in plot_twist.ACCURACIES:
+            metrics[f"{key}_acc"] = plot_twist.accuracy(records, key)
+        for key in plot_twist.ACCURACIES:
+            metrics[f"collective_{key}"] = float(plot_twist.collective(records, key))
+        return metrics, plot_twist.breakdown(records)
+
+
+class SciFigSciFIBenchReasoning(SciFigSciFIBench):
+    """SciFIBench with the paper's "reasoning" prompt (no "Only provide the letter ..." sentence)."""
+
+    NAMES = tuple(f"SciFig_SciFIBench_{split}_Reasoning" for split in SCIFIBENCH.splits)
+    PROMPT_VARIANT = "reasoning"
+
+
+class SciFigPlotTwistRobustness(SciFigPlotTwist):
+    """Plot Twist with every robustness variant (titles, markers, grid, Vega-Lite) and the base charts: the same
+    metrics per variant and each variant's change against ``base``."""
+
+    NAMES = ("SciFig_PlotTwist_Robustness",)
+
+    def summarise(self, records: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
+        metrics, table = super().summarise(records)
+        table["delta_vs_base"] = plot_twist.deltas_vs_base(table["variant"])
+        for variant, deltas in table["delta_vs_base"].items():
+            metrics |= {f"delta_vs_base/{variant}/{metric}": value for metric, value in deltas.items()}
+        return metrics, table
+
+
+CLASSES: tuple[type[SciFigDataset], ...] = (
+    SciFigGRAB,
+    SciFigGRABLLMExtract,
+    SciFigSciFIBench,
+    SciFigSciFIBenchReasoning,
+    SciFigPlotTwist,
+    SciFigPlotTwistRobustness,
+)

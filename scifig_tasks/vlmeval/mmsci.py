@@ -1,0 +1,113 @@
+"""VLMEvalKit dataset classes for MMSci (Li et al. 2025): multiple choice (three settings) and captioning, over
+:mod:`scifig_tasks.core.mmsci`, :mod:`scifig_tasks.core.mcq` and :mod:`scifig_tasks.core.mmsci_captioning`.
+
+The same functions as the lmms-eval ``mmsci`` / ``mmsci_captioning`` tasks give the prompts (the authors' question +
+``A: <option>`` lines + answer instruction; the captioning prompts with or without the abstract) and the scores:
+letters resolved by rules then the judge, never guessed (unresolved answers are wrong and counted, where the authors
+drop them); the paper's average is the unweighted mean of the settings' accuracies. Captioning reports BLEU, ROUGE,
+METEOR, BERTScore, CIDEr, FActScore and G-Eval from :func:`core.mmsci_captioning.evaluate` (a metric that cannot be
+computed is ``None`` with its reason, never 0) — not VLMEvalKit's own MMSci captioning evaluation.
+
+Names use "MMSCI": VLMEvalKit special-cases dataset names containing "MMSci".
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from scifig_tasks.core import mcq, mmsci, mmsci_captioning
+from scifig_tasks.core.judge import get_judge
+from scifig_tasks.vlmeval.datasets import Message, SciFigDataset, _message
+
+
+def mcq_doc(line: Mapping[str, Any]) -> dict[str, Any]:
+    """The MMSci multiple-choice row (core field names and types) of a TSV row."""
+    return {
+        "uid": line["uid"],
+        "figure_index": int(line["figure_index"]),
+        "setting": line["setting"],
+        "category": line["category"],
+        "subject": line["subject"],
+        "question": line["question"],
+        "options": json.loads(line["options"]),
+        "answer": line["answer"],
+        "subfigure": line["subfigure"],
+    }
+
+
+class SciFigMMSciMCQ(SciFigDataset):
+    """MMSci figure/caption matching, all three settings (``SciFig_MMSCI_MCQ`` test, ``..._Dev`` dev split)."""
+
+    TYPE = "MCQ"
+    NAMES = ("SciFig_MMSCI_MCQ", "SciFig_MMSCI_MCQ_Dev")
+    PROMPT_VARIANT: mmsci.PromptVariant = "standard"
+
+    def build_prompt(self, line: int | Mapping[str, Any]) -> Message:
+        line = self._row(line)
+        doc = mcq_doc(line)
+        return _message(self.dump_image(line), mmsci.mcq_prompt(doc["question"], doc["options"], self.PROMPT_VARIANT))
+
+    def score(self, line: Mapping[str, Any], reply: str | None) -> dict[str, Any]:
+        doc = mcq_doc(line)
+        options = mmsci.resolver_options(doc["setting"], doc["options"])
+        return mmsci.sample_record(doc, mcq.resolve(reply, options, get_judge()))
+
+    def summarise(self, records: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
+        table = mmsci.breakdown(records)
+        per_setting = {}
+        for setting in mmsci.SETTINGS:
+            outcomes = [record["correct"] for record in records if record["setting"] == setting]
+            if outcomes:
+                per_setting[setting] = sum(outcomes) / len(outcomes)
+        correct = sum(record["correct"] for record in records)
+        metrics: dict[str, Any] = {
+            "accuracy": sum(per_setting.values()) / len(per_setting),  # the paper's unweighted mean of settings
+            "pooled_accuracy": correct / len(records),
+            "n": len(records),
+            "correct": correct,
+            "unresolved": sum(record["resolution"] == "unresolved" for record in records),
+        }
+        metrics |= {f"setting={name}": value for name, value in per_setting.items()}
+        return metrics, table
+
+
+def caption_record(line: Mapping[str, Any], reply: str | None) -> dict[str, Any]:
+    """The per-caption record :func:`core.mmsci_captioning.evaluate` reads."""
+    return {
+        "uid": line["uid"],
+        "figure_index": int(line["figure_index"]),
+        "category": line["category"],
+        "subject": line["subject"],
+        "prediction": reply,
+        "reference": line["answer"],
+    }
+
+
+class SciFigMMSciCaption(SciFigDataset):
+    """MMSci figure captioning, image only or with the article's abstract (test and ``_Dev`` splits)."""
+
+    NAMES = (
+        "SciFig_MMSCI_Caption_ImageOnly",
+        "SciFig_MMSCI_Caption_WithAbstract",
+        "SciFig_MMSCI_Caption_ImageOnly_Dev",
+        "SciFig_MMSCI_Caption_WithAbstract_Dev",
+    )
+
+    def build_prompt(self, line: int | Mapping[str, Any]) -> Message:
+        line = self._row(line)
+        with_abstract = "_WithAbstract" in self.dataset_name
+        prompt = mmsci.caption_prompt(line["abstract"]) if with_abstract else mmsci.caption_prompt()
+        return _message(self.dump_image(line), prompt)
+
+    def score(self, line: Mapping[str, Any], reply: str | None) -> dict[str, Any]:
+        return caption_record(line, reply)
+
+    def summarise(self, records: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
+        result = mmsci_captioning.evaluate(records)
+        metrics: dict[str, Any] = {"n": len(records), **result["values"]}
+        return metrics, result["report"]
+
+
+MMSCI_CLASSES: tuple[type[SciFigDataset], ...] = (SciFigMMSciMCQ, SciFigMMSciCaption)

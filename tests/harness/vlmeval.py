@@ -1,0 +1,64 @@
+"""Run ``scifig vlmeval`` (VLMEvalKit's own runner with the scifig datasets registered) in a subprocess with
+VLMEvalKit's ``GPT4V`` OpenAI-compatible model pointed at a local server, and read the scores it wrote.
+
+VLMEvalKit logs errors and exits 0; ``scifig vlmeval`` exits non-zero when a dataset has no metrics, and the tests
+read the ``*_scifig_scores.json`` files ``evaluate`` writes.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from tests.harness.lmms import CLI_TIMEOUT_S
+
+KEY = "sk-vlmeval-secret-0123"
+MODEL = "fake-vlm"
+
+
+def run_vlmeval(
+    tmp_path: Path, base_url: str, env: dict[str, str], data: dict[str, str]
+) -> tuple[subprocess.CompletedProcess, Path]:
+    """Run the datasets ``data`` (name -> class) through a ``--config`` file; return the process and the model's
+    output folder. ``$LMUData`` is a fresh folder under ``tmp_path``."""
+    lmu = tmp_path / "LMUData"
+    lmu.mkdir()
+    config = {
+        "model": {
+            MODEL: {
+                "class": "GPT4V",
+                "model": MODEL,
+                "api_base": f"{base_url}/chat/completions",
+                "key": KEY,
+                "retry": 1,
+                "wait": 0,
+                "temperature": 0,
+                "max_tokens": 1024,
+            }
+        },
+        "data": {name: {"class": cls, "dataset": name} for name, cls in data.items()},
+    }
+    (tmp_path / "vlmeval.json").write_text(json.dumps(config))
+    work = tmp_path / "vlmeval-out"
+    command = [sys.executable, "-m", "scifig_tasks.cli", "vlmeval", "--config", str(tmp_path / "vlmeval.json")]
+    command += ["--work-dir", str(work), "--api-nproc", "4"]
+    completed = subprocess.run(
+        command,
+        env={**env, "LMUData": str(lmu)},
+        capture_output=True,
+        text=True,
+        timeout=CLI_TIMEOUT_S,
+        stdin=subprocess.DEVNULL,
+        cwd=tmp_path,
+    )
+    return completed, work / MODEL
+
+
+def vlmeval_scores(out: Path, name: str) -> dict[str, Any]:
+    """The ``{"dataset", "metrics", "breakdown"}`` file written by the dataset's ``evaluate``."""
+    path = out / f"{MODEL}_{name}_scifig_scores.json"
+    assert path.exists(), f"no scores for {name}: {sorted(p.name for p in out.iterdir())}"
+    return json.loads(path.read_text())
