@@ -17,9 +17,10 @@ import datasets
 from PIL import Image
 
 from scifig_tasks.core.mmsci_judged import FACTS_INSTRUCTION, GEVAL_RELEVANCE_CRITERIA, RATING_DEFINITION
+from scifig_tasks.report.build import build_report
 from tests.harness.mmsci_data import CAPTION_FEATURES, MCQ_FEATURES, Caption, Mcq, caption_row, mcq_row, tiny_bert
 from tests.harness.openai_server import ChatRequest, Reply
-from tests.harness.vlmeval import run_vlmeval, vlmeval_scores
+from tests.harness.vlmeval import MODEL, run_vlmeval, vlmeval_scores
 
 # (question, reply, letter the reply states or the judge gives; None: no letter)
 MCQ: list[tuple[Mcq, str | Reply, str | None]] = [
@@ -161,3 +162,18 @@ def test_mmsci_in_vlmeval_matches_lmms_eval(tmp_path: Path, openai_server, lmms_
         assert caption["breakdown"]["outputs"] == {"ok": 2, "empty": 0, "request_failed": 1}
         lmms_report = results["results"][task]["caption_report,none"]
         assert json.loads(json.dumps(caption["breakdown"]["metrics"])) == lmms_report["metrics"]
+
+    # the report reads both frameworks' real outputs: the MMSci tables show identical cells for the two rows
+    report = build_report([out, tmp_path / "lmms-out"], tmp_path / "report")
+    assert "MMSci" in report.sections
+    markdown = report.markdown.read_text()
+    lines = markdown[markdown.index("## MMSci") :].split("\n## ")[0].splitlines()
+    vlmeval_rows = [line.split("|")[2:] for line in lines if line.startswith(f"| {MODEL} (VLMEvalKit) |")]
+    lmms_rows = [line.split("|")[2:] for line in lines if line.startswith(f"| {MODEL} |")]
+    assert len(vlmeval_rows) == 4, lines  # settings table, resolution table, captioning table (x2 prompts)
+    assert vlmeval_rows == lmms_rows
+    categories = [line for line in lines if line.startswith("| Biological sciences |")]
+    assert categories == ["| Biological sciences | 40.0 (11.8-76.9) | 40.0 (11.8-76.9) |"]  # 2/5, both frameworks
+    # VLMEvalKit's failure text is flagged as a failed request, not as an unreadable answer
+    failed = [line for line in markdown.splitlines() if "'Failed to obtain answer via API.'" in line]
+    assert failed and all("| request_failed |" in line for line in failed), failed

@@ -119,16 +119,22 @@ def merge_breakdowns(parts: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     return _with_setting_mean(Tally.from_dicts(parts).to_dict())
 
 
+def setting_accuracies(table: Mapping[str, Any]) -> dict[str, float]:
+    """Exact per-setting accuracies (from the counts, not the rounded cells) of a breakdown, in the paper's order."""
+    cells = table.get("setting", {})
+    return {name: cells[name]["correct"] / cells[name]["n"] for name in SETTINGS if cells.get(name, {}).get("n")}
+
+
 def setting_mean(accuracies: Mapping[str, float | None]) -> float | None:
     """Unweighted mean of the per-setting accuracies present (the paper's "avg" column); ``None`` without any."""
     values = [value for value in accuracies.values() if value is not None]
-    return round(sum(values) / len(values), 4) if values else None
+    return sum(values) / len(values) if values else None
 
 
 def _with_setting_mean(table: dict[str, Any]) -> dict[str, Any]:
-    per_setting = {key: cell["accuracy"] for key, cell in table.get("setting", {}).items()}
-    ordered = {name: per_setting[name] for name in SETTINGS if name in per_setting}
-    table["setting_mean"] = {"accuracy": setting_mean(ordered), "settings": list(ordered)}
+    accuracies = setting_accuracies(table)
+    mean = setting_mean(accuracies)
+    table["setting_mean"] = {"accuracy": None if mean is None else round(mean, 4), "settings": list(accuracies)}
     return table
 
 

@@ -65,11 +65,15 @@ def build_report(results: Iterable[Path], out: Path) -> Report:
     return Report(markdown, page, sorted(figdir.glob("*.png")), [s.title for s in sections])
 
 
+OUTPUT_FLAGS = ("empty", "request_failed")
+
+
 def _flag(sample: dict[str, Any]) -> str | None:
     record = sample.get("breakdown")
     if not isinstance(record, dict):
         return None
-    status = record.get("output_status")
+    # GRAB records carry output_status; multiple-choice records name an empty or failed output as their reason
+    status = record.get("output_status") or (record.get("reason") if record.get("reason") in OUTPUT_FLAGS else None)
     statuses = status if isinstance(status, list) else [status]
     bad = sorted({s for s in statuses if s not in (None, "ok")})
     if bad:

@@ -23,20 +23,31 @@ from pathlib import Path
 from typing import Any
 
 from scifig_tasks.core.errors import DataError
+from scifig_tasks.core.sources import SCIFIBENCH
+
+SCIFIBENCH_SPLITS = SCIFIBENCH.splits
 
 RESULTS_SUFFIX = "_results.json"
 SCORES_SUFFIX = "_scifig_scores.json"
 RECORDS_SUFFIX = "_scifig_records.jsonl"
 VLMEVAL_TASKS: dict[str, str] = {
     "SciFig_GRAB": "grab",
-    "SciFig_SciFIBench_CS_Figure2Caption": "scifibench_cs_figure2caption",
-    "SciFig_SciFIBench_CS_Caption2Figure": "scifibench_cs_caption2figure",
-    "SciFig_SciFIBench_General_Figure2Caption": "scifibench_general_figure2caption",
-    "SciFig_SciFIBench_General_Caption2Figure": "scifibench_general_caption2figure",
+    "SciFig_GRAB_LLMExtract": "grab_llm_extract",
+    **{f"SciFig_SciFIBench_{split}": f"scifibench_{split.lower()}" for split in SCIFIBENCH_SPLITS},
     "SciFig_PlotTwist": "plot_twist",
     "SciFig_PlotTwist_Robustness": "plot_twist_robustness",
+    "SciFig_MMSCI_MCQ": "mmsci",
+    "SciFig_MMSCI_Caption_ImageOnly": "mmsci_caption_image_only",
+    "SciFig_MMSCI_Caption_WithAbstract": "mmsci_caption_with_abstract",
 }
-"""VLMEvalKit dataset name -> the lmms-eval task or group whose section shows it."""
+"""VLMEvalKit dataset name -> the lmms-eval task or group whose section shows it (dev-split and reasoning-prompt
+datasets are not shown: the report compares models on the papers' test protocol)."""
+DETAIL_METRIC: dict[str, str] = {
+    "mmsci_caption_image_only": "caption_report",
+    "mmsci_caption_with_abstract": "caption_report",
+}
+"""lmms-eval tasks whose per-task details are not called ``breakdown`` (a VLMEvalKit scores file's ``breakdown``
+is stored under this name)."""
 
 
 @dataclass
@@ -138,7 +149,7 @@ def _vlmeval(path: Path, runs: dict[str, Run]) -> None:
         run.notes.append(f"{task}: {path} replaces {run.sources[-1]}")
     run.sources.append(path)
     run.entries[task] = {f"{name},none": value for name, value in data["metrics"].items()}
-    run.entries[task]["breakdown,none"] = data["breakdown"]
+    run.entries[task][f"{DETAIL_METRIC.get(task, 'breakdown')},none"] = data["breakdown"]
     records = path.with_name(path.name[: -len(SCORES_SUFFIX)] + RECORDS_SUFFIX)
     if records.is_file():
         run.samples[task] = [

@@ -56,18 +56,14 @@ class SciFigMMSciMCQ(SciFigDataset):
 
     def summarise(self, records: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
         table = mmsci.breakdown(records)
-        per_setting = {}
-        for setting in mmsci.SETTINGS:
-            outcomes = [record["correct"] for record in records if record["setting"] == setting]
-            if outcomes:
-                per_setting[setting] = sum(outcomes) / len(outcomes)
-        correct = sum(record["correct"] for record in records)
+        per_setting = mmsci.setting_accuracies(table)
+        pooled = table["overall"]["all"]
         metrics: dict[str, Any] = {
-            "accuracy": sum(per_setting.values()) / len(per_setting),  # the paper's unweighted mean of settings
-            "pooled_accuracy": correct / len(records),
-            "n": len(records),
-            "correct": correct,
-            "unresolved": sum(record["resolution"] == "unresolved" for record in records),
+            "accuracy": mmsci.setting_mean(per_setting),  # the paper's unweighted mean of settings
+            "pooled_accuracy": pooled["correct"] / pooled["n"],
+            "n": pooled["n"],
+            "correct": pooled["correct"],
+            "unresolved": table["flags"]["resolution"].get("unresolved", 0),
         }
         metrics |= {f"setting={name}": value for name, value in per_setting.items()}
         return metrics, table
