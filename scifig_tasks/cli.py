@@ -10,6 +10,8 @@
 * ``scifig curate BENCH ...`` builds a benchmark's data locally; each benchmark registers its own sub-commands from
   ``curation/<bench>/cli.py`` (``register(subparsers)``, each setting ``handler``).
 * ``scifig tasks-path`` prints the task folder (for ``lmms-eval --include_path``).
+* Commands registered from their own modules (:data:`COMMAND_MODULES`): ``report`` and ``export-upstream``,
+  ``vlmeval`` and ``export-tsv`` (VLMEvalKit), ``presets``, ``finetune`` and ``finetune-data``.
 """
 
 from __future__ import annotations
