@@ -22,15 +22,15 @@ from typing import Any
 import yaml
 from scifig_finetune.data import FORMATS
 
+from scifig_tasks.core import errors
+
 TABLE9_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "up_proj", "gate_proj", "down_proj")
 
 
-class ConfigError(ValueError):
+class ConfigError(errors.ConfigError):
     """A bad fine-tuning configuration, located by file and key."""
 
-    def __init__(self, source: str, key: str | None, problem: str) -> None:
-        where = source if key is None else f"{source}, key {key!r}"
-        super().__init__(f"fine-tuning config {where}: {problem}")
+    kind = "fine-tuning config"
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Loud, precise errors: bad data names the file, the row and the column."""
+"""Loud, precise errors: bad data names the file, the row and the column; a bad configuration the file and key."""
 
 from __future__ import annotations
 
@@ -14,3 +14,15 @@ class DataError(ValueError):
         if column is not None:
             where += f", column {column!r}"
         super().__init__(f"{where}: {problem}")
+
+
+class ConfigError(ValueError):
+    """A configuration problem located by file (or name) and key (``None`` when the whole file is at fault)."""
+
+    kind = "configuration"
+    """What is configured, first word of the message (subclasses name theirs)."""
+
+    def __init__(self, source: str, key: str | None, problem: str) -> None:
+        self.source, self.key, self.problem = source, key, problem
+        where = source if key is None else f"{source}, key {key!r}"
+        super().__init__(f"{self.kind} {where}: {problem}")

@@ -44,6 +44,8 @@ from typing import Any
 
 import yaml
 
+from scifig_tasks.core.errors import ConfigError
+
 BACKENDS = ("hf", "vllm", "openai", "clip")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SECRET_ARG = re.compile(r"(api_?key|secret|token|password|base_url|api_base)", re.IGNORECASE)
@@ -55,12 +57,10 @@ _ENDPOINT_KEYS = ("base_url_env", "api_key_env", "base_url_hint")
 PRESETS_SUBDIR = "models"
 
 
-class PresetError(ValueError):
+class PresetError(ConfigError):
     """A bad preset (file and key named) or a preset that cannot be used in this environment."""
 
-    def __init__(self, source: str, key: str | None, problem: str) -> None:
-        where = source if key is None else f"{source}, key {key!r}"
-        super().__init__(f"model preset {where}: {problem}")
+    kind = "model preset"
 
 
 @dataclass(frozen=True)
