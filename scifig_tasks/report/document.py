@@ -84,6 +84,7 @@ th { background: #eef2f6; } td { text-align: right; white-space: nowrap; } td:fi
 tr.reference td { color: #555; font-style: italic; background: #fafafa; }
 figure { margin: 1em 0 2em 0; } figure img { max-width: 100%; border: 1px solid #ddd; }
 figcaption { font-size: 0.9em; color: #444; }
+div.table { overflow-x: auto; }
 """
 
 
@@ -107,12 +108,12 @@ def to_html(title: str, intro: list[str], sections: list[Section]) -> str:
                     f"<figcaption>{esc(block.caption)}</figcaption></figure>"
                 )
             else:
-                parts.append(f"<table><caption>{esc(block.caption)}</caption><thead><tr>")
+                parts.append(f'<div class="table"><table><caption>{esc(block.caption)}</caption><thead><tr>')
                 parts += [f"<th>{esc(h)}</th>" for h in block.header]
                 parts.append("</tr></thead><tbody>")
                 for row in block.rows:
                     css = ' class="reference"' if row and row[0].startswith("(published)") else ""
                     parts.append(f"<tr{css}>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>")
-                parts.append("</tbody></table>")
+                parts.append("</tbody></table></div>")
     parts.append("</body></html>")
     return "\n".join(parts)
