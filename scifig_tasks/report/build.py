@@ -11,8 +11,9 @@ import importlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
+from scifig_tasks.core.outputs import OutputStatus
 from scifig_tasks.report.document import Note, Section, Table, to_html, to_markdown
 from scifig_tasks.report.runs import Run, load_runs
 
@@ -65,7 +66,8 @@ def build_report(results: Iterable[Path], out: Path) -> Report:
     return Report(markdown, page, sorted(figdir.glob("*.png")), [s.title for s in sections])
 
 
-OUTPUT_FLAGS = ("empty", "request_failed")
+OUTPUT_FLAGS = tuple(status for status in get_args(OutputStatus) if status != "ok")
+"""Output statuses that flag a sample (:mod:`scifig_tasks.core.outputs`)."""
 
 
 def _flag(sample: dict[str, Any]) -> str | None:
