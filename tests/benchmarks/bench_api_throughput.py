@@ -23,7 +23,7 @@ How to read the figures.
 * ``requests`` / ``scored`` / ``accuracy`` are sanity checks: one request and one score per question, accuracy equal
   to ``expected`` (every 10th reply is deliberately wrong).
 
-Run from the repository root: ``/work/venv/bin/python -m tests.benchmarks.bench_api_throughput`` (options
+Run from the repository root: ``python -m tests.benchmarks.bench_api_throughput`` (options
 ``--questions`` (400), ``--latency`` (0.5 s), ``--concurrency`` (32), ``--image-size`` (1600x1200, the size used by
 ``bench_memory``; ``64x48`` takes image encoding out of the picture)).
 """

@@ -19,7 +19,7 @@ centre (``--spread``, angular noise). Then:
 Goal: recall@5 >= 0.95 at >= 10x the speed of ``IndexFlatL2`` (build + search) on the same machine. The figures are
 printed, never asserted. Timings depend on the machine and on what else runs on it (load average is printed).
 
-Run from the repository root: ``/work/venv/bin/python -m tests.benchmarks.bench_faiss_index`` (options ``--n``,
+Run from the repository root: ``python -m tests.benchmarks.bench_faiss_index`` (options ``--n``,
 ``--dim``, ``--queries``, ``--nlist``, ``--nprobe``, ``--threads``). The default run takes several minutes on 2 cores.
 """
 

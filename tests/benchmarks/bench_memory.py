@@ -20,7 +20,7 @@ How to read the figures.
 * The run is killed if the tree's RSS passes ``--rss-limit-mb`` (default: 60% of the memory available at start), and
   the report says so: that by itself means images are held in memory.
 
-Run from the repository root: ``/work/venv/bin/python -m tests.benchmarks.bench_memory`` (options ``--questions``,
+Run from the repository root: ``python -m tests.benchmarks.bench_memory`` (options ``--questions``,
 ``--small``, ``--image-size``, ``--rss-limit-mb``). Building 2,000 large PNGs takes a few minutes; the parquet files
 live in a temporary directory removed at the end.
 """
