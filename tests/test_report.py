@@ -270,6 +270,24 @@ def row_of(rows: list[list[str]], first: str) -> list[str]:
 # ---- tests -----------------------------------------------------------------------------------------------------------
 
 
+def test_printed_tables_fit_160_columns_and_say_where_the_breakdowns_are(evaluated: Evaluated) -> None:
+    """lmms-eval's console tables show scalar metrics only; the breakdowns the report reads stay in the results JSON."""
+    for model, cli_run in evaluated.runs.items():
+        lines = cli_run.output.splitlines()
+        table = [line for line in lines if line.startswith("|")]
+        too_wide = [line[:200] for line in table if len(line) > 160]
+        assert not too_wide, (model, too_wide)
+        rows = {line.strip("|").split("|")[0].strip(" -") for line in table}
+        for name in ("grab", "grab_series", "scifibench", "scifibench_alignment_baseline", "plot_twist", "mmsci"):
+            assert name in rows, (model, name)
+        assert "mmsci_caption_image_only" in rows, model
+        assert not any("{'" in line for line in table), model
+        note = "scifig: alignment, breakdown, caption_report (nested, not printed) are in the *_results.json file; "
+        assert sum(line.startswith(note) for line in lines) == 1, model
+        results = cli_run.results()["results"]
+        assert results["grab_series"]["breakdown,none"]["overall"]["all"]["n"] == 6
+
+
 def test_grab_tables_hold_the_hand_derived_and_recorded_numbers(evaluated: Evaluated, report: Path) -> None:
     markdown = (report / "report.md").read_text()
     rows = table_rows(markdown, "GRAB accuracy (%, 95% Wilson interval), exact match")

@@ -13,6 +13,10 @@ This package's entry point (``scifig = scifig_tasks.lmms_eval.plugin:manifests``
    :func:`scifig_tasks.core.data.load_benchmark`: the Hub dataset of the YAML's ``dataset_path``, or local data from
    ``SCIFIG_<BENCH>_DATA``, validated row by row before any model is called, with image columns kept as stored
    bytes (the task hooks decode on demand, see :mod:`scifig_tasks.core.images`). Other tasks are untouched.
+4. with an LLM judge configured, runs ``process_results`` in at least as many threads as the judge allows requests
+   in flight (``SCIFIG_JUDGE_MAX_CONCURRENCY``, default 8; lmms-eval's ``--process_docs_parallel`` defaults to 4
+   and is kept when larger), so judged outputs are asked at the judge's full concurrency; one INFO line says so
+   (:mod:`scifig_tasks.lmms_eval.concurrency`).
 
 Both patches are idempotent. ``--include_path $(scifig tasks-path)`` reaches the same folder explicitly.
 """
@@ -40,6 +44,11 @@ def install() -> None:
     """Patch lmms-eval's TaskManager (task discovery) and ConfigurableTask (data loading); safe to call twice."""
     from lmms_eval.api.task import ConfigurableTask
     from lmms_eval.tasks import TaskManager
+
+    from scifig_tasks.lmms_eval import concurrency, table
+
+    table.install()
+    concurrency.install()
 
     if getattr(TaskManager, "_scifig_tasks_dir", None) is None:
         find_tasks = TaskManager.initialize_tasks

@@ -1,0 +1,82 @@
+"""lmms-eval's printed results tables show this package's scalar metrics; the breakdowns stay in the results JSON.
+
+Every scifig task and group reports, beside its ``accuracy``, a ``breakdown`` metric: a nested dictionary (per-type
+accuracies, confidence intervals, flags, the protocol) that ``scifig report`` and ``scifig rescore`` read from
+lmms-eval's ``*_results.json`` (key ``breakdown,none``). lmms-eval prints every metric value in its console tables,
+and a dictionary printed there is one row thousands of characters wide. :func:`install` wraps lmms-eval's
+``make_table`` so that, for this package's tasks and groups only, rows whose value is not a number are left out and
+one line under the table, :data:`NOTE`, says where they are; the results dictionary itself is never
+changed (the JSON keeps every breakdown in full).
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache, wraps
+from numbers import Number
+from typing import Any
+
+from scifig_tasks.lmms_eval.plugin import TASKS_DIR
+
+NOTE = (
+    "scifig: {names} (nested, not printed) are in the *_results.json file; "
+    "`scifig report RESULTS_DIR --out DIR` draws them"
+)
+"""Printed under a results table from which nested scifig metrics were left out."""
+
+_NAME_LINE = re.compile(r"^(?:task|group):\s*([A-Za-z0-9_.-]+)\s*$", re.MULTILINE)
+
+
+@cache
+def scifig_names() -> frozenset[str]:
+    """Every task and group name this package's YAML files define (``task: NAME`` / ``group: NAME`` lines)."""
+    return frozenset(
+        match.group(1) for path in TASKS_DIR.rglob("*.yaml") for match in _NAME_LINE.finditer(path.read_text())
+    )
+
+
+def printable(result_dict: dict[str, Any], column: str) -> tuple[dict[str, Any], list[str]]:
+    """A copy of ``result_dict`` whose ``column`` rows of scifig tasks keep only scalar metric values, and the metrics
+    left out (``breakdown,none`` -> ``breakdown``); other tasks' rows, and the original dictionary, are unchanged."""
+    rows = result_dict.get(column)
+    if not isinstance(rows, dict):
+        return result_dict, []
+    names = scifig_names()
+    shown = {
+        name: (
+            {key: value for key, value in metrics.items() if _scalar(value)}
+            if name in names and isinstance(metrics, dict)
+            else metrics
+        )
+        for name, metrics in rows.items()
+    }
+    left_out = {
+        key.partition(",")[0]
+        for name, metrics in rows.items()
+        if isinstance(metrics, dict)
+        for key in metrics
+        if key not in shown[name]
+    }
+    return {**result_dict, column: shown}, sorted(left_out)
+
+
+def _scalar(value: Any) -> bool:
+    return value is None or isinstance(value, (str, Number))
+
+
+def install() -> None:
+    """Wrap ``lmms_eval.utils.make_table`` (what the CLI and ``lmms_eval.evaluator`` print with); idempotent."""
+    import lmms_eval.utils
+
+    make_table = lmms_eval.utils.make_table
+    if getattr(make_table, "_scifig_table", False):
+        return
+
+    @wraps(make_table)
+    def make_scifig_table(result_dict: dict[str, Any], column: str = "results", *args: Any, **kwargs: Any) -> Any:
+        shown, left_out = printable(result_dict, column)
+        table = make_table(shown, column, *args, **kwargs)
+        return f"{table}\n{NOTE.format(names=', '.join(left_out))}\n" if left_out and column == "results" else table
+
+    make_scifig_table._scifig_table = True  # type: ignore[attr-defined]
+    lmms_eval.utils.make_table = make_scifig_table
