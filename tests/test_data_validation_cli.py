@@ -132,3 +132,35 @@ def test_scifig_eval_exits_non_zero_on_an_empty_split(tmp_path: Path, lmms_env, 
     assert run.returncode != 0
     assert f"{path}: has no rows (an empty split: nothing to evaluate)" in run.output, run.output[-3000:]
     assert "cannot be read as parquet" not in run.output and "scifig eval: FAILED" in run.output
+
+
+def _last_line(output: str) -> str:
+    return [line for line in output.splitlines() if line.strip()][-1]
+
+
+def test_offline_lmms_eval_ends_with_the_benchmark_the_source_and_the_way_out(
+    tmp_path: Path, lmms_env, run_cli
+) -> None:
+    """No local data and no Hub (offline mode): the last line names the benchmark, the dataset tried and the remedy."""
+    run = run_cli("lmms-eval", ["--model", "scifig_chance", "--tasks", "grab"], lmms_env, tmp_path / "o")
+
+    last = _last_line(run.output)
+    assert "Hugging Face Hub dataset jonathan-roberts1/GRAB (split GRAB): GRAB data could not be loaded (" in last
+    assert last.rstrip().endswith(
+        "set SCIFIG_GRAB_DATA=DIR to local data (`scifig curate grab --out DIR` builds it), "
+        "or run `scifig demo` to try scifig offline"
+    ), last
+    assert not list((tmp_path / "o").rglob("*_results.json"))
+
+
+def test_offline_scifig_eval_exits_non_zero_with_the_way_out(tmp_path: Path, lmms_env, run_cli) -> None:
+    run = run_cli("scifig", ["eval", "--model", "scifig_chance", "--tasks", "scifibench"], lmms_env, tmp_path / "o")
+
+    assert run.returncode == 1
+    last = _last_line(run.output)
+    assert last.startswith("scifig eval: FAILED: DataError: Hugging Face Hub dataset jonathan-roberts1/SciFIBench ")
+    assert last.endswith(
+        "SciFIBench data could not be loaded (ConnectionError: Couldn't reach 'jonathan-roberts1/SciFIBench' on the "
+        "Hub (OfflineModeIsEnabled)); set SCIFIG_SCIFIBENCH_DATA=DIR to local data (`scifig curate scifibench "
+        "--pairs PAIRS --out DIR` builds it), or run `scifig demo` to try scifig offline"
+    ), last

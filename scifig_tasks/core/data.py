@@ -76,10 +76,17 @@ class BenchmarkSource:
     """Columns whose values identify a row: two rows of a split with the same values are an error."""
     default_data: Callable[[], Path] | None = None
     """Builds (once, cached) and returns local data when the env var is unset and there is no Hub copy."""
+    build_command: str = ""
+    """The ``scifig curate`` command line that builds local data for this benchmark (``--out DIR``)."""
 
     @property
     def default_split(self) -> str:
         return self.splits[0]
+
+    def remedy(self) -> str:
+        """The ways out when the data cannot be loaded, for the end of a one-line error."""
+        built = f" (`{self.build_command}` builds it)" if self.build_command else ""
+        return f"set {self.env_var}=DIR to local data{built}, or run `scifig demo` to try scifig offline"
 
     def split_names(self, split: str) -> tuple[str, ...]:
         """The split's Hub name followed by the older names it may have in earlier revisions or local copies."""
@@ -101,10 +108,16 @@ def load_benchmark(source: BenchmarkSource, split: str | None = None, hub_path: 
     if local is None and not (hub_path or source.hub_path):
         if source.default_data is None:
             raise DataError(
-                source.env_var, None, None, f"{source.name} has no published copy: set {source.env_var} to your data"
+                source.env_var,
+                None,
+                None,
+                f"{source.name} has no published copy: set {source.env_var} to your data"
+                + (f" (`{source.build_command}` builds it)" if source.build_command else ""),
             )
         local = source.default_data()
     if local is not None:
+        if not local.exists():
+            raise DataError(str(local), None, None, f"does not exist ({source.name} data); {source.remedy()}")
         dataset, origin = _local_split(local, source, split)
     else:
         dataset, origin = _hub_split(hub_path or source.hub_path, source, split)
@@ -121,13 +134,19 @@ def _hub_split(path: str, source: BenchmarkSource, split: str) -> tuple[datasets
         except ValueError as exc:
             if "split" not in str(exc).lower() or name == names[-1]:
                 raise
+        except OSError as exc:  # unreachable Hub, offline mode, unknown or gated dataset
+            reason = (str(exc).strip().splitlines() or [""])[0]
+            raise DataError(
+                f"Hugging Face Hub dataset {path} (split {name})",
+                None,
+                None,
+                f"{source.name} data could not be loaded ({type(exc).__name__}: {reason}); {source.remedy()}",
+            ) from exc
     raise AssertionError("unreachable")
 
 
 def _local_split(path: Path, source: BenchmarkSource, split: str) -> tuple[datasets.Dataset, str]:
     names = source.split_names(split)
-    if not path.exists():
-        raise DataError(str(path), None, None, "does not exist")
     if path.is_file() or (path / "state.json").exists():
         if path.is_file() and path.suffix != ".parquet":
             raise DataError(str(path), None, None, f"expected a .parquet file, {_LAYOUTS}")

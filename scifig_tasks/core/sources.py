@@ -46,6 +46,7 @@ GRAB = BenchmarkSource(
     hub_path="jonathan-roberts1/GRAB",
     splits=("GRAB",),
     env_var="SCIFIG_GRAB_DATA",
+    build_command="scifig curate grab --out DIR",
     columns=(
         Column("pid", expect_int(low=0)),
         Column("question", _grab_question),
@@ -108,6 +109,7 @@ SCIFIBENCH = BenchmarkSource(
     hub_path="jonathan-roberts1/SciFIBench",
     splits=("CS_Figure2Caption", "CS_Caption2Figure", "General_Figure2Caption", "General_Caption2Figure"),
     env_var="SCIFIG_SCIFIBENCH_DATA",
+    build_command="scifig curate scifibench --pairs PAIRS --out DIR",
     columns=(
         Column("ID", expect_int(low=0)),
         Column("Question", expect_str()),
@@ -163,6 +165,7 @@ PLOT_TWIST = BenchmarkSource(
     hub_path="",
     splits=("test",),
     env_var="SCIFIG_PLOT_TWIST_DATA",
+    build_command="scifig curate plot-twist --out DIR",
     columns=_PLOT_TWIST_COLUMNS,
     optional_columns=(Column("variant", expect_str(plot_twist.VARIANTS)),),
     row_check=_plot_twist_row,
@@ -242,6 +245,7 @@ MMSCI_MCQ = _SubdirSource(
     hub_path="",
     splits=("test", "dev"),
     env_var="SCIFIG_MMSCI_DATA",
+    build_command="scifig curate mmsci --articles ARTICLES --out DIR",
     columns=(
         Column("uid", expect_str()),
         Column("figure_index", expect_int(low=0)),
@@ -265,6 +269,7 @@ MMSCI_CAPTIONING = _SubdirSource(
     hub_path="",
     splits=("test", "dev"),
     env_var="SCIFIG_MMSCI_DATA",
+    build_command="scifig curate mmsci --articles ARTICLES --out DIR",
     columns=(
         Column("uid", expect_str()),
         Column("figure_index", expect_int(low=0)),
