@@ -1,3 +1,11 @@
-"""scifig: scientific-figure understanding benchmarks for lmms-eval and VLMEvalKit."""
+"""scifig: scientific-figure understanding benchmarks for lmms-eval and VLMEvalKit.
+
+Importing the package makes lmms-eval's ``TaskManager`` list the scifig tasks and groups (when lmms-eval is used;
+nothing of lmms-eval is imported here): see :func:`scifig_tasks.lmms_eval.plugin.install_with_lmms_eval`.
+"""
+
+from scifig_tasks.lmms_eval.plugin import install_with_lmms_eval
 
 __version__ = "0.1.0"
+
+install_with_lmms_eval()

@@ -18,11 +18,16 @@ This package's entry point (``scifig = scifig_tasks.lmms_eval.plugin:manifests``
    and is kept when larger), so judged outputs are asked at the judge's full concurrency; one INFO line says so
    (:mod:`scifig_tasks.lmms_eval.concurrency`).
 
-Both patches are idempotent. ``--include_path $(scifig tasks-path)`` reaches the same folder explicitly.
+The patches are idempotent. ``--include_path $(scifig tasks-path)`` reaches the same folder explicitly. Scripts that
+build their own ``TaskManager()`` (lmms-eval's Python API) get the same after ``import scifig_tasks``, which installs
+the patches when ``lmms_eval.tasks`` is first imported (:func:`install_with_lmms_eval`).
 """
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.util
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +84,40 @@ def install() -> None:
 
         ConfigurableTask.download = download_scifig_source
         ConfigurableTask._scifig_download = True
+
+
+class _InstallAfterTasksImport(importlib.abc.MetaPathFinder):
+    """Runs :func:`install` right after ``lmms_eval.tasks`` (where ``TaskManager`` lives) is first imported."""
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+        if fullname != LMMS_TASKS:
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(fullname)
+        if spec is not None and spec.loader is not None:
+            exec_module = spec.loader.exec_module
+
+            def exec_then_install(module: Any) -> None:
+                exec_module(module)
+                install()
+
+            spec.loader.exec_module = exec_then_install  # type: ignore[method-assign]
+        return spec
+
+
+LMMS_TASKS = "lmms_eval.tasks"
+
+
+def install_with_lmms_eval() -> None:
+    """Make every ``TaskManager`` see this package's tasks once lmms-eval is used, without importing lmms-eval here:
+    at once when ``lmms_eval.tasks`` is already imported, else right after its first import (``import scifig_tasks``
+    calls this, so a plain ``TaskManager()`` in a user's script lists the scifig tasks)."""
+    loaded = sys.modules.get(LMMS_TASKS)
+    if loaded is not None:
+        if hasattr(loaded, "TaskManager"):
+            install()
+    elif not any(isinstance(finder, _InstallAfterTasksImport) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _InstallAfterTasksImport())
 
 
 _WARNED: set[str] = set()
