@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from scifig_tasks.core.data import BenchmarkSource
+from scifig_tasks.lmms_eval import TASKS_DIR
 
-TASKS_DIR = Path(__file__).resolve().parent
 CORE_DIR = TASKS_DIR.parent / "core"
 CORE = "scifig_tasks.core"
 FORBIDDEN_ROOTS = ("scifig_tasks", "curation", "scifig_model_configs", "scifig_finetune")
@@ -329,9 +329,15 @@ def register(commands: Any) -> None:
         "export-upstream",
         help="write a self-contained lmms-eval task folder (lmms_eval/tasks/<bench>/) for upstream contribution",
         description=(
-            "Write OUT/<bench>/: the task folder for the lmms-eval repository (lmms_eval/tasks/<bench>/), generated "
-            "from this package's files, with the core code it needs vendored and plain lmms-eval data loading "
-            "(the Hub id, or parquet data_files)."
+            "Write OUT/<bench>/: a task folder for the lmms-eval repository (lmms_eval/tasks/<bench>/) that works "
+            "without scifig installed: the task files of this package with the scoring code they need copied in, "
+            "and plain lmms-eval data loading (the Hub id, or local parquet files given with --data)."
+        ),
+        epilog=(
+            "examples:\n"
+            "  scifig export-upstream --bench grab --out upstream\n"
+            "  scifig export-upstream --bench grab --out upstream --data grab-data/   "
+            "# local data written by scifig curate grab"
         ),
     )
     parser.add_argument("--bench", required=True, help=f"one of: {', '.join(benchmarks())}")

@@ -31,7 +31,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-TASKS_DIR = Path(__file__).resolve().parent
+from scifig_tasks.lmms_eval import TASKS_DIR
 
 
 def manifests() -> list[Any]:

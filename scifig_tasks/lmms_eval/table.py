@@ -16,7 +16,7 @@ from functools import cache, wraps
 from numbers import Number
 from typing import Any
 
-from scifig_tasks.lmms_eval.plugin import TASKS_DIR
+from scifig_tasks.lmms_eval import TASKS_DIR
 
 NOTE = (
     "scifig: {names} (nested, not printed) are in the *_results.json file; "
