@@ -5,6 +5,7 @@ cache (a killed build's leftovers cleared by the next), the ChartQA subset's req
 from __future__ import annotations
 
 import dataclasses
+import importlib.metadata
 import io
 import os
 import socket
@@ -17,7 +18,7 @@ import pytest
 from PIL import Image
 
 from curation.plot_twist import default
-from scifig_tasks.core.data import load_benchmark
+from scifig_tasks.core.data import load_benchmark, registered_default_data
 from scifig_tasks.core.errors import DataError
 from scifig_tasks.core.sources import PLOT_TWIST, PLOT_TWIST_CHARTQA, PLOT_TWIST_FEATURES
 
@@ -131,6 +132,14 @@ def test_default_cache_location(monkeypatch) -> None:
     assert default.cache_root({"SCIFIG_PLOT_TWIST_CACHE": "/x/y"}) == Path("/x/y")
     assert default.cache_root({}) == Path("~/.cache/scifig/plot_twist").expanduser()
     assert PLOT_TWIST.default_data is not None and PLOT_TWIST.hub_path == ""
+
+
+def test_the_core_finds_the_default_builder_by_name_among_the_entry_points() -> None:
+    """The core imports nothing from curation: the builder is registered in pyproject's ``scifig.default_data``."""
+    (entry,) = importlib.metadata.entry_points(group="scifig.default_data", name="plot_twist")
+    assert entry.load() is default.ensure_default_data
+    with pytest.raises(DataError, match="entry point 'no_such_set' of scifig.default_data: no builder is installed"):
+        registered_default_data("no_such_set")
 
 
 INTERRUPTED_BUILD = """

@@ -26,7 +26,7 @@ from typing import Any
 import datasets
 
 from scifig_tasks.core import grab, mmsci, plot_twist
-from scifig_tasks.core.data import BenchmarkSource, Column, expect_int, expect_str
+from scifig_tasks.core.data import BenchmarkSource, Column, expect_int, expect_str, registered_default_data
 from scifig_tasks.core.errors import DataError
 
 
@@ -155,9 +155,7 @@ _PLOT_TWIST_COLUMNS = (
 
 
 def _plot_twist_default() -> Path:
-    from curation.plot_twist.default import ensure_default_data
-
-    return ensure_default_data()
+    return registered_default_data("plot_twist")  # curation.plot_twist.default.ensure_default_data
 
 
 PLOT_TWIST = BenchmarkSource(
