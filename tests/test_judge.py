@@ -18,7 +18,6 @@ from scifig_tasks.core.judge import (
     JudgeConfig,
     JudgeResult,
     get_judge,
-    judge_off_result,
     load_preset,
 )
 from tests.harness.fixtures import openai_server  # noqa: F401
@@ -250,7 +249,6 @@ def test_judge_off_and_not_configured(tmp_path):
     assert get_judge({}) is None
     assert get_judge({"SCIFIG_JUDGE_MODEL": "m"}) is None  # no endpoint
     assert get_judge({"OPENAI_API_BASE": "http://127.0.0.1:9/v1"}) is None  # no model
-    assert judge_off_result() == JudgeResult(status="judge_off", text=None)
 
 
 def test_env_configuration_and_fallbacks(tmp_path):

@@ -227,11 +227,6 @@ class JudgeResult:
     error: str | None = None  # short reason, never containing the API key
 
 
-def judge_off_result() -> JudgeResult:
-    """The result benchmarks record when judging is switched off or not configured."""
-    return JudgeResult(status="judge_off", text=None)
-
-
 @dataclass(frozen=True)
 class _Failure:
     error: str
@@ -650,3 +645,17 @@ def get_judge(environ: Mapping[str, str] | None = None) -> JudgeClient | None:
                 config.cache_dir,
             )
     return client
+
+
+def configured_concurrency(environ: Mapping[str, str] | None = None) -> int | None:
+    """The configured judge's ``max_concurrency``, or None when judging is off, not configured or misconfigured.
+
+    The frameworks' scoring threads are sized from it (``scifig_tasks.lmms_eval.concurrency``, the VLMEvalKit
+    datasets) so that every request the judge client allows can be in flight; a misconfiguration is left to the
+    scoring that needs the judge, which reports it.
+    """
+    try:
+        config = JudgeConfig.from_env(environ)
+    except ValueError:
+        return None
+    return None if config is None else config.max_concurrency
