@@ -39,7 +39,7 @@ def _metadata_version(path: Path) -> Any:
 @pytest.mark.parametrize("benchmark", sorted(TASK_VERSIONS))
 def test_every_yaml_of_a_benchmark_has_its_version(benchmark: str) -> None:
     folder = TASKS_DIR / benchmark
-    paths = [*sorted(folder.glob("*.yaml")), folder / "_default_template_yaml"]
+    paths = [*sorted(folder.glob("*.yaml")), *sorted(folder.glob("_*template_yaml"))]
     assert len(paths) > 2
     versions = {path.name: str(_metadata_version(path)) for path in paths}
     assert versions == dict.fromkeys(versions, TASK_VERSIONS[benchmark])
@@ -49,7 +49,7 @@ def test_every_yaml_of_a_benchmark_has_its_version(benchmark: str) -> None:
 def test_every_task_stops_only_at_the_end_of_the_turn(benchmark: str) -> None:
     """No blank-line stop (lmms-eval's default): reasoning and captions are read whole, as the papers read them."""
     folder = TASKS_DIR / benchmark
-    configs = [_load(path) for path in [*sorted(folder.glob("*.yaml")), folder / "_default_template_yaml"]]
+    configs = [_load(path) for path in [*sorted(folder.glob("*.yaml")), *sorted(folder.glob("_*template_yaml"))]]
     stops = [config["generation_kwargs"].get("until") for config in configs if "generation_kwargs" in config]
     assert stops and all(stop == list(END_OF_TURN_MARKERS) for stop in stops), stops
 

@@ -281,7 +281,7 @@ def _readme(source: Path, bench: str, package: str, modules: list[str], data_fil
 
 
 def _yaml_files(folder: Path) -> list[Path]:
-    return sorted([*folder.glob("*.yaml"), *folder.glob("_default_template_yaml")])
+    return sorted([*folder.glob("*.yaml"), *folder.glob("_*template_yaml")])
 
 
 # ---- export --------------------------------------------------------------------------------------------------------
