@@ -12,7 +12,7 @@ import datasets
 import pandas as pd
 import pytest
 
-from curation.mmsci.importers import split_options, to_paper_setting3
+from curation.mmsci.items import split_options, to_paper_setting3
 from scifig_tasks.cli import main as scifig_main
 from scifig_tasks.core.data import load_benchmark
 from scifig_tasks.core.errors import DataError
@@ -185,7 +185,7 @@ def test_authors_test_split_with_anonymised_answers_fails_loudly(
 
 
 def test_paper_form_setting3_is_kept_and_unknown_caption_drops() -> None:
-    from curation.mmsci.importers import Mcq
+    from curation.mmsci.items import Mcq
 
     kept = Mcq("u", 0, "subcap2fig", "c", "s", b"", "q", ["(a)", "(b)", "(c)", "(d)"], "C", "c", "k")
     assert to_paper_setting3(kept, None) is kept

@@ -11,7 +11,8 @@ One module per step:
 6. :mod:`.card` (dataset card); :mod:`.build` runs the steps and writes the parquet features
    ``MMSCI_*_FEATURES`` of :mod:`scifig_tasks.core.sources`.
 
-:mod:`.importers` converts VLMEvalKit's TSVs and the authors' benchmark archive (:mod:`.authors_sft` its train split
-into fine-tuning data); :mod:`.cli` is
+:mod:`.from_vlmeval` and :mod:`.from_authors` convert VLMEvalKit's TSVs and the authors' benchmark archive (shared
+items: :mod:`.items`, written by :mod:`.layout`; :mod:`.authors_sft` turns their train split into fine-tuning data);
+:mod:`.cli` is
 ``scifig curate mmsci`` / ``mmsci-from-vlmeval`` / ``mmsci-from-authors``.
 """

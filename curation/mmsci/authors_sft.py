@@ -6,7 +6,7 @@ Sources, as the authors built their visual instruction-tuning data:
 * ``image_caption_matching_data.json`` (settings I, II, III lists) -> ``mmsci_mcq``: the user turn is the evaluation
   prompt (:func:`scifig_tasks.core.mmsci.mcq_prompt`) of the question and its 4 options, the assistant answers the
   letter. Setting III items (the authors' within-figure variant) are converted to the paper's setting III with the
-  figure's caption from the train captioning data (:func:`curation.mmsci.importers.to_paper_setting3`), or dropped
+  figure's caption from the train captioning data (:func:`curation.mmsci.items.to_paper_setting3`), or dropped
   and counted;
 * ``image_caption_generation_data.json`` (train items list every figure of an article: ``images: [{image,
   caption}]``) -> ``mmsci_caption``: the abstract-grounded prompt (:func:`scifig_tasks.core.mmsci.caption_prompt`),
@@ -28,7 +28,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from curation.mmsci.captions import MIN_CAPTION_WORDS, normalise_space, word_count
-from curation.mmsci.importers import (
+from curation.mmsci.items import (
     AUTHORS_FILES,
     Mcq,
     field_text,

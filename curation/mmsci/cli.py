@@ -28,10 +28,23 @@ from scifig_tasks.core.errors import DataError
 
 def _add_curate(subparsers: Any) -> None:
     text = "MMSci benchmark (3 MCQ settings, captioning, fine-tuning data) from article records"
-    parser = subparsers.add_parser("mmsci", help=text, description=text + " (see curation/mmsci/README.md).")
+    parser = subparsers.add_parser(
+        "mmsci",
+        help=text,
+        description="Build MMSci from article records (title, abstract, figures with captions; the authors' record "
+        "format): test and dev articles drawn per subject, the three figure-caption matching settings (Fig2Cap, "
+        "SubFig2Cap, SubCap2Fig, 4 options), figure captioning items, and the fine-tuning conversations from the "
+        "remaining (train) articles. Writes the local layout the MMSci tasks read (OUT/mcq/, OUT/captioning/, "
+        "OUT/sft/) with a dataset card; the same input and seed give the same files.",
+        epilog="examples:\n"
+        "  scifig curate mmsci --articles articles.jsonl --out mmsci-data\n"
+        "  scifig curate mmsci --articles rawdata/ --pattern '*_data.json' --split-ids rawdata/ --out mmsci-data"
+        "   # the authors' splits\n"
+        "  SCIFIG_MMSCI_DATA=mmsci-data scifig eval --preset gpt-4o --tasks mmsci --output_path runs",
+    )
     parser.add_argument("--articles", type=Path, required=True, help="JSONL file or directory of JSON article records")
     parser.add_argument("--out", type=Path, required=True, help="output directory (usable as SCIFIG_MMSCI_DATA)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="random seed of the splits and questions (default 0)")
     parser.add_argument("--ratio", type=float, default=RATIO, help=f"test/dev share per subject (default {RATIO})")
     parser.add_argument(
         "--min-articles", type=int, default=MIN_ARTICLES, help=f"minimum test/dev articles per subject ({MIN_ARTICLES})"
@@ -59,7 +72,16 @@ def _add_curate(subparsers: Any) -> None:
 
 def _add_vlmeval(subparsers: Any) -> None:
     text = "convert VLMEvalKit's MMSci TSVs (MMSci_DEV_MCQ.tsv, MMSci_DEV_Captioning_*.tsv) to the local layout"
-    parser = subparsers.add_parser("mmsci-from-vlmeval", help=text, description=text)
+    parser = subparsers.add_parser(
+        "mmsci-from-vlmeval",
+        help=text,
+        description="Convert the MMSci files VLMEvalKit publishes (MMSci_DEV_MCQ.tsv and the captioning TSVs, "
+        "image only and with abstract) into the local layout the MMSci tasks read, so lmms-eval scores the same "
+        "questions.",
+        epilog="example:\n"
+        "  scifig curate mmsci-from-vlmeval --mcq MMSci_DEV_MCQ.tsv --captioning "
+        "MMSci_DEV_Captioning_image_only.tsv MMSci_DEV_Captioning_with_abs.tsv --out mmsci-dev",
+    )
     parser.add_argument("--mcq", type=Path, default=None, help="MMSci_DEV_MCQ.tsv")
     parser.add_argument(
         "--captioning", type=Path, nargs="+", default=[], help="MMSci_DEV_Captioning_image_only.tsv and/or _with_abs"
@@ -71,7 +93,13 @@ def _add_vlmeval(subparsers: Any) -> None:
 
 def _add_authors(subparsers: Any) -> None:
     text = "convert the authors' benchmark archive (benchmark/<split>/*.json + images/) to the local layout"
-    parser = subparsers.add_parser("mmsci-from-authors", help=text, description=text)
+    parser = subparsers.add_parser(
+        "mmsci-from-authors",
+        help=text,
+        description="Convert the MMSci benchmark archive the authors publish (benchmark/<split>/*.json with "
+        "images/) into the local layout the MMSci tasks read; with --sft also its train split as fine-tuning data.",
+        epilog="example:\n  scifig curate mmsci-from-authors --benchmark benchmark/ --splits dev --out mmsci-dev --sft",
+    )
     parser.add_argument("--benchmark", type=Path, required=True, help="the unzipped benchmark/ directory")
     parser.add_argument(
         "--splits",
@@ -139,7 +167,7 @@ def run_curate(args: argparse.Namespace) -> int:
 
 
 def run_vlmeval(args: argparse.Namespace) -> int:
-    from curation.mmsci.importers import import_vlmeval
+    from curation.mmsci.from_vlmeval import import_vlmeval
 
     if args.mcq is None and not args.captioning:
         return _fail("mmsci-from-vlmeval", ValueError("give --mcq and/or --captioning"))
@@ -160,7 +188,7 @@ def run_vlmeval(args: argparse.Namespace) -> int:
 
 
 def run_authors(args: argparse.Namespace) -> int:
-    from curation.mmsci.importers import import_authors
+    from curation.mmsci.from_authors import import_authors
 
     problem = out_problem(args.out)
     if problem is not None:
@@ -187,7 +215,9 @@ def _print_import(summary: dict[str, Any], out: Path) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m curation.mmsci.cli", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m curation.mmsci.cli", description="MMSci curation (the same as scifig curate)."
+    )
     register(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)
     return args.handler(args)

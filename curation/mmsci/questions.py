@@ -6,8 +6,8 @@
   sub-caption against 3 other sub-captions of the *same article* (any of its figures, the asked one included).
 * Setting III, SubCap2Fig (``subcap2fig``, the paper's version): given a sub-caption of a figure with at least 4
   sub-captions, pick its sub-figure among 4 labels of the *same figure* (options ``(a)``, ``(c)``, ...). The authors'
-  released code builds a different setting III (sub-figure -> sub-caption within one figure); the importers keep
-  that variant's questions as released (see :mod:`.importers`).
+  released code builds a different setting III (sub-figure -> sub-caption within one figure); the importers convert
+  that variant's questions to the paper's form or drop them (see :func:`.items.in_paper_form`).
 
 Options are distinct texts: a distractor whose text equals the answer's (or another distractor's) is never drawn, and
 in setting III a sub-figure whose sub-caption is shared with another panel of the figure is never asked. Everything
