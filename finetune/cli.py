@@ -58,9 +58,39 @@ def run_convert(args: Any) -> int:
     return 0
 
 
+FINETUNE_DESCRIPTION = """\
+LoRA fine-tuning of a vision-language model (Qwen2-VL) on curated data, with transformers, PEFT and accelerate.
+The packaged configs follow the MMSci paper's recipe (LoRA on the attention and MLP projections, 1 epoch, global
+batch 8, learning rate 1e-4, cosine schedule) on the MMSci fine-tuning data (SCIFIG_MMSCI_DATA); a config can mix in
+SciFIBench and GRAB data. Writes OUTPUT/adapter/ (and OUTPUT/merged/ with --merge), the training log and a data
+report; evaluate the result with scifig eval. Several GPUs: run it under accelerate launch."""
+
+FINETUNE_EPILOG = """\
+examples:
+  SCIFIG_MMSCI_DATA=/data/mmsci scifig finetune --config qwen2_vl_7b_mmsci_lora --merge
+  accelerate launch --num_processes 8 "$(command -v scifig)" finetune --config qwen2_vl_7b_mmsci_lora --merge
+  scifig eval --preset qwen2-vl-7b-instruct --model_args pretrained=runs/qwen2_vl_7b_mmsci_lora/merged \\
+      --tasks mmsci --output_path results"""
+
+DATA_DESCRIPTION = """\
+Convert curated data to the chat format the fine-tuning reads (OUT/train.jsonl, one conversation per example, and
+OUT/images/), streaming: the MMSci fine-tuning jsonl, SciFIBench's curated silver and bronze tiers (the gold tier is
+the test set and is left out) or GRAB generator output, with the same prompts as the evaluation. Useful to inspect
+the training data, or to convert a large set once and train from the jsonl."""
+
+DATA_EPILOG = """\
+example:
+  scifig finetune-data --format grab --input grab-data --out grab-sft --limit 5000"""
+
+
 def register(commands: Any) -> None:
     names = ", ".join(packaged_configs())
-    parser = commands.add_parser("finetune", help="LoRA fine-tuning of Qwen2-VL on curated data (MMSci recipe)")
+    parser = commands.add_parser(
+        "finetune",
+        help="LoRA fine-tuning of Qwen2-VL on curated data (the MMSci paper's recipe)",
+        description=FINETUNE_DESCRIPTION,
+        epilog=FINETUNE_EPILOG,
+    )
     parser.add_argument("--config", required=True, help=f"YAML path or packaged config name ({names})")
     parser.add_argument("--merge", action="store_true", help="also write OUTPUT/merged: base + adapter, full model")
     parser.add_argument("--output-dir", type=Path, default=None, help="override the config's output_dir")
@@ -68,9 +98,19 @@ def register(commands: Any) -> None:
     parser.add_argument("--device", choices=("cpu",), default=None, help="force the CPU (tiny models, tests)")
     parser.set_defaults(handler=run_finetune)
 
-    convert = commands.add_parser("finetune-data", help="convert curated data to the SFT chat jsonl format")
-    convert.add_argument("--format", choices=FORMATS, required=True)
+    convert = commands.add_parser(
+        "finetune-data",
+        help="convert curated data to the fine-tuning chat format (jsonl + images)",
+        description=DATA_DESCRIPTION,
+        epilog=DATA_EPILOG,
+    )
+    convert.add_argument(
+        "--format",
+        choices=FORMATS,
+        required=True,
+        help="sft: MMSci fine-tuning jsonl; scifibench: curated SciFIBench parquet(s); grab: GRAB generator output",
+    )
     convert.add_argument("--input", type=Path, required=True, help="SFT jsonl, SciFIBench parquet(s) or GRAB output")
     convert.add_argument("--out", type=Path, required=True, help="output folder (train.jsonl + images/)")
-    convert.add_argument("--limit", type=int, default=None)
+    convert.add_argument("--limit", type=int, default=None, help="convert at most this many examples (default: all)")
     convert.set_defaults(handler=run_convert)

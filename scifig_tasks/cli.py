@@ -1,4 +1,4 @@
-"""``scifig``: one command line for evaluation, the offline demo and task discovery.
+"""The ``scifig`` command line: evaluation, the offline demo, curation, reports and task discovery.
 
 * ``scifig eval ARGS...`` runs lmms-eval's own CLI in this process with ``ARGS`` unchanged, adds this package's
   task folder as ``--include_path`` (unless one is given, as ``--include_path DIR`` or ``--include_path=DIR``), and
@@ -8,15 +8,19 @@
   ``<NAME_OF_THE_VARIABLE>`` in what lmms-eval prints and, after the run, in the files it wrote under
   ``--output_path`` (a model server echoing the key in an error otherwise lands in the samples file).
   ``--preset NAME`` expands a model preset (:mod:`scifig_tasks.core.presets`) to lmms-eval arguments; explicit
-  arguments win.
+  arguments win. ``scifig eval --help`` prints this command's help, then lmms-eval's options.
 * ``scifig demo --out DIR`` generates a small GRAB set with the generator (``--per-task`` questions per task,
   balanced over question types and complexity), scores it through the real lmms-eval CLI with the offline
-  ``scifig_chance`` model and prints the results table. No network, no weights.
+  ``scifig_chance`` model, prints the results table and writes the report of ``scifig report`` (``DIR/report/``);
+  its last line is the path of ``report.html``. No network, no weights.
 * ``scifig curate BENCH ...`` builds a benchmark's data locally; each benchmark registers its own sub-commands from
   ``curation/<bench>/cli.py`` (``register(subparsers)``, each setting ``handler``).
 * ``scifig tasks-path`` prints the task folder (for ``lmms-eval --include_path``).
 * Commands registered from their own modules (:data:`COMMAND_MODULES`): ``report``, ``rescore`` and ``export-upstream``,
   ``vlmeval`` and ``export-tsv`` (VLMEvalKit), ``presets``, ``finetune`` and ``finetune-data``.
+
+Every parser is a :class:`scifig_tasks.cli_format.Parser`: what ``--help`` prints is written for users (what the
+command does, each option, an example); these notes are not shown.
 """
 
 from __future__ import annotations
@@ -193,6 +197,11 @@ def demo(out: Path, per_task: int, seed: int, workers: int | None = None) -> int
     (result,) = run_lmms_eval(argv)
     print(f"\nGRAB (generated locally, {built.rows} questions) scored through lmms-eval with scifig_chance:\n")
     print(results_table(result))
+    from scifig_tasks.report.build import build_report
+
+    report = build_report([out / "results"], out / "report")
+    print(f"\nReport ({len(report.figures)} figures{', every sample in samples.html' if report.samples else ''}):")
+    print(report.html.resolve())
     return 0
 
 
@@ -211,31 +220,164 @@ COMMAND_MODULES: tuple[str, ...] = (
 """Modules whose ``register(commands)`` add a top-level ``scifig`` sub-command (each parser sets ``handler``)."""
 
 
+DESCRIPTION = """\
+Scientific-figure benchmarks - SciFIBench, GRAB, Plot Twist (Chart101) and MMSci - for lmms-eval and VLMEvalKit:
+evaluate a model, build or extend the benchmarks' data, report results with the papers' figures, fine-tune a model
+on curated data."""
+
+EPILOG = """\
+examples:
+  scifig demo --out scifig-demo         offline, no model weights: generate GRAB, score it, write a report
+  scifig presets                        the model presets
+  scifig eval --preset gpt-4o --tasks grab,scifibench --output_path runs --log_samples
+  scifig report runs --out report       tables and the papers' figures: report/report.html
+
+Run "scifig COMMAND --help" for a command's options and an example."""
+
+EVAL_DESCRIPTION = """\
+Run lmms-eval's own command line with the scifig tasks available (grab, scifibench, plot_twist, mmsci and their
+sub-tasks). The options are lmms-eval's, passed to it unchanged (listed below); the scifig task folder is added as
+--include_path unless you give one.
+
+Differences from running lmms-eval directly: the exit status is 1 when a task was not found, data was bad, scoring
+failed or any sample could not be scored by the LLM judge (lmms-eval exits 0 whatever happened); API keys are
+masked, shown as <NAME_OF_THE_VARIABLE>, on the screen and in the files written under --output_path; --preset
+fills in the model options from a model preset."""
+
+EVAL_EPILOG = """\
+examples:
+  scifig eval --preset gpt-4o --tasks grab,scifibench --output_path runs --log_samples
+  scifig eval --model qwen2_vl --model_args pretrained=Qwen/Qwen2-VL-2B-Instruct --tasks plot_twist \\
+      --output_path runs --log_samples"""
+
+DEMO_DESCRIPTION = """\
+Try the whole path on this machine with no network and no model weights: generate a small GRAB set with the GRAB
+generator (--per-task questions for each of its four tasks, balanced over question types and complexity), score it
+through the real lmms-eval command line with scifig_chance (a model that answers at random), print the results
+table and write the HTML report with the GRAB figures and every sample. The last line printed is the report to open
+in a browser.
+
+Written under --out: data/ (the generated questions), results/ (lmms-eval's results and sample logs), report/
+(report.html, report.md, figures/, samples.html)."""
+
+DEMO_EPILOG = """\
+example:
+  scifig demo --out scifig-demo
+  # then open scifig-demo/report/report.html (the last line printed)"""
+
+CURATE_DESCRIPTION = """\
+Build a benchmark's data on this machine, in the schema of the published Hugging Face dataset: generate GRAB or
+Plot Twist with their generators, curate SciFIBench from figure-caption pairs, MMSci from article records, or
+convert published MMSci files. Each command ends by printing the variable that points the tasks at the result
+(SCIFIG_GRAB_DATA, SCIFIG_SCIFIBENCH_DATA, SCIFIG_PLOT_TWIST_DATA, SCIFIG_MMSCI_DATA) instead of the Hub."""
+
+CURATE_EPILOG = """\
+examples:
+  scifig curate grab --out grab-data --limit 40
+  SCIFIG_GRAB_DATA=grab-data scifig eval --preset gpt-4o --tasks grab --output_path runs"""
+
+TASKS_PATH_DESCRIPTION = """\
+Print the folder holding the scifig task definitions, to give to lmms-eval's --include_path. An installed scifig
+makes lmms-eval find the tasks without it; the explicit form also lists them in "lmms-eval tasks list"."""
+
+TASKS_PATH_EPILOG = """\
+example:
+  lmms-eval --include_path "$(scifig tasks-path)" --model openai --tasks grab --output_path runs"""
+
+
+def lmms_eval_help() -> str:
+    """lmms-eval's own option list, under a heading (or how to install it)."""
+    from scifig_tasks.cli_format import captured_help
+
+    heading = "lmms-eval options (given to lmms-eval unchanged):"
+    try:
+        import lmms_eval.__main__ as lmms_main
+    except ImportError as exc:
+        return f"{heading}\n  lmms-eval is not installed here ({exc}): pip install 'scifig[lmms]'"
+    return f"{heading}\n\n{captured_help(lmms_main.parse_eval_args, 'lmms-eval')}"
+
+
+def _add_eval(commands: Any) -> None:
+    from scifig_tasks.cli_format import ForwardedHelp
+
+    parser = commands.add_parser(
+        "eval",
+        help="run lmms-eval with the scifig tasks; exit status 1 when any task or sample failed",
+        description=EVAL_DESCRIPTION,
+        epilog=EVAL_EPILOG,
+        usage="%(prog)s [--preset NAME] LMMS_EVAL_OPTION ...",
+        add_help=False,
+        allow_abbrev=False,  # an abbreviation is lmms-eval's to reject, not a scifig option
+    )
+    parser.add_argument(
+        "-h",
+        "--help",
+        action=ForwardedHelp,
+        framework_help=lmms_eval_help,
+        help="show this help and lmms-eval's options",
+    )
+    parser.add_argument(
+        "--preset",
+        action="append",
+        metavar="NAME",
+        help="model preset (scifig presets lists them): sets --model, --model_args and the endpoint's variables; "
+        "options you give explicitly win",
+    )
+
+
+def _add_demo(commands: Any) -> None:
+    parser = commands.add_parser(
+        "demo",
+        help="offline demo: generate GRAB questions, score them through lmms-eval, write an HTML report",
+        description=DEMO_DESCRIPTION,
+        epilog=DEMO_EPILOG,
+    )
+    parser.add_argument("--out", type=Path, default=Path("scifig-demo"), help="output folder (default: scifig-demo)")
+    parser.add_argument("--per-task", type=int, default=10, help="questions per GRAB task (default: 10, 40 in all)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the generator and of the random answers (0)")
+    parser.add_argument(
+        "--workers", type=int, default=None, help="processes drawing the graphs (default: CPU count, at most 8)"
+    )
+
+
 def _add_curate(commands: Any) -> None:
-    curate = commands.add_parser("curate", help="build a benchmark dataset locally")
-    benchmarks = curate.add_subparsers(dest="benchmark", required=True)
+    curate = commands.add_parser(
+        "curate",
+        help="build a benchmark's data locally (GRAB, SciFIBench, Plot Twist, MMSci)",
+        description=CURATE_DESCRIPTION,
+        epilog=CURATE_EPILOG,
+    )
+    benchmarks = curate.add_subparsers(dest="benchmark", required=True, metavar="BENCHMARK", title="benchmarks")
     for module in CURATION_CLIS:
         importlib.import_module(module).register(benchmarks)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="scifig", description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser(
-        "eval", help="run lmms-eval with this package's tasks; non-zero exit on any failure", add_help=False
-    )
-    demo_parser = commands.add_parser("demo", help="offline GRAB demo through the real lmms-eval CLI")
-    demo_parser.add_argument("--out", type=Path, default=Path("scifig-demo"))
-    demo_parser.add_argument("--per-task", type=int, default=10)
-    demo_parser.add_argument("--seed", type=int, default=0)
-    demo_parser.add_argument("--workers", type=int, default=None)
+def build_parser() -> argparse.ArgumentParser:
+    """The ``scifig`` parser with every sub-command."""
+    from scifig_tasks.cli_format import Parser
+
+    parser = Parser(prog="scifig", description=DESCRIPTION, epilog=EPILOG)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands")
+    _add_eval(commands)
+    _add_demo(commands)
     _add_curate(commands)
-    commands.add_parser("tasks-path", help="print the lmms-eval task folder of this package")
+    commands.add_parser(
+        "tasks-path",
+        help="print the folder of the scifig lmms-eval tasks (for lmms-eval --include_path)",
+        description=TASKS_PATH_DESCRIPTION,
+        epilog=TASKS_PATH_EPILOG,
+    )
     for module in COMMAND_MODULES:
         importlib.import_module(module).register(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
     args, rest = parser.parse_known_args(argv)
     if args.command == "eval":
-        return eval_command(rest)
+        presets = [item for name in args.preset or [] for item in ("--preset", name)]
+        return eval_command(presets + rest)
     if rest and not getattr(args, "passthrough", False):
         parser.error(f"unrecognised arguments: {' '.join(rest)}")
     args.rest = rest

@@ -116,7 +116,22 @@ def run(args: Any) -> int:
 
 
 def register(commands: Any) -> None:
-    parser = commands.add_parser("presets", help="list model presets (scifig eval --preset NAME ...)")
+    parser = commands.add_parser(
+        "presets",
+        help="list the model presets (for scifig eval --preset NAME)",
+        description=(
+            "A model preset names a model the papers evaluated and the lmms-eval arguments that run it (model, "
+            "model_args, endpoint variables), with its VLMEvalKit equivalent. Without arguments: the table of "
+            "presets. With NAME: that preset's lmms-eval command and fields. With --check: every preset checked "
+            "against the installed lmms-eval (and VLMEvalKit); exit status 1 on any problem."
+        ),
+        epilog=(
+            "examples:\n"
+            "  scifig presets\n"
+            "  scifig presets qwen2-vl-7b-instruct\n"
+            "  scifig eval --preset qwen2-vl-7b-instruct --tasks grab --output_path runs"
+        ),
+    )
     parser.add_argument("name", nargs="?", help="show one preset (a name or a YAML path)")
     parser.add_argument("--check", action="store_true", help="check every preset against the installed frameworks")
     parser.set_defaults(handler=run)

@@ -742,8 +742,31 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tasks", default=None, help="comma-separated tasks or groups of the run (default: all)")
 
 
+DESCRIPTION = """\
+Score a finished run again from its saved model outputs, without calling the model: after the scorer changed, or to
+read a run under the other protocol (--protocol paper: each paper's own rule, e.g. SciFIBench sends every output to
+the LLM judge). Reads lmms-eval runs written with --log_samples and VLMEvalKit work dirs; the data must be the data
+the run used (same SCIFIG_<BENCH>_DATA or Hub dataset), and an LLM judge, when a protocol needs one, is the one set
+by SCIFIG_JUDGE_*.
+
+Writes the re-scored run in the framework's own format under OUT/<model>/ (readable by scifig report) and
+OUT/<model>/rescore_diff.json: each task's headline metrics before and after and every sample whose verdict
+changed."""
+
+EPILOG = """\
+examples:
+  scifig rescore runs --out rescored
+  scifig rescore runs --out rescored-paper --protocol paper --tasks scifibench
+  scifig report rescored --out report"""
+
+
 def register(commands: Any) -> None:
     """Add ``scifig rescore`` to the ``scifig`` command line."""
-    parser = commands.add_parser("rescore", help="score saved model outputs again with the current scorer (no model)")
+    parser = commands.add_parser(
+        "rescore",
+        help="score saved model outputs again with the current scorer (no model)",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+    )
     _arguments(parser)
     parser.set_defaults(handler=_command)

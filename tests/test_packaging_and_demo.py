@@ -1,12 +1,18 @@
-"""The wheel ships the task YAMLs, templates and presets; ``scifig demo`` (README's main job) runs offline."""
+"""The wheel ships the task YAMLs, templates and presets; ``scifig demo`` (README's main job) runs offline and ends
+with the HTML report, checked in headless Chromium as the report tests do; pytest reads its settings from setup.cfg."""
 
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -54,6 +60,62 @@ def test_demo_scores_a_local_grab_set_through_lmms_eval(tmp_path: Path, lmms_env
         "grab_transforms": "3",
     }
     assert list((tmp_path / "demo" / "results").rglob("*_results.json"))
+    # the demo ends with the report of `scifig report`: its last line is the page to open
+    report = tmp_path / "demo" / "report"
+    assert completed.stdout.rstrip().splitlines()[-1] == str((report / "report.html").resolve())
+    accuracy = re.search(r"^\| grab \| 12 \| (\d+\.\d)% \|", table, re.MULTILINE).group(1)
+    assert f"| scifig_chance(seed=0) | 12 | {accuracy} (" in (report / "report.md").read_text()
+    html = (report / "report.html").read_text()
+    for figure in ("grab_bars.png", "grab_complexity.png"):
+        assert (report / "figures" / figure).stat().st_size > 10_000 and f'src="figures/{figure}"' in html
+    assert (report / "samples.html").exists() and 'href="samples.html"' in html
+    pixels, dom = render_in_chromium(report / "report.html", tmp_path / "chromium")
+    non_white = (pixels.min(axis=2) < 240).mean()
+    coloured = (pixels.max(axis=2) - pixels.min(axis=2) > 60).mean()  # the figures' bars and lines
+    assert non_white > 0.03 and coloured > 0.001, (non_white, coloured)
+    assert dom.count("<table>") >= 5 and dom.count("scifig_chance(seed=0)") >= 5 and "Roberts et al. 2024" in dom
+    assert '<img src="figures/grab_bars.png"' in dom and '<img src="figures/grab_complexity.png"' in dom
+
+
+def render_in_chromium(page: Path, work: Path) -> tuple[np.ndarray, str]:
+    """Screenshot pixels (1280 x 3000) and the DOM of ``page`` in headless Chromium (as tests/test_report.py)."""
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert chromium, "chromium is not installed (bash .ci/setup installs it)"
+    base = [chromium, "--headless", "--no-sandbox", "--disable-gpu"]
+    shot = work / "report.png"
+    completed = subprocess.run(
+        [
+            *base,
+            "--hide-scrollbars",
+            f"--user-data-dir={work / 'profile'}",
+            "--window-size=1280,3000",
+            f"--screenshot={shot}",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        stdin=subprocess.DEVNULL,
+    )
+    assert completed.returncode == 0 and shot.exists(), completed.stderr[-3000:]
+    pixels = np.asarray(Image.open(shot).convert("RGB")).astype(int)
+    assert pixels.shape[:2] == (3000, 1280)
+    dom = subprocess.run(
+        [*base, f"--user-data-dir={work / 'dom'}", "--dump-dom", page.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        stdin=subprocess.DEVNULL,
+    ).stdout
+    return pixels, dom
+
+
+def test_pytest_reads_its_configuration_from_setup_cfg(pytestconfig: pytest.Config) -> None:
+    assert pytestconfig.inipath == REPO / "setup.cfg"
+    assert pytestconfig.getini("testpaths") == ["tests"]
+    assert float(pytestconfig.getini("faulthandler_timeout")) == 900
+    assert pytestconfig.option.strict_markers and pytestconfig.option.strict_config
+    assert "[tool.pytest" not in (REPO / "pyproject.toml").read_text()  # configured in one place only
 
 
 def test_curate_builds_plot_twist_through_the_scifig_command(tmp_path: Path) -> None:

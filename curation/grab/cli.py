@@ -16,6 +16,17 @@ from curation.outputs import fail, out_problem
 
 TASK_ALIASES = {"functions": "function", "transforms": "transform"}
 HELP = "generate GRAB (default: the published 2,170-question composition)"
+DESCRIPTION = """\
+Generate GRAB with the GRAB generator: synthetic graphs of functions and series (and their transforms) drawn with
+matplotlib, with the questions and exact answers, written in the published Hugging Face dataset's schema
+(OUT/GRAB.parquet and a dataset card). Default: the published composition of 2,170 questions; --limit N builds a
+small subset balanced over tasks, question types and complexity. The same seed gives the same files, whatever the
+number of workers."""
+EPILOG = """\
+examples:
+  scifig curate grab --out grab-data
+  scifig curate grab --out grab-small --limit 40 --tasks properties series
+  SCIFIG_GRAB_DATA=grab-data scifig eval --preset gpt-4o --tasks grab --output_path runs"""
 
 
 def _tasks(values: Sequence[str] | None) -> list[str] | None:
@@ -63,19 +74,24 @@ def run(args: argparse.Namespace) -> int:
 def register(subparsers: Any) -> None:
     from curation.grab.render import DEFAULT_DPI
 
-    grab = subparsers.add_parser("grab", help=HELP, description=HELP)
+    grab = subparsers.add_parser("grab", help=HELP, description=DESCRIPTION, epilog=EPILOG)
     grab.add_argument("--out", type=Path, required=True, help="output directory (usable as SCIFIG_GRAB_DATA)")
-    grab.add_argument("--seed", type=int, default=0)
+    grab.add_argument("--seed", type=int, default=0, help="random seed of the generator (default 0)")
     grab.add_argument("--limit", type=int, default=None, help="a small subset balanced over tasks, types, complexity")
     grab.add_argument("--workers", type=int, default=None, help="rendering processes (default: CPU count, max 8)")
-    grab.add_argument("--tasks", nargs="+", default=None, help="properties function series transform (default: all)")
+    grab.add_argument(
+        "--tasks",
+        nargs="+",
+        default=None,
+        help="tasks to generate: properties function series transform (default: all)",
+    )
     grab.add_argument("--dpi", type=int, default=DEFAULT_DPI, help=f"image resolution (default {DEFAULT_DPI})")
     grab.add_argument("--mc", action="store_true", help="also write the properties multiple-choice set")
     grab.set_defaults(handler=run)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="scifig curate")
+    parser = argparse.ArgumentParser(prog="scifig curate", description="Build a benchmark's data locally.")
     register(parser.add_subparsers(dest="benchmark", required=True))
     args = parser.parse_args(argv)
     return args.handler(args)

@@ -39,8 +39,20 @@ def _add_curate(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "scifibench",
         help="SciFIBench-style questions from figure-caption pairs (CLIP + Faiss hard negatives)",
-        description="Build gold-candidate / silver / bronze / random-negative SciFIBench sets from figure-caption "
-        "pairs (see curation/scifibench/README.md).",
+        description="Curate SciFIBench-style multiple-choice questions from any figure-caption corpus, as the paper "
+        "describes: every figure and caption is embedded with CLIP, each pair's nearest neighbours (Faiss) become its "
+        "hard negatives, for both tasks (Figure2Caption: the caption of a figure; Caption2Figure: the figure of a "
+        "caption; 5 options). Writes the gold-candidate, silver, bronze and random-negative tiers per task in the "
+        "published dataset's schema, and a verification page (OUT/verification/index.html): review the gold "
+        "candidates there, then turn the accepted ones into the gold split with scifig curate scifibench-accept.",
+        epilog="examples:\n"
+        "  scifig curate scifibench-from-scicap --root /data/scicap --split train --out scicap-train.parquet\n"
+        "  scifig curate scifibench --pairs scicap-train.parquet --out scifibench-cs\n"
+        "  # open scifibench-cs/verification/index.html, accept, download accepted.txt, then\n"
+        "  scifig curate scifibench-accept --out scifibench-cs --accepted accepted.txt\n"
+        "  SCIFIG_SCIFIBENCH_DATA=scifibench-cs/gold scifig eval --preset gpt-4o --tasks scifibench_cs "
+        "--output_path runs\n\n"
+        'Several GPUs for the embeddings: accelerate launch "$(command -v scifig)" curate scifibench ...',
     )
     data = parser.add_argument_group("input and output")
     data.add_argument("--pairs", required=True, help="parquet file or directory, save_to_disk directory or Hub id")
@@ -93,7 +105,13 @@ def _add_curate(subparsers: Any) -> None:
 
 def _add_accept(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "scifibench-accept", help="turn verified (accepted) candidate ids into the gold split"
+        "scifibench-accept",
+        help="turn verified (accepted) candidate ids into the gold split",
+        description="Write the gold split of a curated SciFIBench set from the candidates accepted on its "
+        "verification page (OUT/verification/index.html, 'Download accepted.txt'): per task, the hardest accepted "
+        "questions, balanced over categories, --gold-size of them, written to OUT/gold/. Rerun it with another "
+        "file to replace the gold split.",
+        epilog="example:\n  scifig curate scifibench-accept --out scifibench-cs --accepted accepted.txt",
     )
     parser.add_argument("--out", type=Path, required=True, help="the directory `scifig curate scifibench` wrote")
     parser.add_argument("--accepted", type=Path, required=True, help="accepted ids: '<task> <ID>' per line")
@@ -103,7 +121,13 @@ def _add_accept(subparsers: Any) -> None:
 
 def _add_scicap(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "scifibench-from-scicap", help="convert the SciCap release into the scifibench input schema"
+        "scifibench-from-scicap",
+        help="convert the SciCap release into the scifibench input schema",
+        description="Convert a split of the SciCap release (its caption JSON files, figures and the arXiv metadata "
+        "snapshot for the categories) into the figure-caption pairs that scifig curate scifibench reads: one "
+        "parquet file.",
+        epilog="example:\n"
+        "  scifig curate scifibench-from-scicap --root /data/scicap --split train --out scicap-train.parquet",
     )
     parser.add_argument("--root", type=Path, required=True, help="SciCap release root (SciCap-Caption-All/, ...)")
     parser.add_argument("--split", default="train", help="SciCap split: train, val or test (default train)")
@@ -224,7 +248,9 @@ def run_scicap(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m curation.scifibench.cli", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m curation.scifibench.cli", description="SciFIBench curation (the same as scifig curate)."
+    )
     register(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)
     return args.handler(args)

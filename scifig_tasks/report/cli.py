@@ -6,19 +6,32 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+DESCRIPTION = """\
+Write a report of evaluation results: for each benchmark the tables and figures of its paper, every model's
+accuracy with its 95% interval next to the numbers the paper published. Reads lmms-eval results (the --output_path
+folder or its *_results.json files; several files of one model merge) and VLMEvalKit score files
+(*_scifig_scores.json in its work dir).
+
+Writes OUT/report.html, OUT/report.md and OUT/figures/*.png and, when the run logged its samples (lmms-eval's
+--log_samples), OUT/samples.html: every sample with its figure, prompt, model output and how it was scored,
+filterable."""
+
+EPILOG = """\
+examples:
+  scifig report runs --out report                  # then open report/report.html
+  scifig report runs/gpt-4o runs/qwen2-vl outputs/ --out report"""
+
 
 def register(commands: Any) -> None:
     parser = commands.add_parser(
         "report",
-        help="tables and the papers' figures from evaluation results (Markdown + HTML)",
-        description=(
-            "Read lmms-eval results (*_results.json files or --output_path folders, with their sample logs; one "
-            "model per results file, several files of one model merge) and VLMEvalKit *_scifig_scores.json files, "
-            "and write DIR/report.md, DIR/report.html, DIR/figures/*.png and, when samples were logged, "
-            "DIR/samples.html (every sample with its figure, prompt, output and how it was scored)."
-        ),
+        help="tables and the papers' figures from evaluation results (HTML + Markdown)",
+        description=DESCRIPTION,
+        epilog=EPILOG,
     )
-    parser.add_argument("results", nargs="+", type=Path, help="results files or folders searched recursively")
+    parser.add_argument(
+        "results", nargs="+", type=Path, metavar="RESULTS", help="results files or folders (searched recursively)"
+    )
     parser.add_argument("--out", type=Path, required=True, help="output folder")
     parser.set_defaults(handler=_run)
 

@@ -139,15 +139,69 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
+VLMEVAL_DESCRIPTION = """\
+Run VLMEvalKit's own runner (its run.py) with the scifig datasets registered: SciFig_GRAB, SciFig_SciFIBench_*,
+SciFig_PlotTwist*, SciFig_MMSCI_* (scifig export-tsv --help lists them all). The options are VLMEvalKit's, passed to
+it unchanged (listed below).
+
+Differences from running VLMEvalKit's run.py: predictions are written as TSV (exact text, no spreadsheet
+conversions) unless PRED_FORMAT is set; API keys are masked in its logs and status files; the exit status is 1 when
+a requested dataset ends without metrics (VLMEvalKit exits 0)."""
+
+VLMEVAL_EPILOG = """\
+examples:
+  scifig vlmeval --data SciFig_GRAB SciFig_PlotTwist --model Qwen2-VL-2B-Instruct --work-dir outputs
+  scifig vlmeval --config my_models.json --work-dir outputs"""
+
+EXPORT_TSV_DESCRIPTION = """\
+Write the VLMEvalKit TSV file of each scifig dataset (questions, answers and images) into VLMEvalKit's data folder,
+from the Hugging Face Hub or from the local data named by SCIFIG_<BENCH>_DATA. scifig vlmeval writes a missing file
+itself; exporting first lets you inspect the files or copy them to a machine without network."""
+
+EXPORT_TSV_EPILOG = """\
+example:
+  SCIFIG_GRAB_DATA=grab-data scifig export-tsv --data SciFig_GRAB --out ~/LMUData"""
+
+
+def vlmeval_help() -> str:
+    """VLMEvalKit's own runner options, under a heading (or how to install it)."""
+    from scifig_tasks.cli_format import captured_help
+
+    heading = "VLMEvalKit options (given to its run.py unchanged):"
+    try:
+        import vlmeval.run as vlmeval_run
+    except ImportError as exc:
+        return f"{heading}\n  VLMEvalKit is not installed here ({exc}): pip install 'scifig[vlmeval]'"
+    return f"{heading}\n\n{captured_help(vlmeval_run.parse_args, 'run.py')}"
+
+
 def register(commands: Any) -> None:
     """Add ``scifig vlmeval`` and ``scifig export-tsv`` to the ``scifig`` command line."""
+    from scifig_tasks.cli_format import ForwardedHelp
+
     run = commands.add_parser(
         "vlmeval",
-        help="run VLMEvalKit's runner with the scifig datasets registered (arguments as for its run.py)",
+        help="run VLMEvalKit with the scifig datasets (options as for its run.py)",
+        description=VLMEVAL_DESCRIPTION,
+        epilog=VLMEVAL_EPILOG,
+        usage="%(prog)s VLMEVALKIT_OPTION ...",
         add_help=False,
+        allow_abbrev=False,
+    )
+    run.add_argument(
+        "-h",
+        "--help",
+        action=ForwardedHelp,
+        framework_help=vlmeval_help,
+        help="show this help and VLMEvalKit's options",
     )
     run.set_defaults(handler=_vlmeval, passthrough=True)
-    export = commands.add_parser("export-tsv", help="write VLMEvalKit TSV files of the scifig datasets")
+    export = commands.add_parser(
+        "export-tsv",
+        help="write VLMEvalKit TSV files of the scifig datasets",
+        description=EXPORT_TSV_DESCRIPTION,
+        epilog=EXPORT_TSV_EPILOG,
+    )
     export.add_argument(
         "--data",
         nargs="+",

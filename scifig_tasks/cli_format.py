@@ -1,0 +1,91 @@
+"""How ``scifig ... --help`` is laid out, shared by every sub-command.
+
+* :class:`HelpFormatter`: descriptions and epilogs are written as paragraphs; a paragraph of plain prose is wrapped to
+  the terminal, a paragraph with an indented line (an example command, a list) is printed as written.
+* :class:`Parser`: the ``scifig`` parser class; sub-parsers made with ``add_parser`` inherit it (argparse gives every
+  ``add_subparsers`` group the class of its parent), so every sub-command gets the formatter.
+* :class:`ForwardedHelp`: ``-h/--help`` of a command whose other arguments go to a framework unchanged (``scifig
+  eval`` to lmms-eval, ``scifig vlmeval`` to VLMEvalKit): the command's own help, then the framework's options.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+import textwrap
+from collections.abc import Callable, Iterator
+from typing import Any
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Prose paragraphs wrapped, indented paragraphs (examples, lists) kept line by line."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        blocks = []
+        for block in textwrap.dedent(text).strip("\n").split("\n\n"):
+            lines = block.splitlines()
+            if any(line[:1].isspace() for line in lines):
+                blocks.append("\n".join(indent + line for line in lines))
+            else:
+                blocks.append(
+                    textwrap.fill(" ".join(block.split()), width, initial_indent=indent, subsequent_indent=indent)
+                )
+        return "\n\n".join(blocks)
+
+    def _format_action(self, action: argparse.Action) -> str:
+        text = super()._format_action(action)
+        if isinstance(action, argparse._SubParsersAction):  # drop the bare "COMMAND" line above the command list
+            text = text.split("\n", 1)[1]
+        return text
+
+
+class Parser(argparse.ArgumentParser):
+    """``argparse.ArgumentParser`` with :class:`HelpFormatter` unless told otherwise."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+
+class ForwardedHelp(argparse.Action):
+    """``-h/--help`` that prints the command's help, then ``framework_help()``'s text, and exits 0."""
+
+    def __init__(
+        self,
+        option_strings: list[str],
+        dest: str = argparse.SUPPRESS,
+        default: Any = argparse.SUPPRESS,
+        help: str | None = None,
+        framework_help: Callable[[], str] | None = None,
+    ) -> None:
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+        self.framework_help = framework_help
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: Any, values: Any, option: Any = None) -> None:
+        parser.print_help()
+        if self.framework_help is not None:
+            print()
+            print(self.framework_help())
+        parser.exit()
+
+
+def captured_help(parse: Callable[[], Any], prog: str) -> str:
+    """What a framework's own argument parser prints for ``--help``: ``parse()`` reads ``sys.argv``, prints its help
+    and exits; the text is returned instead."""
+    import io
+
+    buffer = io.StringIO()
+    with _argv([prog, "--help"]), contextlib.redirect_stdout(buffer), contextlib.suppress(SystemExit):
+        parse()
+    return buffer.getvalue().rstrip()
+
+
+@contextlib.contextmanager
+def _argv(argv: list[str]) -> Iterator[None]:
+    saved = sys.argv
+    sys.argv = argv
+    try:
+        yield
+    finally:
+        sys.argv = saved
