@@ -37,6 +37,24 @@ def test_wheel_ships_tasks_templates_presets_and_entry_points(tmp_path: Path) ->
     text = zipfile.ZipFile(wheel).read(entry_points).decode()
     assert "[lmms_eval.models]\nscifig = scifig_tasks.lmms_eval.plugin:manifests" in text
     assert "scifig = scifig_tasks.cli:main" in text
+    assert "[scifig.default_data]\nplot_twist = curation.plot_twist.default:ensure_default_data" in text
+    assert "scifig_tasks/lmms_eval/mmsci/_caption_template_yaml" in names
+
+
+MACHINE_PATH = re.compile(r"(?<![\w.])/(?:work|home|root|tmp|Users)/[\w.-]+")
+
+
+def test_readme_first_screen_and_docs_name_no_machine_paths() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    first_screen = readme.split("\n## ", 1)[0]
+    assert "scifig demo --out scifig-demo" in first_screen and "<!-- test-command -->" in first_screen
+    assert "### What you will see" in first_screen and "](docs/report.png)" in first_screen
+    shot = Image.open(REPO / "docs" / "report.png")
+    assert shot.width >= 800 and np.asarray(shot.convert("L")).std() > 10  # a picture, not a blank page
+    documents = [REPO / "README.md", *REPO.glob("scifig_tasks/lmms_eval/*/README.md"), *REPO.glob("tests/perf/*.py")]
+    documents += [*REPO.glob("tests/benchmarks/*.py")]
+    found = {path.name: MACHINE_PATH.findall(path.read_text(encoding="utf-8")) for path in documents}
+    assert {name: paths for name, paths in found.items() if paths} == {}
 
 
 def test_demo_scores_a_local_grab_set_through_lmms_eval(tmp_path: Path, lmms_env) -> None:

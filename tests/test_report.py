@@ -282,8 +282,8 @@ def test_printed_tables_fit_160_columns_and_say_where_the_breakdowns_are(evaluat
             assert name in rows, (model, name)
         assert "mmsci_caption_image_only" in rows, model
         assert not any("{'" in line for line in table), model
-        note = "scifig: alignment, breakdown, caption_report (nested, not printed) are in the *_results.json file; "
-        assert sum(line.startswith(note) for line in lines) == 1, model
+        note = "scifig: nested metrics (alignment, breakdown, caption_report) are in the *_results.json file, not "
+        assert sum(line.startswith(note + "printed; `scifig report` draws them") for line in lines) == 1, model
         results = cli_run.results()["results"]
         assert results["grab_series"]["breakdown,none"]["overall"]["all"]["n"] == 6
 

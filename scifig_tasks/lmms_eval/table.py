@@ -18,10 +18,7 @@ from typing import Any
 
 from scifig_tasks.lmms_eval import TASKS_DIR
 
-NOTE = (
-    "scifig: {names} (nested, not printed) are in the *_results.json file; "
-    "`scifig report RESULTS_DIR --out DIR` draws them"
-)
+NOTE = "scifig: nested metrics ({names}) are in the *_results.json file, not printed; `scifig report` draws them"
 """Printed under a results table from which nested scifig metrics were left out."""
 
 _NAME_LINE = re.compile(r"^(?:task|group):\s*([A-Za-z0-9_.-]+)\s*$", re.MULTILINE)
