@@ -131,7 +131,8 @@ def _count(tree: Any, *keys: str) -> int:
 
 def eval_command(argv: Sequence[str]) -> int:
     """``scifig eval``: run lmms-eval with keys masked; 1 when it failed or any sample could not be judged."""
-    from scifig_tasks.core.presets import PresetError, apply_preset
+    from scifig_tasks.core.presets import PresetError
+    from scifig_tasks.lmms_eval.presets import apply_preset
 
     try:
         argv = apply_preset(argv)  # --preset NAME expands to lmms-eval args; explicit args win

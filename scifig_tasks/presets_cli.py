@@ -16,6 +16,7 @@ import sys
 from typing import Any
 
 from scifig_tasks.core.presets import Preset, PresetError, list_presets, load_preset
+from scifig_tasks.lmms_eval.presets import command
 
 
 def model_parameters(cls: type) -> set[str]:
@@ -75,7 +76,7 @@ def table(presets: list[Preset]) -> str:
 
 
 def show(preset: Preset) -> str:
-    lines = [f"{preset.name}: {preset.description}", f"  file: {preset.source}", f"  command: {preset.command()}"]
+    lines = [f"{preset.name}: {preset.description}", f"  file: {preset.source}", f"  command: {command(preset)}"]
     if preset.endpoint is not None:
         hint = f" (e.g. {preset.endpoint.base_url_hint})" if preset.endpoint.base_url_hint else ""
         lines.append(f"  needs: {preset.endpoint.base_url_env}{hint} and {preset.endpoint.api_key_env}")

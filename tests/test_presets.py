@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from scifig_tasks.core.presets import PresetError, apply_preset, list_presets, load_preset, preset_names
+from scifig_tasks.core.presets import PresetError, list_presets, load_preset, preset_names
+from scifig_tasks.lmms_eval.presets import apply_preset, environment, lmms_eval_args
 from scifig_tasks.presets_cli import check_lmms_eval, check_vlmeval, model_parameters
 from tests.harness.grab_data import Row, question_text, write_parquet
 from tests.harness.openai_server import Reply, by_question
@@ -100,7 +101,7 @@ def test_preset_expands_to_arguments_lmms_eval_accepts(name: str, monkeypatch: p
     preset = load_preset(name)
     assert (preset.backend, preset.lmms_model, preset.vlmeval_model) == (backend, model, vlmeval_model)
 
-    argv = preset.lmms_eval_args(["--tasks", "grab", "--limit", "2"])
+    argv = lmms_eval_args(preset, ["--tasks", "grab", "--limit", "2"])
     args, parsed_model_args, parsed_gen_kwargs = _parse_like_lmms_eval(argv, monkeypatch)
 
     assert args.model == model and args.tasks == "grab" and args.limit == 2
@@ -133,9 +134,10 @@ def test_model_parameters_follow_forwarded_kwargs() -> None:
 
 def test_explicit_user_arguments_win() -> None:
     preset = load_preset("qwen2-vl-7b-instruct")
-    argv = preset.lmms_eval_args(
+    argv = lmms_eval_args(
+        preset,
         ["--tasks", "grab", "--model_args", "pretrained=/runs/merged,device=cpu", "--gen_kwargs=max_new_tokens=16"]
-        + ["--seed", "7", "-b", "2"]
+        + ["--seed", "7", "-b", "2"],
     )
     assert argv == [
         "--model",
@@ -151,22 +153,22 @@ def test_explicit_user_arguments_win() -> None:
         "-b",
         "2",
     ]
-    assert preset.lmms_eval_args(["--model", "qwen2_vl"])[:2] == ["--model", "qwen2_vl"]
+    assert lmms_eval_args(preset, ["--model", "qwen2_vl"])[:2] == ["--model", "qwen2_vl"]
     with pytest.raises(PresetError, match=r"key 'lmms_eval.model': --model llava_hf conflicts with the preset's"):
-        preset.lmms_eval_args(["--model", "llava_hf"])
+        lmms_eval_args(preset, ["--model", "llava_hf"])
 
 
 def test_endpoint_credentials_come_from_the_environment_only() -> None:
     preset = load_preset("claude-3.5-sonnet")
     source = str(Path(preset.source))
     with pytest.raises(PresetError) as missing:
-        preset.environment({"ANTHROPIC_API_KEY": "sk-x"})
+        environment(preset, {"ANTHROPIC_API_KEY": "sk-x"})
     assert str(missing.value) == (
         f"model preset {source}, key 'endpoint.base_url_env': set SCIFIG_ANTHROPIC_BASE_URL "
         "(e.g. https://api.anthropic.com/v1)"
     )
     with pytest.raises(PresetError, match=r"key 'endpoint.api_key_env': set ANTHROPIC_API_KEY \(the API key\)"):
-        preset.environment({"SCIFIG_ANTHROPIC_BASE_URL": "http://127.0.0.1:1/v1"})
+        environment(preset, {"SCIFIG_ANTHROPIC_BASE_URL": "http://127.0.0.1:1/v1"})
     environ = {"SCIFIG_ANTHROPIC_BASE_URL": "http://127.0.0.1:1/v1", "ANTHROPIC_API_KEY": "sk-secret-1"}
     argv = apply_preset(["--preset", "claude-3.5-sonnet", "--tasks", "grab"], environ)
     assert environ["OPENAI_API_BASE"] == "http://127.0.0.1:1/v1" and environ["OPENAI_API_KEY"] == "sk-secret-1"

@@ -47,14 +47,15 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
 import openai
-import yaml
 from tqdm.auto import tqdm
+
+from scifig_tasks.core.configs import read_config
+from scifig_tasks.core.errors import ConfigError
 
 logger = logging.getLogger("scifig.judge")
 
@@ -158,52 +159,35 @@ class JudgeConfig:
         return cls(base_url=base_url, model=model, api_key=api_key or None, cache_dir=_default_cache_dir(env), **knobs)
 
 
-def _preset_source(name_or_path: str) -> tuple[str, str]:
-    """Return (where, YAML text) for a preset name in ``scifig_model_configs/judges`` or a path to a YAML file."""
-    path = Path(name_or_path).expanduser()
-    if path.suffix in (".yaml", ".yml") or len(path.parts) > 1:
-        if not path.is_file():
-            raise ValueError(f"judge preset file not found: {path}")
-        return str(path), path.read_text(encoding="utf-8")
-    try:
-        presets: Any = resources.files("scifig_model_configs") / "judges"
-    except ModuleNotFoundError:  # source checkout: the package is the top-level model_configs/ folder
-        presets = Path(__file__).resolve().parents[2] / "model_configs" / "judges"
-    preset = presets / f"{name_or_path}.yaml"
-    if not preset.is_file():
-        shipped = presets.iterdir() if presets.is_dir() else []
-        names = sorted(p.name[: -len(".yaml")] for p in shipped if p.name.endswith(".yaml"))
-        raise ValueError(
-            f"unknown judge preset {name_or_path!r} (SCIFIG_JUDGE); available: {', '.join(names) or 'none'}; "
-            "or give a path to a YAML file, or 'off'"
-        )
-    return str(preset), preset.read_text(encoding="utf-8")
+class JudgePresetError(ConfigError):
+    """A bad judge preset (file and key named)."""
+
+    kind = "judge preset"
 
 
 def load_preset(name_or_path: str) -> dict[str, Any]:
-    """Load and validate a judge preset; ValueError naming the file and the offending key on any problem."""
-    source, text = _preset_source(name_or_path)
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ValueError(f"judge preset {source}: invalid YAML: {exc}") from None
+    """Load and validate a judge preset (a name in ``model_configs/judges`` or a YAML path); :class:`JudgePresetError`
+    naming the file and the offending key on any problem."""
+    _, source, data = read_config(
+        name_or_path, "judges", JudgePresetError, "; or give a path to a YAML file, or 'off' (SCIFIG_JUDGE)"
+    )
     if not isinstance(data, dict):
-        raise ValueError(f"judge preset {source}: expected a mapping of fields, got {type(data).__name__}")
+        raise JudgePresetError(source, None, f"expected a mapping of fields, got {type(data).__name__}")
     allowed = _PRESET_REQUIRED | _PRESET_OPTIONAL
     for key in data:
         if key not in allowed:
-            raise ValueError(f"judge preset {source}: unknown key {key!r} (allowed: {', '.join(allowed)})")
+            raise JudgePresetError(source, str(key), f"unknown key (allowed: {', '.join(allowed)})")
     for key in _PRESET_REQUIRED:
         if key not in data:
-            raise ValueError(f"judge preset {source}: missing required key {key!r}")
+            raise JudgePresetError(source, key, "missing required key")
     preset: dict[str, Any] = {}
     for key, value in data.items():
         kind = allowed[key]
         if kind is str:
             if not isinstance(value, str) or not value.strip():
-                raise ValueError(f"judge preset {source}: key {key!r} must be a non-empty string")
+                raise JudgePresetError(source, key, "must be a non-empty string")
             if key == "api_key_env" and not _ENV_NAME.fullmatch(value):  # the value is not echoed: it may be a key
-                raise ValueError(f"judge preset {source}: key 'api_key_env' must name an environment variable")
+                raise JudgePresetError(source, key, "must name an environment variable")
             preset[key] = value.strip()
         elif key == "max_tokens" and value is None:
             continue
@@ -212,7 +196,7 @@ def load_preset(name_or_path: str) -> dict[str, Any]:
             positive = key != "max_retries"
             if isinstance(value, bool) or not isinstance(value, numeric) or value < 0 or (positive and value == 0):
                 sign = "positive" if positive else "non-negative"
-                raise ValueError(f"judge preset {source}: key {key!r} must be a {sign} {kind.__name__}")
+                raise JudgePresetError(source, key, f"must be a {sign} {kind.__name__}")
             preset[key] = kind(value)
     return preset
 

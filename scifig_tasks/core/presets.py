@@ -23,27 +23,22 @@ Rules implemented:
 * Schema: unknown, missing or mistyped keys raise :class:`PresetError` naming the file and the key. Secrets are never
   stored: model args named like ``api_key`` / ``base_url`` / ``token`` are refused; an endpoint names environment
   variables only.
-* Expansion to lmms-eval arguments (:meth:`Preset.lmms_eval_args`): explicit user arguments win. ``--model_args``
-  and ``--gen_kwargs`` are merged key by key (the user's value replaces the preset's for the same key); ``--seed`` and
-  ``--batch_size`` given by the user replace the preset's; a ``--model`` other than the preset's is refused (the
-  preset's model args would not fit it).
-* API credentials reach lmms-eval's ``openai`` model through its environment variables ``OPENAI_API_BASE`` /
-  ``OPENAI_API_KEY`` (:meth:`Preset.environment`), never through ``--model_args`` — lmms-eval writes model args into
-  its results files.
+* Files: a shipped preset by name or any YAML file by path, read as the judge presets are
+  (:func:`scifig_tasks.core.configs.read_config`): an unknown name lists the shipped ones, a missing file or invalid
+  YAML is named.
+
+How a preset becomes lmms-eval arguments is the adapter's business: :mod:`scifig_tasks.lmms_eval.presets`.
 """
 
 from __future__ import annotations
 
-import os
 import re
-from collections.abc import Mapping, MutableMapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from scifig_tasks.core.configs import read_config, shipped_names
 from scifig_tasks.core.errors import ConfigError
 
 BACKENDS = ("hf", "vllm", "openai", "clip")
@@ -88,120 +83,12 @@ class Preset:
     papers: tuple[str, ...] = ()
     notes: str | None = None
 
-    def lmms_eval_args(self, user_args: Sequence[str] = ()) -> list[str]:
-        """lmms-eval CLI arguments for this preset followed by ``user_args``; explicit user arguments win."""
-        user = list(user_args)
-        model_args = {**{key: _format(value) for key, value in self.model_args.items()}}
-        gen_kwargs = {**{key: _format(value) for key, value in self.gen_kwargs.items()}}
-        user_model_args, user = _pop_option(user, "--model_args")
-        user_gen_kwargs, user = _pop_option(user, "--gen_kwargs")
-        for given, merged in ((user_model_args, model_args), (user_gen_kwargs, gen_kwargs)):
-            for item in given:
-                merged.update(_split_pairs(item))
-        user_model, user = _pop_option(user, "--model")
-        if any(model != self.lmms_model for model in user_model):
-            raise PresetError(
-                self.source,
-                "lmms_eval.model",
-                f"--model {user_model[-1]} conflicts with the preset's {self.lmms_model}",
-            )
-        args: list[str] = ["--model", self.lmms_model]
-        if model_args:
-            args += ["--model_args", _join_pairs(model_args)]
-        if gen_kwargs:
-            args += ["--gen_kwargs", _join_pairs(gen_kwargs)]
-        if self.seed is not None and not _has_option(user, "--seed"):
-            args += ["--seed", str(self.seed)]
-        if self.batch_size is not None and not _has_option(user, "--batch_size", "-b"):
-            args += ["--batch_size", str(self.batch_size)]
-        return args + user
-
-    def environment(self, environ: Mapping[str, str] | None = None) -> dict[str, str]:
-        """Variables to set for lmms-eval's ``openai`` model (``OPENAI_API_BASE``, ``OPENAI_API_KEY``), read from the
-        endpoint's variables; empty for local backends. Raises :class:`PresetError` naming an unset variable."""
-        if self.endpoint is None:
-            return {}
-        env = os.environ if environ is None else environ
-        base_url = env.get(self.endpoint.base_url_env, "").strip()
-        if not base_url:
-            hint = f" (e.g. {self.endpoint.base_url_hint})" if self.endpoint.base_url_hint else ""
-            raise PresetError(self.source, "endpoint.base_url_env", f"set {self.endpoint.base_url_env}{hint}")
-        key = env.get(self.endpoint.api_key_env, "")
-        if not key:
-            raise PresetError(self.source, "endpoint.api_key_env", f"set {self.endpoint.api_key_env} (the API key)")
-        return {"OPENAI_API_BASE": base_url, "OPENAI_API_KEY": key}
-
-    def command(self) -> str:
-        """The equivalent ``lmms-eval`` command line (credentials appear as variable names only)."""
-        import shlex
-
-        prefix = ""
-        if self.endpoint is not None:
-            prefix = (
-                f"OPENAI_API_BASE=${self.endpoint.base_url_env} OPENAI_API_KEY=${self.endpoint.api_key_env} "
-                if (self.endpoint.base_url_env, self.endpoint.api_key_env) != ("OPENAI_API_BASE", "OPENAI_API_KEY")
-                else ""
-            )
-        return prefix + "lmms-eval " + " ".join(shlex.quote(arg) for arg in self.lmms_eval_args())
-
-
-def _format(value: Any) -> str:
-    return str(value)
-
-
-def _split_pairs(text: str) -> dict[str, str]:
-    pairs: dict[str, str] = {}
-    for item in (part.strip() for part in text.split(",")):
-        if not item:
-            continue
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise PresetError("command line", None, f"cannot parse {item!r} (expected key=value)")
-        pairs[key.strip()] = value.strip()
-    return pairs
-
-
-def _join_pairs(pairs: Mapping[str, str]) -> str:
-    return ",".join(f"{key}={value}" for key, value in pairs.items())
-
-
-def _has_option(argv: Sequence[str], *names: str) -> bool:
-    return any(arg in names or any(arg.startswith(f"{name}=") for name in names) for arg in argv)
-
-
-def _pop_option(argv: Sequence[str], name: str) -> tuple[list[str], list[str]]:
-    """Values of every ``name VALUE`` / ``name=VALUE`` in ``argv`` and the remaining arguments."""
-    values, rest, index = [], [], 0
-    argv = list(argv)
-    while index < len(argv):
-        arg = argv[index]
-        if arg == name:
-            if index + 1 >= len(argv):
-                raise PresetError("command line", None, f"{name} needs a value")
-            values.append(argv[index + 1])
-            index += 2
-            continue
-        if arg.startswith(f"{name}="):
-            values.append(arg[len(name) + 1 :])
-        else:
-            rest.append(arg)
-        index += 1
-    return values, rest
-
 
 # --- loading and validation -------------------------------------------------------------------------------------
 
 
-def presets_dir() -> Path:
-    """The folder of shipped presets (``scifig_model_configs/models``; the source checkout's ``model_configs``)."""
-    try:
-        return Path(str(resources.files("scifig_model_configs") / PRESETS_SUBDIR))
-    except ModuleNotFoundError:
-        return Path(__file__).resolve().parents[2] / "model_configs" / PRESETS_SUBDIR
-
-
 def preset_names() -> list[str]:
-    return sorted(path.stem for path in presets_dir().glob("*.yaml"))
+    return shipped_names(PRESETS_SUBDIR)
 
 
 def _require(source: str, key: str, value: Any, kind: type | tuple[type, ...], what: str) -> Any:
@@ -306,36 +193,10 @@ def parse_preset(data: Any, name: str, source: str) -> Preset:
 
 def load_preset(name_or_path: str | Path) -> Preset:
     """A shipped preset by name (``qwen2-vl-7b-instruct``) or a YAML file by path; validated."""
-    path = Path(name_or_path).expanduser()
-    if path.suffix not in (".yaml", ".yml") and len(path.parts) == 1:
-        path = presets_dir() / f"{name_or_path}.yaml"
-        if not path.is_file():
-            raise PresetError(
-                str(name_or_path), None, f"unknown preset; available: {', '.join(preset_names()) or 'none'}"
-            )
-    if not path.is_file():
-        raise PresetError(str(path), None, "file not found")
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise PresetError(str(path), None, f"invalid YAML: {exc}") from None
-    return parse_preset(data, path.stem, str(path))
+    name, source, data = read_config(name_or_path, PRESETS_SUBDIR, PresetError)
+    return parse_preset(data, name, source)
 
 
 def list_presets() -> list[Preset]:
     """Every shipped preset, validated, by name."""
     return [load_preset(name) for name in preset_names()]
-
-
-def apply_preset(argv: Sequence[str], environ: MutableMapping[str, str] | None = None) -> list[str]:
-    """Expand ``--preset NAME`` in lmms-eval arguments; sets the endpoint variables in ``environ`` (default
-    ``os.environ``). Arguments without ``--preset`` are returned unchanged."""
-    names, rest = _pop_option(argv, "--preset")
-    if not names:
-        return list(argv)
-    if len(names) > 1:
-        raise PresetError("command line", None, "--preset given more than once")
-    preset = load_preset(names[0])
-    env = os.environ if environ is None else environ
-    env.update(preset.environment(env))
-    return preset.lmms_eval_args(rest)

@@ -25,10 +25,10 @@ import ast
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from scifig_tasks.core.configs import shipped_config_dir
 from scifig_tasks.core.data import BenchmarkSource
 from scifig_tasks.lmms_eval import TASKS_DIR
 
@@ -133,10 +133,7 @@ def _check_self_contained(folder: Path) -> None:
 
 def _copy_presets(dest: Path) -> None:
     """The judge presets (installed as ``scifig_model_configs/judges``; ``model_configs/judges`` in a checkout)."""
-    try:
-        presets: Any = resources.files("scifig_model_configs") / "judges"
-    except ModuleNotFoundError:
-        presets = CORE_DIR.parents[1] / "model_configs" / "judges"
+    presets = shipped_config_dir("judges")
     dest.mkdir()
     for entry in presets.iterdir():
         if entry.is_file() and entry.name.endswith((".yaml", ".md")):
@@ -152,9 +149,9 @@ def _vendor(source: Path, dest: Path, package: str) -> list[str]:
     )
     for name in modules:
         text = _rewrite((CORE_DIR / f"{name}.py").read_text(encoding="utf-8"), package)
-        if name == "judge":
+        if name == "configs":  # where the judge finds its presets (shipped_config_dir)
             if JUDGE_PRESETS not in text:
-                raise ExportError(f"{CORE_DIR / 'judge.py'}: judge presets lookup {JUDGE_PRESETS} not found")
+                raise ExportError(f"{CORE_DIR / 'configs.py'}: presets lookup {JUDGE_PRESETS} not found")
             text = text.replace(JUDGE_PRESETS, f'resources.files("{package}")')
             _copy_presets(core / "judges")
         (core / f"{name}.py").write_text(text, encoding="utf-8")

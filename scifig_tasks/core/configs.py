@@ -1,0 +1,51 @@
+"""Preset files shipped in ``model_configs/`` (installed as ``scifig_model_configs``): where they are and how one is
+read, for the model presets (:mod:`scifig_tasks.core.presets`) and the judge presets (:mod:`scifig_tasks.core.judge`).
+
+Rule: a preset is given by name (no ``.yaml``/``.yml`` suffix, no directory: a file of the shipped ``<kind>`` folder)
+or by path to any YAML file. An unknown name lists the shipped names; a missing file and invalid YAML are errors
+naming the file.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from scifig_tasks.core.errors import ConfigError
+
+
+def shipped_config_dir(kind: str) -> Path:
+    """The folder of shipped ``kind`` presets (``models``, ``judges``): ``scifig_model_configs/<kind>`` when
+    installed, the source checkout's ``model_configs/<kind>`` otherwise."""
+    try:
+        return Path(str(resources.files("scifig_model_configs") / kind))
+    except ModuleNotFoundError:
+        return Path(__file__).resolve().parents[2] / "model_configs" / kind
+
+
+def shipped_names(kind: str) -> list[str]:
+    return sorted(path.stem for path in shipped_config_dir(kind).glob("*.yaml"))
+
+
+def read_config(
+    name_or_path: str | Path, kind: str, error: type[ConfigError], unknown_hint: str = ""
+) -> tuple[str, str, Any]:
+    """``(name, file, parsed YAML)`` of a shipped ``kind`` preset given by name or of a YAML file given by path; a
+    name has no ``.yaml``/``.yml`` suffix and no directory. ``error`` (naming the file) for an unknown name (the
+    shipped names listed, then ``unknown_hint``), a missing file or invalid YAML."""
+    path = Path(name_or_path).expanduser()
+    if path.suffix not in (".yaml", ".yml") and len(path.parts) == 1:
+        path = shipped_config_dir(kind) / f"{name_or_path}.yaml"
+        if not path.is_file():
+            available = ", ".join(shipped_names(kind)) or "none"
+            raise error(str(name_or_path), None, f"unknown preset; available: {available}{unknown_hint}")
+    if not path.is_file():
+        raise error(str(path), None, "file not found")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise error(str(path), None, f"invalid YAML: {exc}") from None
+    return path.stem, str(path), data
