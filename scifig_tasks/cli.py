@@ -14,7 +14,9 @@
   ``scifig_chance`` model, prints the results table and writes the report of ``scifig report`` (``DIR/report/``);
   its last line is the path of ``report.html``. No network, no weights.
 * ``scifig curate BENCH ...`` builds a benchmark's data locally; each benchmark registers its own sub-commands from
-  ``curation/<bench>/cli.py`` (``register(subparsers)``, each setting ``handler``).
+  ``curation/<bench>/cli.py`` (``register(subparsers)``, each setting ``handler``), found through the
+  ``scifig.curate`` entry points (this package never imports ``curation``; the demo's GRAB generator is the
+  ``scifig.builders`` entry point ``grab``).
 * ``scifig tasks-path`` prints the task folder (for ``lmms-eval --include_path``).
 * Commands registered from their own modules (:data:`COMMAND_MODULES`): ``report``, ``rescore`` and ``export-upstream``,
   ``vlmeval`` and ``export-tsv`` (VLMEvalKit), ``presets``, ``finetune`` and ``finetune-data``.
@@ -187,8 +189,9 @@ DEMO_DPI = 60
 
 
 def demo(out: Path, per_task: int, seed: int, workers: int | None = None) -> int:
-    from curation.grab.build import build_grab
+    from scifig_tasks.core.configs import installed_entry_point
 
+    build_grab = installed_entry_point("scifig.builders", "grab")  # curation.grab.build.build_grab
     built = build_grab(out / "data", seed=seed, limit=4 * per_task, dpi=DEMO_DPI, workers=workers)
     os.environ["SCIFIG_GRAB_DATA"] = str(built.out)
     os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
@@ -206,8 +209,8 @@ def demo(out: Path, per_task: int, seed: int, workers: int | None = None) -> int
     return 0
 
 
-CURATION_CLIS = ("curation.grab.cli", "curation.scifibench.cli", "curation.plot_twist.cli", "curation.mmsci.cli")
-"""Modules whose ``register(subparsers)`` add ``scifig curate`` sub-commands."""
+CURATED_BENCHMARKS = ("grab", "scifibench", "plot_twist", "mmsci")
+"""``scifig.curate`` entry points (``curation/<bench>/cli.py:register``), in the order their sub-commands are listed."""
 
 
 COMMAND_MODULES: tuple[str, ...] = (
@@ -349,8 +352,10 @@ def _add_curate(commands: Any) -> None:
         epilog=CURATE_EPILOG,
     )
     benchmarks = curate.add_subparsers(dest="benchmark", required=True, metavar="BENCHMARK", title="benchmarks")
-    for module in CURATION_CLIS:
-        importlib.import_module(module).register(benchmarks)
+    from scifig_tasks.core.configs import installed_entry_point
+
+    for name in CURATED_BENCHMARKS:
+        installed_entry_point("scifig.curate", name)(benchmarks)
 
 
 def build_parser() -> argparse.ArgumentParser:

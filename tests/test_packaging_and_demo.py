@@ -37,7 +37,8 @@ def test_wheel_ships_tasks_templates_presets_and_entry_points(tmp_path: Path) ->
     text = zipfile.ZipFile(wheel).read(entry_points).decode()
     assert "[lmms_eval.models]\nscifig = scifig_tasks.lmms_eval.plugin:manifests" in text
     assert "scifig = scifig_tasks.cli:main" in text
-    assert "[scifig.default_data]\nplot_twist = curation.plot_twist.default:ensure_default_data" in text
+    assert "plot_twist_default_data = curation.plot_twist.default:ensure_default_data" in text
+    assert "[scifig.curate]\ngrab = curation.grab.cli:register" in text
     assert "scifig_tasks/lmms_eval/mmsci/_caption_template_yaml" in names
 
 

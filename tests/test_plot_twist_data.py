@@ -19,7 +19,7 @@ from PIL import Image
 
 from curation.plot_twist import default
 from scifig_tasks.core.data import load_benchmark, registered_default_data
-from scifig_tasks.core.errors import DataError
+from scifig_tasks.core.errors import ConfigError, DataError
 from scifig_tasks.core.sources import PLOT_TWIST, PLOT_TWIST_CHARTQA, PLOT_TWIST_FEATURES
 
 
@@ -135,10 +135,10 @@ def test_default_cache_location(monkeypatch) -> None:
 
 
 def test_the_core_finds_the_default_builder_by_name_among_the_entry_points() -> None:
-    """The core imports nothing from curation: the builder is registered in pyproject's ``scifig.default_data``."""
-    (entry,) = importlib.metadata.entry_points(group="scifig.default_data", name="plot_twist")
+    """The core imports nothing from curation: the builder is registered in pyproject's ``scifig.builders``."""
+    (entry,) = importlib.metadata.entry_points(group="scifig.builders", name="plot_twist_default_data")
     assert entry.load() is default.ensure_default_data
-    with pytest.raises(DataError, match="entry point 'no_such_set' of scifig.default_data: no builder is installed"):
+    with pytest.raises(ConfigError, match="entry point 'no_such_set_default_data' of scifig.builders: not installed"):
         registered_default_data("no_such_set")
 
 

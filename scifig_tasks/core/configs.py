@@ -1,13 +1,17 @@
-"""Preset files shipped in ``model_configs/`` (installed as ``scifig_model_configs``): where they are and how one is
-read, for the model presets (:mod:`scifig_tasks.core.presets`) and the judge presets (:mod:`scifig_tasks.core.judge`).
+"""What the installation provides besides this package's code: preset files and the curation package's hooks.
 
-Rule: a preset is given by name (no ``.yaml``/``.yml`` suffix, no directory: a file of the shipped ``<kind>`` folder)
-or by path to any YAML file. An unknown name lists the shipped names; a missing file and invalid YAML are errors
-naming the file.
+* Preset files shipped in ``model_configs/`` (installed as ``scifig_model_configs``), for the model presets
+  (:mod:`scifig_tasks.core.presets`) and the judge presets (:mod:`scifig_tasks.core.judge`). A preset is given by
+  name (no ``.yaml``/``.yml`` suffix, no directory: a file of the shipped ``<kind>`` folder) or by path to any YAML
+  file. An unknown name lists the shipped names; a missing file and invalid YAML are errors naming the file.
+* Entry points (pyproject): the data builders of the ``curation`` package (``scifig.builders``) and its
+  ``scifig curate`` sub-commands (``scifig.curate``) are found by name, so this package never imports ``curation``
+  (the curation code sits above it and imports the core).
 """
 
 from __future__ import annotations
 
+import importlib.metadata
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -49,3 +53,16 @@ def read_config(
     except yaml.YAMLError as exc:
         raise error(str(path), None, f"invalid YAML: {exc}") from None
     return path.stem, str(path), data
+
+
+def installed_entry_point(group: str, name: str) -> Any:
+    """The object registered as ``name`` in the entry-point ``group``; :class:`ConfigError` saying how to install it."""
+    found = importlib.metadata.entry_points(group=group, name=name)
+    if not found:
+        raise ConfigError(
+            f"entry point {name!r} of {group}",
+            None,
+            "not installed: reinstall scifig with its curation extra "
+            "(`pip install 'scifig[curation]'`, or `pip install -e '.[curation]'` in a checkout)",
+        )
+    return next(iter(found)).load()

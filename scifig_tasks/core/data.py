@@ -16,14 +16,13 @@ stays flat however large the set (the rows are read batch by batch; only a diges
 
 A benchmark without a published copy (``hub_path`` empty) may name a ``default_data`` builder: when the env var is
 unset, it builds the benchmark's seeded synthetic set once into a cache and returns its path, loaded like local data.
-Builders live with the curation code, above this package; the core finds them by name among the ``scifig.default_data``
+Builders live with the curation code, above this package; the core finds them by name among the ``scifig.builders``
 entry points (:func:`registered_default_data`), so it only validates and loads.
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata
 import json
 import os
 from collections.abc import Callable, Iterator, Mapping
@@ -34,6 +33,7 @@ from typing import Any
 import datasets
 import pyarrow.parquet as pq
 
+from scifig_tasks.core.configs import installed_entry_point
 from scifig_tasks.core.errors import DataError
 from scifig_tasks.core.images import decode_once
 
@@ -100,21 +100,10 @@ class BenchmarkSource:
         return Path(value).expanduser() if value else None
 
 
-DEFAULT_DATA_ENTRY_POINTS = "scifig.default_data"
-
-
 def registered_default_data(name: str) -> Path:
-    """Run the default-data builder registered as ``name`` in the ``scifig.default_data`` entry points (pyproject)."""
-    found = importlib.metadata.entry_points(group=DEFAULT_DATA_ENTRY_POINTS, name=name)
-    if not found:
-        raise DataError(
-            f"entry point {name!r} of {DEFAULT_DATA_ENTRY_POINTS}",
-            None,
-            None,
-            "no builder is installed under this name: reinstall scifig with its curation extra "
-            "(`pip install 'scifig[curation]'`, or `pip install -e .` in a checkout)",
-        )
-    builder: Callable[[], Path] = next(iter(found)).load()
+    """Run the default-data builder ``<name>_default_data`` of the ``scifig.builders`` entry points (the curation
+    package registers it in pyproject; e.g. ``plot_twist``) and return the data's path."""
+    builder: Callable[[], Path] = installed_entry_point("scifig.builders", f"{name}_default_data")
     return builder()
 
 

@@ -123,6 +123,22 @@ SCIFIBENCH = BenchmarkSource(
     split_aliases={"CS_Figure2Caption": ("Figure2Caption",), "CS_Caption2Figure": ("Caption2Figure",)},
 )
 
+LIST = getattr(datasets, "List", None) or datasets.Sequence
+"""The features' list type (``datasets`` >= 4 names it ``List``)."""
+
+SCIFIBENCH_FEATURES = datasets.Features(
+    {
+        "ID": datasets.Value("int64"),
+        "Question": datasets.Value("string"),
+        "Options": LIST(datasets.Value("string")),
+        "Answer": datasets.Value("string"),
+        "Category": datasets.Value("string"),
+        "Images": LIST(datasets.Image()),
+    }
+)
+"""The published SciFIBench features; locally built sets write exactly these first (the builder adds metadata
+columns after them)."""
+
 
 def _positive_number(value: Any) -> str | None:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
@@ -284,8 +300,6 @@ MMSCI_CAPTIONING = _SubdirSource(
 ``<split>.parquet`` files, splits ``test`` and ``dev``)."""
 
 
-_STRING_LIST = getattr(datasets, "List", None) or datasets.Sequence  # datasets >= 4 names it List
-
 MMSCI_MCQ_FEATURES = datasets.Features(
     {
         "uid": datasets.Value("string"),
@@ -295,7 +309,7 @@ MMSCI_MCQ_FEATURES = datasets.Features(
         "subject": datasets.Value("string"),
         "image": datasets.Image(),
         "question": datasets.Value("string"),
-        "options": _STRING_LIST(datasets.Value("string")),
+        "options": LIST(datasets.Value("string")),
         "answer": datasets.Value("string"),
         "subfigure": datasets.Value("string"),
     }
