@@ -291,14 +291,9 @@ example:
 
 def lmms_eval_help() -> str:
     """lmms-eval's own option list, under a heading (or how to install it)."""
-    from scifig_tasks.cli_format import captured_help
+    from scifig_tasks.cli_format import framework_help
 
-    heading = "lmms-eval options (given to lmms-eval unchanged):"
-    try:
-        import lmms_eval.__main__ as lmms_main
-    except ImportError as exc:
-        return f"{heading}\n  lmms-eval is not installed here ({exc}): pip install 'scifig[lmms]'"
-    return f"{heading}\n\n{captured_help(lmms_main.parse_eval_args, 'lmms-eval')}"
+    return framework_help("lmms-eval", "lmms_eval.__main__", "parse_eval_args", "lmms-eval", "lmms")
 
 
 def _add_eval(commands: Any) -> None:

@@ -70,6 +70,18 @@ class ForwardedHelp(argparse.Action):
         parser.exit()
 
 
+def framework_help(framework: str, module: str, parser: str, prog: str, extra: str, given_to: str = "") -> str:
+    """A framework's own option list under a heading (``module.parser()`` prints it), or how to install it."""
+    import importlib
+
+    heading = f"{framework} options (given to {given_to or prog} unchanged):"
+    try:
+        parse = getattr(importlib.import_module(module), parser)
+    except ImportError as exc:
+        return f"{heading}\n  {framework} is not installed here ({exc}): pip install 'scifig[{extra}]'"
+    return f"{heading}\n\n{captured_help(parse, prog)}"
+
+
 def captured_help(parse: Callable[[], Any], prog: str) -> str:
     """What a framework's own argument parser prints for ``--help``: ``parse()`` reads ``sys.argv``, prints its help
     and exits; the text is returned instead."""

@@ -165,14 +165,9 @@ example:
 
 def vlmeval_help() -> str:
     """VLMEvalKit's own runner options, under a heading (or how to install it)."""
-    from scifig_tasks.cli_format import captured_help
+    from scifig_tasks.cli_format import framework_help
 
-    heading = "VLMEvalKit options (given to its run.py unchanged):"
-    try:
-        import vlmeval.run as vlmeval_run
-    except ImportError as exc:
-        return f"{heading}\n  VLMEvalKit is not installed here ({exc}): pip install 'scifig[vlmeval]'"
-    return f"{heading}\n\n{captured_help(vlmeval_run.parse_args, 'run.py')}"
+    return framework_help("VLMEvalKit", "vlmeval.run", "parse_args", "run.py", "vlmeval", given_to="its run.py")
 
 
 def register(commands: Any) -> None:
