@@ -39,8 +39,10 @@ from curation.grab.render import random_style
 from curation.grab.sampling import Params, Sampler, spread_select
 from scifig_tasks.core.grab_answers import format_equation, format_list, format_number, near_tie
 
-GENERATOR_VERSION = "2.0.0"
-"""Bump whenever a change alters any generated question, answer or image for a given seed."""
+GENERATOR_VERSION = "2.0.1"
+"""Bump whenever a change alters any generated question, answer or image file for a given seed. 2.0.1: the PNG files
+are written by :func:`curation.grab.render.encode_png` (other bytes than matplotlib's ``savefig``, identical
+pixels)."""
 
 PROPERTIES_POOL = 250
 """Candidates per spread-sampled properties type (the paper's 250)."""

@@ -9,14 +9,24 @@
 * Resolution: ``dpi`` (default :data:`DEFAULT_DPI` = 1000, so a fixed-schema graph is 6000 x 5000 px, comparable
   to the published 5836 x 4842 RGBA images). Output is an RGBA PNG.
 
-Determinism: every input comes from the plan; PNGs are written without the ``Software`` text chunk, so the same
-parameters and versions give byte-identical files in any process.
+Encoding (:func:`encode_png`): the Agg canvas's RGBA buffer is written as an 8-bit RGBA PNG (chunks ``IHDR``,
+``pHYs`` with the dpi, ``IDAT``, ``IEND``), the same pixels, mode, size and dpi as ``Figure.savefig(format="png")``
+(matplotlib hands the same buffer to Pillow), ~2.4x faster: each row is stored with the PNG filter "Up"
+(difference to the row above), or "Sub" (difference to the pixel on the left) where that changes fewer pixels (the
+edges of horizontal lines), and the rows are deflated with zlib's run-length strategy. Pillow instead tries all five
+filters on every row and deflates at zlib's default level. On these mostly white graphs at 1000 dpi that is ~0.65 s
+of CPU a graph against ~0.27 s here (``tests/benchmarks/bench_grab_generator.py``), for files 2-4% larger (~300-500
+kB). Only the bytes differ from ``savefig``'s: every decoded pixel is the same.
+
+Determinism: every input comes from the plan and the PNG holds no text chunk (no ``Software`` or time stamp), so the
+same parameters and versions (matplotlib, zlib) give byte-identical files in any process.
 """
 
 from __future__ import annotations
 
-import io
 import random
+import struct
+import zlib
 from typing import Any
 
 import numpy as np
@@ -130,21 +140,97 @@ def draw(axes: Any, params: dict[str, Any]) -> None:
         axes.grid(True, linewidth=0.8, alpha=0.6)
 
 
-def render_png(params: dict[str, Any], dpi: int = DEFAULT_DPI) -> bytes:
-    """The RGBA PNG of one planned graph."""
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+IDAT_SIZE = 1 << 16
+"""Bytes of compressed image data per ``IDAT`` chunk."""
+FILTER_SUB = 1
+FILTER_UP = 2
+SUB_CANDIDATE_SHARE = 32
+"""Rows where more than 1/32 of the pixels differ from the pixel above are the only ones tried with filter Sub."""
+
+
+def draw_figure(params: dict[str, Any], dpi: int = DEFAULT_DPI) -> Any:
+    """The Agg canvas of one planned graph, drawn (its pixels are ``canvas.buffer_rgba()``)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     figsize, fontsize = figure_settings(params)
     figure = Figure(figsize=figsize, dpi=dpi)
-    FigureCanvasAgg(figure)
+    canvas = FigureCanvasAgg(figure)
     figure.subplots_adjust(**_margins(figsize, fontsize))
     axes = figure.add_subplot()
     axes.tick_params(labelsize=fontsize)
     draw(axes, params)
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=dpi, metadata={"Software": None})
-    return buffer.getvalue()
+    canvas.draw()
+    return canvas
+
+
+def filtered_rows(rgba: np.ndarray) -> np.ndarray:
+    """PNG scanlines of an ``(height, width, 4)`` uint8 image: per row the filter type byte, then the filtered bytes.
+
+    Filter "Up" (PNG type 2: byte minus the byte above; the first row has none above, so it is stored as is), or
+    "Sub" (type 1: byte minus the byte 4 to the left, one pixel) for the rows where more than 1/32 of the pixels
+    (:data:`SUB_CANDIDATE_SHARE`) differ from the pixel above and fewer differ from their left neighbour (the first
+    pixel counts as changed unless it is 0): the edges of horizontal lines, which Up would leave as a repeating
+    4-byte pattern that run-length coding cannot shorten. Restricting Sub to those rows halves the filtering time
+    and loses ~1% in size. Both filters are exact: decoding restores every byte.
+    """
+    rgba = np.ascontiguousarray(rgba, dtype=np.uint8)  # no copy for the Agg buffer
+    height, width, _ = rgba.shape
+    rows = rgba.reshape(height, width * 4)
+    pixels = rgba.view(np.uint32).reshape(height, width)
+    out = np.empty((height, 1 + width * 4), dtype=np.uint8)
+    out[:, 0] = FILTER_UP
+    out[0, 1:] = rows[0]
+    np.subtract(rows[1:], rows[:-1], out=out[1:, 1:])
+    changed_up = np.empty(height, dtype=np.int64)
+    changed_up[0] = np.count_nonzero(pixels[0])
+    changed_up[1:] = np.count_nonzero(pixels[1:] != pixels[:-1], axis=1)
+    candidates = np.flatnonzero(changed_up * SUB_CANDIDATE_SHARE > width)
+    tried = pixels[candidates]
+    changed_sub = np.count_nonzero(tried[:, 1:] != tried[:, :-1], axis=1) + (tried[:, 0] != 0)
+    sub = candidates[changed_sub < changed_up[candidates]]
+    if sub.size:
+        chosen = rows[sub]
+        out[sub, 0] = FILTER_SUB
+        out[sub, 1:5] = chosen[:, :4]
+        out[sub, 5:] = chosen[:, 4:] - chosen[:, :-4]  # uint8 arithmetic: modulo 256, as PNG filters are
+    return out
+
+
+def _chunk(kind: bytes, data: bytes | memoryview) -> bytes:
+    return struct.pack(">I", len(data)) + kind + bytes(data) + struct.pack(">I", zlib.crc32(data, zlib.crc32(kind)))
+
+
+def encode_png(rgba: Any, dpi: float) -> bytes:
+    """An 8-bit RGBA PNG of an ``(height, width, 4)`` uint8 buffer, with the resolution ``dpi`` in ``pHYs``.
+
+    Decodes to exactly ``rgba`` (mode RGBA); ``pHYs`` holds pixels per metre rounded as Pillow writes them for
+    ``savefig``. No text chunks.
+    """
+    pixels = np.ascontiguousarray(np.asarray(rgba, dtype=np.uint8))
+    if pixels.ndim != 3 or pixels.shape[2] != 4:
+        raise ValueError(f"expected an (height, width, 4) RGBA buffer, got shape {pixels.shape}")
+    height, width, _ = pixels.shape
+    # Z_RLE finds runs of one byte only (the level does not change its output): on these filtered, mostly white
+    # rows it is as fast as level 1 and within ~3% of level 6's size (level 1: 2.3x larger; level 6: 2x slower).
+    deflate = zlib.compressobj(zlib.Z_DEFAULT_COMPRESSION, zlib.DEFLATED, 15, 8, zlib.Z_RLE)
+    data = memoryview(deflate.compress(filtered_rows(pixels)) + deflate.flush())
+    per_metre = int(dpi / 0.0254 + 0.5)
+    parts = [
+        PNG_SIGNATURE,
+        _chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 6, 0, 0, 0)),  # 8 bits, RGBA, no interlace
+        _chunk(b"pHYs", struct.pack(">IIB", per_metre, per_metre, 1)),  # unit: metre
+    ]
+    parts += [_chunk(b"IDAT", data[start : start + IDAT_SIZE]) for start in range(0, len(data), IDAT_SIZE)]
+    parts.append(_chunk(b"IEND", b""))
+    return b"".join(parts)
+
+
+def render_png(params: dict[str, Any], dpi: int = DEFAULT_DPI) -> bytes:
+    """The RGBA PNG of one planned graph."""
+    canvas = draw_figure(params, dpi)
+    return encode_png(canvas.buffer_rgba(), canvas.figure.dpi)
 
 
 def render_job(job: tuple[dict[str, Any], int]) -> bytes:

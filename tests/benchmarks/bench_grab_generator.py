@@ -2,10 +2,18 @@
 
 What it measures, for the same ``N`` figures (default: the full 2,170-question composition) at the same ``--dpi``:
 
+* ``per figure`` — one process draws every figure with the generator (``curation.grab.render.draw_figure``) and
+  encodes the same Agg buffer twice: with matplotlib's ``savefig`` encoder (``matplotlib.image.imsave``, i.e.
+  Pillow: all five PNG filters tried on every row, zlib's default level) and with the generator's
+  ``curation.grab.render.encode_png`` (filter Up or Sub per row, zlib's run-length strategy). It prints the mean
+  seconds per figure of drawing and of each encoder, their ratio (``savefig / encode_png``), the mean PNG size of
+  each, and whether every pair decodes to the same pixels (mode, size and array compared exactly). ``draw +
+  encode_png`` x 2,170 / 2 is what rendering alone would take in a full build with 2 perfectly scaling workers.
 * ``bare matplotlib loop`` — one process draws every figure with plain matplotlib calls (``Figure`` + Agg canvas,
   the same figure size, margins, limits, ticks, gridlines, line styles and data arrays as the generator)
-  and saves it to a PNG in memory. The arrays are computed before the clock starts, so this is rendering and PNG
-  encoding only: the floor any generator pays.
+  and saves it to a PNG in memory with ``savefig``. The arrays are computed before the clock starts, so this is
+  rendering and matplotlib's PNG encoding only: the floor a generator using ``savefig`` pays (the generator's own
+  encoder is faster, so at high ``--dpi`` the ratio below can fall under 1).
 * ``build, 1 worker`` / ``build, 2 workers`` — ``curation.grab.build.build_grab`` from scratch (plan, rendering,
   parquet writing, dataset card) into a temporary directory, with the plan cache cleared first.
 
@@ -19,9 +27,9 @@ speed-up a pure-Python CPU-bound control gets from 1 to 2 processes at the end o
 cores are shared with other tenants it can be far below 2, and the workers' speed-up cannot exceed it.
 
 Run from the repository root: ``python -m tests.benchmarks.bench_grab_generator`` (options
-``--dpi`` (default 100; the generator's default resolution is 1000, about 20x slower per figure), ``--limit`` (a
-balanced subset instead of the full build), ``--seed``). At ``--dpi 100`` the full comparison takes ~10 minutes on
-2 cores.
+``--dpi`` (default 100; the generator's default resolution is 1000, 100x the pixels), ``--limit`` (a balanced subset
+instead of the full build), ``--seed``). At ``--dpi 100`` the full comparison takes ~10 minutes on 2 cores; at the
+default resolution use a subset, e.g. ``--dpi 1000 --limit 40`` (~2 minutes on an idle machine).
 """
 
 from __future__ import annotations
@@ -34,8 +42,12 @@ import resource
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import numpy as np
+from PIL import Image
 
 from curation.grab import plan as plan_module
 from curation.grab.build import build_grab
@@ -45,8 +57,12 @@ from curation.grab.render import (
     FIXED_FIGSIZE,
     FIXED_FONT_SIZE,
     FIXED_LIMITS,
+    draw_figure,
+    encode_png,
     figure_settings,
 )
+
+FULL_BUILD = 2170
 
 
 def _arrays(params: dict[str, Any]) -> list[tuple[str, Any, Any]]:
@@ -107,6 +123,91 @@ def bare_loop(jobs: list[tuple[dict[str, Any], list[tuple[str, Any, Any]]]], dpi
     return time.perf_counter() - start
 
 
+@dataclass
+class Split:
+    """Wall seconds, CPU seconds and bytes summed over the figures of :func:`per_figure_split`."""
+
+    figures: int = 0
+    draw: float = 0.0
+    savefig: float = 0.0
+    encode_png: float = 0.0
+    draw_cpu: float = 0.0
+    savefig_cpu: float = 0.0
+    encode_png_cpu: float = 0.0
+    savefig_bytes: int = 0
+    encode_png_bytes: int = 0
+    identical_pixels: bool = True
+
+
+def savefig_encode(canvas: Any) -> bytes:
+    """The drawn canvas encoded as ``Figure.savefig(format="png")`` does after drawing (matplotlib -> Pillow)."""
+    import matplotlib.image
+
+    buffer = io.BytesIO()
+    matplotlib.image.imsave(
+        buffer, canvas.buffer_rgba(), format="png", dpi=canvas.figure.dpi, metadata={"Software": None}
+    )
+    return buffer.getvalue()
+
+
+def _same_pixels(first: bytes, second: bytes) -> bool:
+    with Image.open(io.BytesIO(first)) as one, Image.open(io.BytesIO(second)) as two:
+        same_header = (one.mode, one.size) == (two.mode, two.size)
+        return same_header and np.array_equal(np.asarray(one), np.asarray(two))
+
+
+def per_figure_split(items: list[plan_module.PlanItem], dpi: int) -> Split:
+    """Draw every figure, encode it with both encoders, compare the decoded pixels (outside the clock)."""
+    split = Split()
+    for item in items:
+        start, start_cpu = time.perf_counter(), time.process_time()
+        canvas = draw_figure(item.params, dpi)
+        drawn, drawn_cpu = time.perf_counter(), time.process_time()
+        old = savefig_encode(canvas)
+        encoded_old, encoded_old_cpu = time.perf_counter(), time.process_time()
+        new = encode_png(canvas.buffer_rgba(), canvas.figure.dpi)
+        encoded_new, encoded_new_cpu = time.perf_counter(), time.process_time()
+        split.figures += 1
+        split.draw += drawn - start
+        split.savefig += encoded_old - drawn
+        split.encode_png += encoded_new - encoded_old
+        split.draw_cpu += drawn_cpu - start_cpu
+        split.savefig_cpu += encoded_old_cpu - drawn_cpu
+        split.encode_png_cpu += encoded_new_cpu - encoded_old_cpu
+        split.savefig_bytes += len(old)
+        split.encode_png_bytes += len(new)
+        split.identical_pixels = split.identical_pixels and _same_pixels(old, new)
+    return split
+
+
+def _print_split(split: Split) -> None:
+    count = split.figures
+    load = f"(load average {os.getloadavg()[0]:.1f})"
+    print(f"  {'draw':<36}: {split.draw / count:8.3f} s/figure  (CPU {split.draw_cpu / count:.3f} s)  {load}")
+    for label, seconds, cpu, size in (
+        ("encode, savefig (Pillow)", split.savefig, split.savefig_cpu, split.savefig_bytes),
+        ("encode, encode_png", split.encode_png, split.encode_png_cpu, split.encode_png_bytes),
+    ):
+        print(
+            f"  {label:<36}: {seconds / count:8.3f} s/figure  (CPU {cpu / count:.3f} s)"
+            f"  {size / count / 1000:9.1f} kB/figure"
+        )
+    print(
+        f"  {'encode ratio savefig / encode_png':<36}: {split.savefig / split.encode_png:8.2f}x"
+        f"  (CPU {split.savefig_cpu / split.encode_png_cpu:.2f}x)"
+    )
+    print(f"  {'identical pixels, both encoders':<36}: {split.identical_pixels}")
+    for label, encode, encode_cpu in (
+        ("savefig", split.savefig, split.savefig_cpu),
+        ("encode_png", split.encode_png, split.encode_png_cpu),
+    ):
+        projected = (split.draw + encode) / count * FULL_BUILD / 2
+        projected_cpu = (split.draw_cpu + encode_cpu) / count * FULL_BUILD / 2
+        label = f"draw + {label}, {FULL_BUILD:,} / 2 workers"
+        print(f"  {label:<36}: {projected / 60:8.1f} min  (from CPU {projected_cpu / 60:.1f} min; rendering alone)")
+    print(flush=True)
+
+
 def _burn(n: int) -> int:
     total = 0
     for value in range(n):
@@ -156,6 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     items = plan_module.select(plan_module.cached_plan(args.seed), None, args.limit)
     jobs = [(item.params, _arrays(item.params)) for item in items]
     print(f"GRAB generator benchmark: {len(items)} figures at dpi {args.dpi}, {os.cpu_count()} CPUs", flush=True)
+    _print_split(per_figure_split(items, args.dpi))
     cpu = cpu_seconds()
     bare = bare_loop(jobs, args.dpi)
     print(_line("bare matplotlib loop", bare, cpu_seconds() - cpu), flush=True)
