@@ -4,10 +4,11 @@
   fewer than 4 is left out (counted in the curation summary).
 * Figure→Caption: the true caption and the 4 negatives' captions, shuffled (5 options, letters A–E);
   Caption→Figure: the true figure and the 4 negatives' figures, shuffled. Every pair gives one question per task,
-  with the same negatives. Text formats are the published data's: Figure→Caption ``Question`` =
-  ``Which caption best matches the image?`` and ``Options`` = ``"A) <caption>"`` ...; Caption→Figure ``Question`` =
-  ``Caption: <caption> Which image best matches the caption?``, ``Images`` = the 5 figures in option order and
-  ``Options`` = ``"A) image0"`` ... ``"E) image4"`` (the label of each image, in order).
+  with the same negatives. Text formats are the published data's, built from the pieces of
+  :mod:`scifig_tasks.core.scifibench` (which the prompts parse): Figure→Caption ``Question`` = ``F2C_QUESTION`` and
+  ``Options`` = ``"A) <caption>"`` ...; Caption→Figure ``Question`` = ``C2F_QUESTION`` around the caption,
+  ``Images`` = the 5 figures in option order and ``Options`` = ``"A) image0"`` ... ``"E) image4"`` (the label of
+  each image, in order).
 * Seeded shuffling: the option order of a question depends only on ``(seed, task, variant, figure id)`` (a SHA-256
   derived generator per question), so it is reproducible and independent of corpus order and of the other questions.
 * Difficulty: the mean Euclidean distance of the negatives' joint embeddings to the true pair's (lower = harder).
@@ -21,19 +22,17 @@ import hashlib
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 
 from curation.scifibench.neighbours import exact_distances
 from curation.scifibench.similarity import kept_neighbours
+from scifig_tasks.core.scifibench import C2F_QUESTION, F2C_QUESTION, IMAGE_OPTION, option
 
 N_NEGATIVES = 4
 LETTERS = "ABCDE"
 TASKS = ("Figure2Caption", "Caption2Figure")
-F2C_QUESTION = "Which caption best matches the image?"
-C2F_QUESTION = "Caption: {caption} Which image best matches the caption?"
-IMAGE_LABEL = "image{index}"
 
 Task = Literal["Figure2Caption", "Caption2Figure"]
 Variant = Literal["nearest", "random"]
@@ -128,20 +127,9 @@ def render(question: Question, task: Task, captions: Sequence[str], figure_ids: 
     order = option_order(question, task, figure_ids[question.pair], seed)
     answer = LETTERS[order.index(question.pair)]
     if task == "Figure2Caption":
-        options = [f"{LETTERS[i]}) {captions[pair]}" for i, pair in enumerate(order)]
+        options = [option(LETTERS[i], captions[pair]) for i, pair in enumerate(order)]
         return Rendered(F2C_QUESTION, options, answer, [question.pair], order)
     if task == "Caption2Figure":
-        options = [f"{LETTERS[i]}) {IMAGE_LABEL.format(index=i)}" for i in range(len(order))]
+        options = [option(LETTERS[i], IMAGE_OPTION.format(index=i)) for i in range(len(order))]
         return Rendered(C2F_QUESTION.format(caption=captions[question.pair]), options, answer, order, order)
     raise ValueError(f"unknown task {task!r} (expected one of {', '.join(TASKS)})")
-
-
-def question_record(question: Question) -> dict[str, Any]:
-    """A JSON-able record of a question (the candidate pool is re-read by ``scifibench-accept``)."""
-    return {
-        "pair": question.pair,
-        "negatives": list(question.negatives),
-        "difficulty": question.difficulty,
-        "category": question.category,
-        "variant": question.variant,
-    }

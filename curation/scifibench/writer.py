@@ -1,12 +1,12 @@
 """Questions written in exactly the published SciFIBench schema, plus metadata columns (spec "Published data").
 
-Published features: ``ID`` (int64), ``Question`` (str), ``Options`` (list of str), ``Answer`` (letter),
-``Category`` (str), ``Images`` (list of images: 1 for Figure→Caption, 5 for Caption→Figure, the stored bytes of the
-input figures). Metadata, after them: ``source_figure_id`` / ``source_paper_id`` (the true pair), ``option_figure_ids``
-(the figure behind each option, in option order), ``difficulty`` (mean negative distance, lower = harder), ``tier``
-(``gold_candidates`` / ``gold`` / ``silver`` / ``bronze``) and ``negatives`` (``nearest`` or ``random``).
-``ID`` is the true pair's position in the de-duplicated corpus: the same in both tasks and in the random-negatives
-variant, so the variants of one question can be matched.
+Published features (:data:`scifig_tasks.core.sources.SCIFIBENCH_FEATURES`): ``ID`` (int64), ``Question`` (str),
+``Options`` (list of str), ``Answer`` (letter), ``Category`` (str), ``Images`` (list of images: 1 for Figure→Caption,
+5 for Caption→Figure, the stored bytes of the input figures). Metadata, after them: ``source_figure_id`` /
+``source_paper_id`` (the true pair), ``option_figure_ids`` (the figure behind each option, in option order),
+``difficulty`` (mean negative distance, lower = harder), ``tier`` (``gold_candidates`` / ``gold`` / ``silver`` /
+``bronze``) and ``negatives`` (``nearest`` or ``random``). ``ID`` is the true pair's position in the de-duplicated
+corpus: the same in both tasks and in the random-negatives variant, so the variants of one question can be matched.
 
 Files are ``<Domain>_<Task>.parquet`` (the Hub split names, e.g. ``CS_Figure2Caption``), written in row groups under
 a temporary name and renamed when complete, so a directory of them is usable as ``SCIFIG_SCIFIBENCH_DATA``.
@@ -26,24 +26,14 @@ from tqdm.auto import tqdm
 
 from curation.scifibench.pairs import Pairs
 from curation.scifibench.questions import Question, Task, render
+from scifig_tasks.core.sources import LIST, SCIFIBENCH_FEATURES
 
-_LIST = getattr(datasets, "List", None) or datasets.Sequence  # datasets >= 4 names it List
-PUBLISHED_FEATURES = datasets.Features(
-    {
-        "ID": datasets.Value("int64"),
-        "Question": datasets.Value("string"),
-        "Options": _LIST(datasets.Value("string")),
-        "Answer": datasets.Value("string"),
-        "Category": datasets.Value("string"),
-        "Images": _LIST(datasets.Image()),
-    }
-)
 FEATURES = datasets.Features(
     {
-        **PUBLISHED_FEATURES,
+        **SCIFIBENCH_FEATURES,
         "source_figure_id": datasets.Value("string"),
         "source_paper_id": datasets.Value("string"),
-        "option_figure_ids": _LIST(datasets.Value("string")),
+        "option_figure_ids": LIST(datasets.Value("string")),
         "difficulty": datasets.Value("float64"),
         "tier": datasets.Value("string"),
         "negatives": datasets.Value("string"),

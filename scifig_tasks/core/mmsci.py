@@ -240,3 +240,22 @@ def caption_prompt(abstract: str | None = None, word_budget: int = ABSTRACT_WORD
     if not prompt.endswith((".", "!", "?")):
         prompt += " ...\n"
     return prompt
+
+
+def caption_record(
+    doc: Mapping[str, Any], prediction: str | None, samples: Sequence[str | None] | None = None
+) -> dict[str, Any]:
+    """The per-caption record :func:`scifig_tasks.core.mmsci_captioning.evaluate` reads, from a captioning row
+    (``uid``, ``figure_index``, ``category``, ``subject``, ``caption``): the output in ``prediction`` and the row's
+    caption as ``reference``. With ``samples`` (the k captions sampled per figure, paper section 4) the record also
+    holds them as ``predictions`` and is marked ``protocol: paper``, so it is scored with the paper's setting."""
+    record: dict[str, Any] = {
+        "uid": doc["uid"],
+        "figure_index": doc["figure_index"],
+        "category": doc["category"],
+        "subject": doc["subject"],
+        "prediction": prediction,
+    }
+    if samples is None:
+        return {**record, "reference": doc["caption"]}
+    return {**record, "predictions": list(samples), "reference": doc["caption"], "protocol": "paper"}

@@ -1,6 +1,11 @@
 """SciFIBench protocol (Roberts et al. 2024, "SciFIBench: Benchmarking Large Multimodal Models for Scientific Figure
-Interpretation"): prompts of appendix B, scoring, and the alignment experiment of section 4.6.
+Interpretation"): the published questions' text, prompts of appendix B, scoring, and the alignment experiment of
+section 4.6.
 
+* Published data (section 3.3, the Hub dataset's rows): Figure→Caption ``Question`` = :data:`F2C_QUESTION`,
+  Caption→Figure ``Question`` = :data:`C2F_QUESTION` with the caption, ``Options`` labelled by :func:`option`
+  (``A) <caption>``; Caption→Figure: ``A) image0`` ... one per image). The curation writes questions from these
+  pieces and the prompts read them back with the same pieces (:func:`caption_of`, :func:`option_letters`).
 * Figure→Caption: the image, the five captions ``A) ...`` to ``E) ...`` one per line, then the instruction.
 * Caption→Figure (interleaved): ``A)`` image, ``B)`` image, ... ``E)`` image, the caption, then the instruction.
 * The "reasoning" variant drops the sentence "Only provide the letter ...".
@@ -28,8 +33,31 @@ from scifig_tasks.core.stats import Tally
 if TYPE_CHECKING:
     from scifig_tasks.core.judge import JudgeClient
 
-F2C_QUESTION = "Which of the captions best describes the image?"
-C2F_QUESTION = "Which of the images best matches the caption?"
+# --- the published questions' text ----------------------------------------------------------------------------------
+
+F2C_QUESTION = "Which caption best matches the image?"
+"""A Figure→Caption row's ``Question``."""
+C2F_QUESTION = "Caption: {caption} Which image best matches the caption?"
+"""A Caption→Figure row's ``Question``: the true caption inside this sentence."""
+IMAGE_OPTION = "image{index}"
+"""A Caption→Figure option's text: the ``index``-th image (0-based) of ``Images``."""
+
+
+def option(letter: str, text: str) -> str:
+    """An option as published: its letter label, then its text (``A) <caption>``)."""
+    return f"{letter}) {text}"
+
+
+_C2F_BEFORE, _C2F_AFTER = (part.strip() for part in C2F_QUESTION.split("{caption}"))
+_CAPTION = re.compile(rf"^\s*{re.escape(_C2F_BEFORE)}\s*(.*?)\s*{re.escape(_C2F_AFTER)}\s*$", re.DOTALL)
+_LABELLED = re.compile(r"^(\s*\(?([A-Z])\)\s*)(.*)$", re.DOTALL)
+"""An option's label (as :func:`option` writes it, or ``(A)``; published options sometimes have two spaces after
+it), its letter and its text."""
+
+# --- the prompts (appendix B) ----------------------------------------------------------------------------------------
+
+F2C_PROMPT_QUESTION = "Which of the captions best describes the image?"
+C2F_PROMPT_QUESTION = "Which of the images best matches the caption?"
 STEP_BY_STEP = "Let's think step by step."
 F2C_LETTER_ONLY = "Only provide the letter of the correct caption as your answer."
 C2F_LETTER_ONLY = "Only provide the letter of the correct image as your answer."
@@ -37,13 +65,13 @@ ANSWER_CUE = "Answer:"
 
 PromptVariant = Literal["standard", "reasoning"]
 
-_CAPTION = re.compile(r"^\s*Caption:\s*(.*?)\s*Which image best matches the caption\?\s*$", re.DOTALL)
-_LABEL = re.compile(r"^\s*\(?([A-Z])\)")
-
 
 def instruction(kind: Literal["f2c", "c2f"], variant: PromptVariant = "standard") -> str:
     """The closing instruction of the paper's prompt for ``kind``."""
-    question, letter_only = (F2C_QUESTION, F2C_LETTER_ONLY) if kind == "f2c" else (C2F_QUESTION, C2F_LETTER_ONLY)
+    if kind == "f2c":
+        question, letter_only = F2C_PROMPT_QUESTION, F2C_LETTER_ONLY
+    else:
+        question, letter_only = C2F_PROMPT_QUESTION, C2F_LETTER_ONLY
     if variant == "reasoning":
         return f"{question} {STEP_BY_STEP} {ANSWER_CUE}"
     if variant != "standard":
@@ -61,7 +89,7 @@ def f2c_text(options: Sequence[str], variant: PromptVariant = "standard", note: 
 
 
 def caption_of(question: str) -> str:
-    """The caption of a Caption→Figure ``Question`` (``Caption: <text> Which image best matches the caption?``)."""
+    """The caption of a Caption→Figure ``Question`` (:data:`C2F_QUESTION`; spaces around the caption dropped)."""
     match = _CAPTION.match(question)
     if match is None:
         raise ValueError(f"not a Caption→Figure question: {question[:120]!r}")
@@ -71,11 +99,11 @@ def caption_of(question: str) -> str:
 def option_letters(options: Sequence[str]) -> list[str]:
     """The letters labelling ``options`` (``"A)  text"`` → ``"A"``)."""
     letters = []
-    for option in options:
-        match = _LABEL.match(option)
+    for text in options:
+        match = _LABELLED.match(text)
         if match is None:
-            raise ValueError(f"option without a letter label: {option[:80]!r}")
-        letters.append(match.group(1))
+            raise ValueError(f"option without a letter label: {text[:80]!r}")
+        letters.append(match.group(2))
     return letters
 
 
@@ -87,7 +115,7 @@ def c2f_segments(
     models that interleave images at a placeholder token."""
     segments: list[str | int] = []
     for index in range(n_images):
-        label = f"{chr(ord('A') + index)}) {image_placeholder}"
+        label = option(chr(ord("A") + index), image_placeholder)
         segments += [label if index == 0 else f"\n{label}", index]
     segments.append(f"\n{caption_of(question)}\n{instruction('c2f', variant)}")
     return segments
@@ -165,11 +193,11 @@ def augment(
     if marked is None:
         return list(options), None
     augmented = []
-    for letter, option in zip(option_letters(options), options, strict=True):
+    for letter, labelled in zip(option_letters(options), options, strict=True):
         if letter == marked:
-            label, text = re.match(r"^(\s*\(?[A-Z]\)\s*)(.*)$", option, re.DOTALL).groups()
-            option = f"{label}{MARK} {text}"
-        augmented.append(option)
+            label, _, text = _LABELLED.match(labelled).groups()
+            labelled = f"{label}{MARK} {text}"
+        augmented.append(labelled)
     note = EXPERT_NOTE + (IGNORE if variant.endswith("_ignore") else "")
     return augmented, note
 

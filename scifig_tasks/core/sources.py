@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -186,15 +186,14 @@ PLOT_TWIST = BenchmarkSource(
     default_data=_plot_twist_default,
 )
 
-PLOT_TWIST_CHARTQA = BenchmarkSource(
+PLOT_TWIST_CHARTQA = replace(
+    PLOT_TWIST,
     name="Plot Twist ChartQA subset",
-    hub_path="",
-    splits=("test",),
     env_var="SCIFIG_PLOT_TWIST_CHARTQA_DATA",
-    columns=_PLOT_TWIST_COLUMNS,
-    optional_columns=(Column("variant", expect_str(plot_twist.VARIANTS)),),
-    row_check=_plot_twist_row,
+    build_command="",
+    default_data=None,
 )
+"""Plot Twist's schema and checks, read from its own folder (no builder, no default data)."""
 
 PLOT_TWIST_FEATURES = datasets.Features(
     {

@@ -37,7 +37,7 @@ from vlmeval.dataset.image_base import ImageBaseDataset
 from vlmeval.smp import LMUDataRoot, toliststr
 
 from scifig_tasks.core import grab, plot_twist, scifibench
-from scifig_tasks.core.judge import get_judge
+from scifig_tasks.core.judge import configured_concurrency, get_judge
 from scifig_tasks.core.sources import SCIFIBENCH
 from scifig_tasks.core.versions import TASK_VERSIONS
 from scifig_tasks.vlmeval import tsv
@@ -83,6 +83,11 @@ class SciFigDataset(ImageBaseDataset):
     def _row(self, line: int | Mapping[str, Any]) -> Mapping[str, Any]:
         return self.data.iloc[line] if isinstance(line, int) else line
 
+    def doc(self, line: Mapping[str, Any]) -> dict[str, Any]:
+        """The benchmark row (core field names and types) of a TSV line (:func:`scifig_tasks.vlmeval.tsv.row_of`;
+        the datasets of one class share their benchmark's TSV format)."""
+        return tsv.row_of(self.NAMES[0], line)
+
     # ---- scoring ---------------------------------------------------------------------------------------------------
 
     def evaluate(self, eval_file: str, **judge_kwargs: Any) -> dict[str, Any]:
@@ -96,8 +101,9 @@ class SciFigDataset(ImageBaseDataset):
             reply = replies[str(line["index"])]
             return {**self.score(line, reply), "prediction": reply}
 
-        # judge calls (ambiguous answers, reformatting) run concurrently; the judge client bounds them itself
-        with ThreadPoolExecutor(max_workers=SCORING_THREADS) as pool:
+        # judge calls (ambiguous answers, reformatting) run concurrently, one per scoring thread: as many threads as
+        # the judge allows requests in flight (SCIFIG_JUDGE_MAX_CONCURRENCY), at least SCORING_THREADS
+        with ThreadPoolExecutor(max_workers=max(SCORING_THREADS, configured_concurrency() or 0)) as pool:
             records = list(pool.map(scored, lines))
         metrics, details = self.summarise(records)
         stem = str(eval_file).rsplit(".", 1)[0]
@@ -148,18 +154,6 @@ def _message(images: list[str], text: str) -> Message:
 # ---- GRAB ----------------------------------------------------------------------------------------------------------
 
 
-def grab_doc(line: Mapping[str, Any]) -> dict[str, Any]:
-    """The GRAB row (core field names and types) of a TSV row."""
-    return {
-        "pid": int(line["pid"]),
-        "question": line["question"],
-        "answer": line["answer"],
-        "task": line["task"],
-        "category": line["category"],
-        "complexity": int(line["complexity"]),
-    }
-
-
 class SciFigGRAB(SciFigDataset):
     """GRAB (all four tasks): the README prompt, text then image (the README's chat message), exact match, breakdown
     per task/category/complexity/precision."""
@@ -173,7 +167,7 @@ class SciFigGRAB(SciFigDataset):
         return [text, *({"type": "image", "value": path} for path in self.dump_image(line))]
 
     def score(self, line: Mapping[str, Any], reply: str | None) -> dict[str, Any]:
-        doc = grab_doc(line)
+        doc = self.doc(line)
         return grab.sample_record(doc, grab.score_doc(doc, reply))
 
     def summarise(self, records: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -195,22 +189,11 @@ class SciFigGRABLLMExtract(SciFigGRAB):
         return super().load_data(dataset)
 
     def score(self, line: Mapping[str, Any], reply: str | None) -> dict[str, Any]:
-        doc = grab_doc(line)
+        doc = self.doc(line)
         return grab.sample_record(doc, grab.score_doc(doc, reply, grab.require_judge(), llm_extract=True))
 
 
 # ---- SciFIBench ----------------------------------------------------------------------------------------------------
-
-
-def scifibench_doc(line: Mapping[str, Any]) -> dict[str, Any]:
-    """The SciFIBench row (published field names) of a TSV row."""
-    return {
-        "ID": int(line["ID"]),
-        "Question": line["question"],
-        "Options": json.loads(line["options"]),
-        "Answer": line["answer"],
-        "Category": line["category"],
-    }
 
 
 class SciFigSciFIBench(SciFigDataset):
@@ -224,7 +207,7 @@ class SciFigSciFIBench(SciFigDataset):
 
     def build_prompt(self, line: int | Mapping[str, Any]) -> Message:
         line = self._row(line)
-        doc, images = scifibench_doc(line), self.dump_image(line)
+        doc, images = self.doc(line), self.dump_image(line)
         if len(images) == 1:
             return _message(images, scifibench.f2c_text(doc["Options"], self.PROMPT_VARIANT))
         segments = scifibench.c2f_segments(doc["Question"], len(images), self.PROMPT_VARIANT)
@@ -236,7 +219,7 @@ class SciFigSciFIBench(SciFigDataset):
         ]
 
     def score(self, line: Mapping[str, Any], reply: str | None) -> dict[str, Any]:
-        doc = scifibench_doc(line)
+        doc = self.doc(line)
         return scifibench.sample_record(doc, scifibench.resolve_answer(reply, doc["Options"], get_judge()))
 
     def summarise(self, records: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -249,21 +232,6 @@ class SciFigSciFIBench(SciFigDataset):
 
 
 # ---- Plot Twist ----------------------------------------------------------------------------------------------------
-
-
-def plot_twist_doc(line: Mapping[str, Any]) -> dict[str, Any]:
-    """The Plot Twist row (core field names and types) of a TSV row."""
-    return {
-        "q_id": line["q_id"],
-        "figure_id": line["figure_id"],
-        "chart_type": line["chart_type"],
-        "question_type": line["question_type"],
-        "question": line["question"],
-        "answer": line["answer"],
-        "x_range": float(line["x_range"]),
-        "y_range": float(line["y_range"]),
-        "variant": line["variant"],
-    }
 
 
 class SciFigPlotTwist(SciFigDataset):
@@ -281,7 +249,7 @@ class SciFigPlotTwist(SciFigDataset):
         return _message(self.dump_image(line), plot_twist.build_prompt(line["question"], line["variant"], style))
 
     def score(self, line: Mapping[str, Any], reply: str | None) -> dict[str, Any]:
-        doc = plot_twist_doc(line)
+        doc = self.doc(line)
         score = plot_twist.score_output(doc, reply, get_judge(), protocol=self.PROTOCOL)
         return plot_twist.sample_record(doc, [score], self.PROTOCOL)
 

@@ -17,28 +17,12 @@ Names use "MMSCI": VLMEvalKit special-cases dataset names containing "MMSci".
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from scifig_tasks.core import mmsci, mmsci_captioning
 from scifig_tasks.core.judge import get_judge
 from scifig_tasks.vlmeval.datasets import Message, SciFigDataset, _message
-
-
-def mcq_doc(line: Mapping[str, Any]) -> dict[str, Any]:
-    """The MMSci multiple-choice row (core field names and types) of a TSV row."""
-    return {
-        "uid": line["uid"],
-        "figure_index": int(line["figure_index"]),
-        "setting": line["setting"],
-        "category": line["category"],
-        "subject": line["subject"],
-        "question": line["question"],
-        "options": json.loads(line["options"]),
-        "answer": line["answer"],
-        "subfigure": line["subfigure"],
-    }
 
 
 class SciFigMMSciMCQ(SciFigDataset):
@@ -51,11 +35,11 @@ class SciFigMMSciMCQ(SciFigDataset):
 
     def build_prompt(self, line: int | Mapping[str, Any]) -> Message:
         line = self._row(line)
-        doc = mcq_doc(line)
+        doc = self.doc(line)
         return _message(self.dump_image(line), mmsci.mcq_prompt(doc["question"], doc["options"], self.PROMPT_VARIANT))
 
     def score(self, line: Mapping[str, Any], reply: str | None) -> dict[str, Any]:
-        doc = mcq_doc(line)
+        doc = self.doc(line)
         return mmsci.sample_record(doc, mmsci.resolve_answer(doc, reply, get_judge()))
 
     def summarise(self, records: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -75,18 +59,6 @@ class SciFigMMSciMCQ(SciFigDataset):
         return metrics, table
 
 
-def caption_record(line: Mapping[str, Any], reply: str | None) -> dict[str, Any]:
-    """The per-caption record :func:`core.mmsci_captioning.evaluate` reads."""
-    return {
-        "uid": line["uid"],
-        "figure_index": int(line["figure_index"]),
-        "category": line["category"],
-        "subject": line["subject"],
-        "prediction": reply,
-        "reference": line["answer"],
-    }
-
-
 class SciFigMMSciCaption(SciFigDataset):
     """MMSci figure captioning, image only or with the article's abstract (test and ``_Dev`` splits)."""
 
@@ -101,11 +73,11 @@ class SciFigMMSciCaption(SciFigDataset):
     def build_prompt(self, line: int | Mapping[str, Any]) -> Message:
         line = self._row(line)
         with_abstract = "_WithAbstract" in self.dataset_name
-        prompt = mmsci.caption_prompt(line["abstract"]) if with_abstract else mmsci.caption_prompt()
+        prompt = mmsci.caption_prompt(self.doc(line)["abstract"]) if with_abstract else mmsci.caption_prompt()
         return _message(self.dump_image(line), prompt)
 
     def score(self, line: Mapping[str, Any], reply: str | None) -> dict[str, Any]:
-        return caption_record(line, reply)
+        return mmsci.caption_record(self.doc(line), reply)
 
     def summarise(self, records: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
         result = mmsci_captioning.evaluate(records)

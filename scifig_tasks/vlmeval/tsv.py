@@ -13,7 +13,9 @@ of the bytes, so VLMEvalKit's image cache can never serve a stale image after th
 
 Every other column is text; the dataset classes read the file back with every cell as a string, so answers such as
 ``"2.50"`` keep their exact text (pandas would otherwise turn them into the number 2.5). Structured fields
-(SciFIBench's labelled ``options``) are JSON.
+(SciFIBench's labelled ``options``) are JSON. Each benchmark's columns are described once (a :class:`TsvFormat`:
+which row field each column holds and how its value is written as text), and the same description writes a row
+(:func:`rows`) and reads a TSV line back into the row the core functions take (:func:`row_of`).
 
 A ``<name>.tsv.scifig.json`` file next to the TSV records where it came from; :func:`ensure_tsv` rewrites the TSV when
 its source changed (another ``SCIFIG_*_DATA`` path, modified files, a new format version).
@@ -44,147 +46,213 @@ FORMAT_VERSION = 1
 """Bumped whenever the TSV layout changes, so cached TSVs are rewritten."""
 
 Row = Mapping[str, Any]
+Keep = Callable[[Row], bool] | None
+"""Which source rows a dataset keeps (``None``: all)."""
+
+
+# ---- rows <-> TSV columns ------------------------------------------------------------------------------------------
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _json_list(value: Any) -> str:
+    return json.dumps(list(value), ensure_ascii=False)
+
+
+def _float_text(value: Any) -> str:
+    return repr(float(value))
+
+
+@dataclass(frozen=True)
+class Codec:
+    """How a field's value is written as TSV text and read back from it (exactly: ``read(write(value)) == value``)."""
+
+    write: Callable[[Any], str]
+    read: Callable[[str], Any]
+
+
+TEXT = Codec(_same, _same)
+INT = Codec(str, int)
+FLOAT = Codec(_float_text, float)  # repr: the shortest text that reads back as the same float
+JSON_LIST = Codec(_json_list, json.loads)
+
+
+@dataclass(frozen=True)
+class Field:
+    """A TSV column holding one row field: ``column`` in the TSV, ``key`` in the row when the row (published / core
+    names) calls it otherwise. ``default`` is written when the row lacks the field or holds nothing (Plot Twist's
+    optional ``variant``)."""
+
+    column: str
+    codec: Codec = TEXT
+    key: str = ""
+    default: str | None = None
+
+    @property
+    def row_key(self) -> str:
+        return self.key or self.column
+
+    def write(self, row: Row) -> str:
+        value = row[self.row_key] if self.default is None else (row.get(self.row_key) or self.default)
+        return self.codec.write(value)
+
+
+@dataclass(frozen=True)
+class OptionLetters:
+    """The options of ``key`` one per column ``A``, ``B``, ... (VLMEvalKit's multiple-choice layout), each as
+    ``text(option)``. Written for VLMEvalKit's listings only: the row reads its options back from the JSON column."""
+
+    key: str
+    text: Callable[[str], str] = _same
+
+    def write(self, row: Row) -> dict[str, str]:
+        return {chr(ord("A") + index): self.text(option) for index, option in enumerate(row[self.key])}
+
+
+@dataclass(frozen=True)
+class TsvFormat:
+    """One benchmark's rows as TSV columns, in column order, and back: :meth:`columns` writes a source row,
+    :meth:`row` reads a TSV line into the row the core functions take (every :class:`Field`, typed)."""
+
+    image_column: str
+    fields: tuple[Field | OptionLetters, ...]
+
+    def columns(self, row: Row) -> dict[str, str]:
+        columns: dict[str, str] = {}
+        for field in self.fields:
+            if isinstance(field, OptionLetters):
+                columns |= field.write(row)
+            else:
+                columns[field.column] = field.write(row)
+        return columns
+
+    def row(self, line: Row) -> dict[str, Any]:
+        fields = [field for field in self.fields if isinstance(field, Field)]
+        return {field.row_key: field.codec.read(line[field.column]) for field in fields}
+
+
+GRAB_FORMAT = TsvFormat(
+    "decoded_image",
+    (
+        Field("question"),
+        Field("answer"),
+        Field("pid", INT),
+        Field("task"),
+        Field("category"),
+        Field("complexity", INT),
+        Field("source_image", key="image"),  # the published image file name; the pixels are in ``image``
+    ),
+)
+SCIFIBENCH_FORMAT = TsvFormat(
+    "Images",
+    (
+        Field("question", key="Question"),
+        OptionLetters("Options", strip_label),
+        Field("answer", key="Answer"),
+        Field("category", key="Category"),
+        Field("ID", INT),
+        Field("options", JSON_LIST, key="Options"),  # the labelled options, as published
+    ),
+)
+PLOT_TWIST_FORMAT = TsvFormat(
+    "image",
+    (
+        *(Field(name) for name in ("question", "answer", "q_id", "figure_id", "chart_type", "question_type")),
+        Field("x_range", FLOAT),
+        Field("y_range", FLOAT),
+        Field("variant", default=plot_twist.BASE),
+    ),
+)
+MMSCI_MCQ_FORMAT = TsvFormat(
+    "image",
+    (
+        Field("question"),
+        OptionLetters("options"),
+        Field("answer"),
+        Field("options", JSON_LIST),
+        Field("uid"),
+        Field("figure_index", INT),
+        *(Field(name) for name in ("setting", "category", "subject", "subfigure")),
+    ),
+)
+MMSCI_CAPTION_FORMAT = TsvFormat(
+    "image",
+    (
+        Field("answer", key="caption"),  # VLMEvalKit's name for the reference
+        Field("abstract"),
+        Field("uid"),
+        Field("figure_index", INT),
+        Field("category"),
+        Field("subject"),
+    ),
+)
 
 
 @dataclass(frozen=True)
 class TsvSpec:
-    """One VLMEvalKit dataset: its source split, which rows it keeps and how a row becomes TSV columns."""
+    """One VLMEvalKit dataset: its source split, its benchmark's TSV format and which rows it keeps."""
 
     name: str
     source: BenchmarkSource
     split: str
-    kind: str  # "grab" | "scifibench" | "plot_twist" | "mmsci_mcq" | "mmsci_caption"
-    image_column: str
-    columns: Callable[[Row], dict[str, str]]
-    keep: Callable[[Row], bool] | None = None
-
-
-def _grab_columns(row: Row) -> dict[str, str]:
-    return {
-        "question": row["question"],
-        "answer": row["answer"],
-        "pid": str(row["pid"]),
-        "task": row["task"],
-        "category": row["category"],
-        "complexity": str(row["complexity"]),
-        "source_image": row["image"],
-    }
-
-
-def _scifibench_columns(row: Row) -> dict[str, str]:
-    options = list(row["Options"])
-    letters = {chr(ord("A") + index): strip_label(option) for index, option in enumerate(options)}
-    return {
-        "question": row["Question"],
-        **letters,
-        "answer": row["Answer"],
-        "category": row["Category"],
-        "ID": str(row["ID"]),
-        "options": json.dumps(options, ensure_ascii=False),
-    }
-
-
-def _plot_twist_columns(row: Row) -> dict[str, str]:
-    return {
-        "question": row["question"],
-        "answer": row["answer"],
-        "q_id": row["q_id"],
-        "figure_id": row["figure_id"],
-        "chart_type": row["chart_type"],
-        "question_type": row["question_type"],
-        "x_range": repr(float(row["x_range"])),
-        "y_range": repr(float(row["y_range"])),
-        "variant": row.get("variant") or plot_twist.BASE,
-    }
-
-
-def _mmsci_mcq_columns(row: Row) -> dict[str, str]:
-    options = list(row["options"])
-    return {
-        "question": row["question"],
-        **{letter: option for letter, option in zip("ABCD", options, strict=True)},
-        "answer": row["answer"],
-        "options": json.dumps(options, ensure_ascii=False),
-        "uid": row["uid"],
-        "figure_index": str(row["figure_index"]),
-        "setting": row["setting"],
-        "category": row["category"],
-        "subject": row["subject"],
-        "subfigure": row["subfigure"],
-    }
-
-
-def _mmsci_caption_columns(row: Row) -> dict[str, str]:
-    return {
-        "answer": row["caption"],
-        "abstract": row["abstract"],
-        "uid": row["uid"],
-        "figure_index": str(row["figure_index"]),
-        "category": row["category"],
-        "subject": row["subject"],
-    }
+    format: TsvFormat
+    keep: Keep = None
 
 
 def _base_variant(row: Row) -> bool:
     return (row.get("variant") or plot_twist.BASE) == plot_twist.BASE
 
 
+def _specs(source: BenchmarkSource, tsv_format: TsvFormat, names: Mapping[str, tuple[str, Keep]]) -> dict[str, TsvSpec]:
+    """``name -> TsvSpec`` for the datasets of one source, given as ``name -> (split, keep)``."""
+    return {name: TsvSpec(name, source, split, tsv_format, keep) for name, (split, keep) in names.items()}
+
+
+_OPEN_PROTOCOLS = ("_Open", "_Open_PaLI")
+
 SPECS: dict[str, TsvSpec] = {
-    "SciFig_GRAB": TsvSpec("SciFig_GRAB", GRAB, "GRAB", "grab", "decoded_image", _grab_columns),
-    "SciFig_GRAB_LLMExtract": TsvSpec("SciFig_GRAB_LLMExtract", GRAB, "GRAB", "grab", "decoded_image", _grab_columns),
-    **{
-        f"SciFig_SciFIBench_{split}": TsvSpec(
-            f"SciFig_SciFIBench_{split}", SCIFIBENCH, split, "scifibench", "Images", _scifibench_columns
-        )
-        for split in SCIFIBENCH.splits
-    },
-    **{
-        f"SciFig_SciFIBench_{split}_Reasoning": TsvSpec(
-            f"SciFig_SciFIBench_{split}_Reasoning", SCIFIBENCH, split, "scifibench", "Images", _scifibench_columns
-        )
-        for split in SCIFIBENCH.splits
-    },
-    "SciFig_PlotTwist": TsvSpec(
-        "SciFig_PlotTwist", PLOT_TWIST, "test", "plot_twist", "image", _plot_twist_columns, keep=_base_variant
+    **_specs(GRAB, GRAB_FORMAT, {"SciFig_GRAB": ("GRAB", None), "SciFig_GRAB_LLMExtract": ("GRAB", None)}),
+    **_specs(
+        SCIFIBENCH,
+        SCIFIBENCH_FORMAT,
+        {
+            **{f"SciFig_SciFIBench_{split}": (split, None) for split in SCIFIBENCH.splits},
+            **{f"SciFig_SciFIBench_{split}_Reasoning": (split, None) for split in SCIFIBENCH.splits},
+        },
     ),
-    "SciFig_PlotTwist_Robustness": TsvSpec(
-        "SciFig_PlotTwist_Robustness", PLOT_TWIST, "test", "plot_twist", "image", _plot_twist_columns
+    **_specs(
+        PLOT_TWIST,
+        PLOT_TWIST_FORMAT,
+        {
+            "SciFig_PlotTwist": ("test", _base_variant),
+            "SciFig_PlotTwist_Robustness": ("test", None),
+            # the same rows under the paper's open-model protocols (App. B.3 prompt, every output reformatted)
+            **{f"SciFig_PlotTwist{protocol}": ("test", _base_variant) for protocol in _OPEN_PROTOCOLS},
+            **{f"SciFig_PlotTwist_Robustness{protocol}": ("test", None) for protocol in _OPEN_PROTOCOLS},
+        },
     ),
-    # the same rows under the paper's open-model protocols (App. B.3 prompt, every output reformatted)
-    **{
-        f"SciFig_PlotTwist{protocol}": TsvSpec(
-            f"SciFig_PlotTwist{protocol}", PLOT_TWIST, "test", "plot_twist", "image", _plot_twist_columns, _base_variant
-        )
-        for protocol in ("_Open", "_Open_PaLI")
-    },
-    **{
-        f"SciFig_PlotTwist_Robustness{protocol}": TsvSpec(
-            f"SciFig_PlotTwist_Robustness{protocol}", PLOT_TWIST, "test", "plot_twist", "image", _plot_twist_columns
-        )
-        for protocol in ("_Open", "_Open_PaLI")
-    },
     # MMSci: upper-case "MMSCI" because VLMEvalKit special-cases names containing "MMSci"
-    **{
-        f"SciFig_MMSCI_MCQ{suffix}": TsvSpec(
-            f"SciFig_MMSCI_MCQ{suffix}", MMSCI_MCQ, split, "mmsci_mcq", "image", _mmsci_mcq_columns
-        )
-        for split, suffix in (("test", ""), ("dev", "_Dev"))
-    },
-    **{
-        f"SciFig_MMSCI_Caption_{setting}{suffix}": TsvSpec(
-            f"SciFig_MMSCI_Caption_{setting}{suffix}",
-            MMSCI_CAPTIONING,
-            split,
-            "mmsci_caption",
-            "image",
-            _mmsci_caption_columns,
-        )
-        for split, suffix in (("test", ""), ("dev", "_Dev"))
-        for setting in ("ImageOnly", "WithAbstract")
-    },
+    **_specs(MMSCI_MCQ, MMSCI_MCQ_FORMAT, {"SciFig_MMSCI_MCQ": ("test", None), "SciFig_MMSCI_MCQ_Dev": ("dev", None)}),
+    **_specs(
+        MMSCI_CAPTIONING,
+        MMSCI_CAPTION_FORMAT,
+        {
+            f"SciFig_MMSCI_Caption_{setting}{suffix}": (split, None)
+            for split, suffix in (("test", ""), ("dev", "_Dev"))
+            for setting in ("ImageOnly", "WithAbstract")
+        },
+    ),
 }
 """VLMEvalKit dataset name -> how its TSV is built. Names start with ``SciFig_`` and avoid VLMEvalKit's name-based
 special cases (MMSci, MMBench, ChartQA, MMMU, ...)."""
+
+
+def row_of(name: str, line: Row) -> dict[str, Any]:
+    """The benchmark row (published / core field names and types) that a TSV line of dataset ``name`` holds: the
+    inverse of how :func:`rows` wrote it (images excepted)."""
+    return _spec(name).format.row(line)
 
 
 # ---- images --------------------------------------------------------------------------------------------------------
@@ -235,9 +303,9 @@ def rows(spec: TsvSpec) -> Iterator[dict[str, str]]:
     for row in dataset:
         if spec.keep is not None and not spec.keep(row):
             continue
-        cells = row[spec.image_column]
+        cells = row[spec.format.image_column]
         cells = list(cells) if isinstance(cells, list) else [cells]
-        yield {"index": str(index), **_image_columns(index, cells), **spec.columns(row)}
+        yield {"index": str(index), **_image_columns(index, cells), **spec.format.columns(row)}
         index += 1
 
 

@@ -101,14 +101,7 @@ CAPTION_METRICS = mmsci_captioning.CAPTION_METRICS
 
 
 def caption_process_results(doc: dict[str, Any], results: list[str | None]) -> dict[str, Any]:
-    record = {
-        "uid": doc["uid"],
-        "figure_index": doc["figure_index"],
-        "category": doc["category"],
-        "subject": doc["subject"],
-        "prediction": results[0],
-        "reference": doc["caption"],
-    }
+    record = mmsci.caption_record(doc, results[0])
     return {name: record for name in (*CAPTION_METRICS, "caption_report")}
 
 
@@ -116,16 +109,7 @@ def caption_paper_process_results(doc: dict[str, Any], results: list[str | None]
     """The ``*_paper`` tasks: the k sampled captions (``repeats`` + ``take_first_k``; lmms-eval hands the one request's
     k filtered responses over as ``results``), scored with the paper setting."""
     captions = [caption for item in results for caption in (item if isinstance(item, list | tuple) else [item])]
-    record = {
-        "uid": doc["uid"],
-        "figure_index": doc["figure_index"],
-        "category": doc["category"],
-        "subject": doc["subject"],
-        "prediction": captions[0],
-        "predictions": captions,
-        "reference": doc["caption"],
-        "protocol": "paper",
-    }
+    record = mmsci.caption_record(doc, captions[0], captions)
     return {name: record for name in (*CAPTION_METRICS, "caption_report")}
 
 
