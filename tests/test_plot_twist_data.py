@@ -60,10 +60,10 @@ def test_local_file_loads_and_a_file_without_variant_is_all_base(tmp_path: Path,
     monkeypatch.setenv("SCIFIG_PLOT_TWIST_DATA", str(write(rows()[:2], tmp_path / "plain.parquet", drop_variant=True)))
     loaded = load_benchmark(PLOT_TWIST)
     assert "variant" not in loaded.column_names
-    assert utils.robustness_base_docs(loaded)["variant"] == ["base", "base"]
-    assert utils.bar_docs(loaded)["q_id"] == ["b0_count"]
+    assert utils.plot_twist_robustness_base_docs(loaded)["variant"] == ["base", "base"]
+    assert utils.plot_twist_bar_docs(loaded)["q_id"] == ["b0_count"]
     with pytest.raises(ValueError, match="no rows with variant 'grid'"):
-        utils.grid_docs(loaded)
+        utils.plot_twist_grid_docs(loaded)
 
 
 BAD = {

@@ -27,55 +27,57 @@ def _setting_docs(setting: str, dataset: datasets.Dataset) -> datasets.Dataset:
     return dataset.filter(lambda value: value == setting, input_columns="setting")
 
 
-def fig2cap_docs(dataset: datasets.Dataset) -> datasets.Dataset:
+def mmsci_fig2cap_docs(dataset: datasets.Dataset) -> datasets.Dataset:
     return _setting_docs("fig2cap", dataset)
 
 
-def subfig2cap_docs(dataset: datasets.Dataset) -> datasets.Dataset:
+def mmsci_subfig2cap_docs(dataset: datasets.Dataset) -> datasets.Dataset:
     return _setting_docs("subfig2cap", dataset)
 
 
-def subcap2fig_docs(dataset: datasets.Dataset) -> datasets.Dataset:
+def mmsci_subcap2fig_docs(dataset: datasets.Dataset) -> datasets.Dataset:
     return _setting_docs("subcap2fig", dataset)
 
 
-def doc_to_visual(doc: dict[str, Any]) -> list[Image.Image]:
+def mmsci_doc_to_visual(doc: dict[str, Any]) -> list[Image.Image]:
     return [to_rgb(doc["image"])]
 
 
-def mcq_doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: Kwargs = None) -> str:
+def mmsci_mcq_doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: Kwargs = None) -> str:
     variant = (lmms_eval_specific_kwargs or {}).get("prompt_variant", "standard")
     return mmsci.mcq_prompt(doc["question"], doc["options"], variant)
 
 
-def mcq_doc_to_messages(doc: dict[str, Any], lmms_eval_specific_kwargs: Kwargs = None) -> list[dict[str, Any]]:
+def mmsci_mcq_doc_to_messages(doc: dict[str, Any], lmms_eval_specific_kwargs: Kwargs = None) -> list[dict[str, Any]]:
     content = [{"type": "image", "url": for_upload(doc["image"])}]
-    content.append({"type": "text", "text": mcq_doc_to_text(doc, lmms_eval_specific_kwargs)})
+    content.append({"type": "text", "text": mmsci_mcq_doc_to_text(doc, lmms_eval_specific_kwargs)})
     return [{"role": "user", "content": content}]
 
 
-def mcq_process_results(doc: dict[str, Any], results: list[str | None]) -> dict[str, Any]:
+def mmsci_mcq_process_results(doc: dict[str, Any], results: list[str | None]) -> dict[str, Any]:
     resolution = mmsci.resolve_answer(doc, results[0], get_judge())
     record = mmsci.sample_record(doc, resolution)
     return {"accuracy": float(record["correct"]), "breakdown": record}
 
 
-def breakdown(records: list[dict[str, Any]]) -> dict[str, Any]:
+def mmsci_breakdown(records: list[dict[str, Any]]) -> dict[str, Any]:
     return mmsci.breakdown(records, get_judge())
 
 
-def breakdown_group(parts: list[dict[str, Any]], sizes: list[int], weight_by_size: bool = False) -> dict[str, Any]:
+def mmsci_breakdown_group(
+    parts: list[dict[str, Any]], sizes: list[int], weight_by_size: bool = False
+) -> dict[str, Any]:
     return mmsci.merge_breakdowns(parts)
 
 
 # --- captioning ------------------------------------------------------------------------------------------------------
 
 
-def caption_image_only_doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: Kwargs = None) -> str:
+def mmsci_caption_image_only_doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: Kwargs = None) -> str:
     return mmsci.caption_prompt()
 
 
-def caption_with_abstract_doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: Kwargs = None) -> str:
+def mmsci_caption_with_abstract_doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: Kwargs = None) -> str:
     budget = int((lmms_eval_specific_kwargs or {}).get("abstract_word_budget", mmsci.ABSTRACT_WORD_BUDGET))
     return mmsci.caption_prompt(doc["abstract"], budget)
 
@@ -89,23 +91,27 @@ def _caption_messages(doc: dict[str, Any], text: str) -> list[dict[str, Any]]:
     ]
 
 
-def caption_image_only_doc_to_messages(doc: dict[str, Any], lmms_eval_specific_kwargs: Kwargs = None) -> list[dict]:
-    return _caption_messages(doc, caption_image_only_doc_to_text(doc, lmms_eval_specific_kwargs))
+def mmsci_caption_image_only_doc_to_messages(
+    doc: dict[str, Any], lmms_eval_specific_kwargs: Kwargs = None
+) -> list[dict]:
+    return _caption_messages(doc, mmsci_caption_image_only_doc_to_text(doc, lmms_eval_specific_kwargs))
 
 
-def caption_with_abstract_doc_to_messages(doc: dict[str, Any], lmms_eval_specific_kwargs: Kwargs = None) -> list[dict]:
-    return _caption_messages(doc, caption_with_abstract_doc_to_text(doc, lmms_eval_specific_kwargs))
+def mmsci_caption_with_abstract_doc_to_messages(
+    doc: dict[str, Any], lmms_eval_specific_kwargs: Kwargs = None
+) -> list[dict]:
+    return _caption_messages(doc, mmsci_caption_with_abstract_doc_to_text(doc, lmms_eval_specific_kwargs))
 
 
 CAPTION_METRICS = mmsci_captioning.CAPTION_METRICS
 
 
-def caption_process_results(doc: dict[str, Any], results: list[str | None]) -> dict[str, Any]:
+def mmsci_caption_process_results(doc: dict[str, Any], results: list[str | None]) -> dict[str, Any]:
     record = mmsci.caption_record(doc, results[0])
     return {name: record for name in (*CAPTION_METRICS, "caption_report")}
 
 
-def caption_paper_process_results(doc: dict[str, Any], results: list[str | None]) -> dict[str, Any]:
+def mmsci_caption_paper_process_results(doc: dict[str, Any], results: list[str | None]) -> dict[str, Any]:
     """The ``*_paper`` tasks: the k sampled captions (``repeats`` + ``take_first_k``; lmms-eval hands the one request's
     k filtered responses over as ``results``), scored with the paper setting."""
     captions = [caption for item in results for caption in (item if isinstance(item, list | tuple) else [item])]
@@ -117,53 +123,53 @@ def _value(name: str, records: list[dict[str, Any]]) -> float | None:
     return mmsci_captioning.evaluate(records)["values"][name]
 
 
-def bleu2(records: list[dict[str, Any]]) -> float | None:
+def mmsci_bleu2(records: list[dict[str, Any]]) -> float | None:
     return _value("bleu2", records)
 
 
-def bleu4(records: list[dict[str, Any]]) -> float | None:
+def mmsci_bleu4(records: list[dict[str, Any]]) -> float | None:
     return _value("bleu4", records)
 
 
-def cumulative_bleu_2(records: list[dict[str, Any]]) -> float | None:
+def mmsci_cumulative_bleu_2(records: list[dict[str, Any]]) -> float | None:
     return _value("cumulative_bleu_2", records)
 
 
-def cumulative_bleu_4(records: list[dict[str, Any]]) -> float | None:
+def mmsci_cumulative_bleu_4(records: list[dict[str, Any]]) -> float | None:
     return _value("cumulative_bleu_4", records)
 
 
-def rouge1(records: list[dict[str, Any]]) -> float | None:
+def mmsci_rouge1(records: list[dict[str, Any]]) -> float | None:
     return _value("rouge1", records)
 
 
-def rouge2(records: list[dict[str, Any]]) -> float | None:
+def mmsci_rouge2(records: list[dict[str, Any]]) -> float | None:
     return _value("rouge2", records)
 
 
-def rougeL(records: list[dict[str, Any]]) -> float | None:  # noqa: N802 -- the metric's name
+def mmsci_rougeL(records: list[dict[str, Any]]) -> float | None:  # noqa: N802 -- the metric's name
     return _value("rougeL", records)
 
 
-def meteor(records: list[dict[str, Any]]) -> float | None:
+def mmsci_meteor(records: list[dict[str, Any]]) -> float | None:
     return _value("meteor", records)
 
 
-def bertscore_f1(records: list[dict[str, Any]]) -> float | None:
+def mmsci_bertscore_f1(records: list[dict[str, Any]]) -> float | None:
     return _value("bertscore_f1", records)
 
 
-def cider(records: list[dict[str, Any]]) -> float | None:
+def mmsci_cider(records: list[dict[str, Any]]) -> float | None:
     return _value("cider", records)
 
 
-def factscore(records: list[dict[str, Any]]) -> float | None:
+def mmsci_factscore(records: list[dict[str, Any]]) -> float | None:
     return _value("factscore", records)
 
 
-def geval_relevance(records: list[dict[str, Any]]) -> float | None:
+def mmsci_geval_relevance(records: list[dict[str, Any]]) -> float | None:
     return _value("geval_relevance", records)
 
 
-def caption_report(records: list[dict[str, Any]]) -> dict[str, Any]:
+def mmsci_caption_report(records: list[dict[str, Any]]) -> dict[str, Any]:
     return mmsci_captioning.evaluate(records)["report"]

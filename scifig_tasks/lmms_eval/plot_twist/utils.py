@@ -60,26 +60,26 @@ def _select(dataset: datasets.Dataset, variant: str, chart_type: str | None = No
     return selected
 
 
-scatter_docs = partial(_select, variant=plot_twist.BASE, chart_type="scatter")
-bar_docs = partial(_select, variant=plot_twist.BASE, chart_type="bar")
-pie_docs = partial(_select, variant=plot_twist.BASE, chart_type="pie")
-robustness_base_docs = partial(_select, variant=plot_twist.BASE)
-title_none_docs = partial(_select, variant="title_none")
-title_correct_docs = partial(_select, variant="title_correct")
-title_misleading_docs = partial(_select, variant="title_misleading")
-marker_x_docs = partial(_select, variant="marker_x")
-marker_diamond_docs = partial(_select, variant="marker_diamond")
-marker_circle_docs = partial(_select, variant="marker_circle")
-marker_plus_docs = partial(_select, variant="marker_plus")
-grid_docs = partial(_select, variant="grid")
-vegalite_docs = partial(_select, variant="vegalite")
+plot_twist_scatter_docs = partial(_select, variant=plot_twist.BASE, chart_type="scatter")
+plot_twist_bar_docs = partial(_select, variant=plot_twist.BASE, chart_type="bar")
+plot_twist_pie_docs = partial(_select, variant=plot_twist.BASE, chart_type="pie")
+plot_twist_robustness_base_docs = partial(_select, variant=plot_twist.BASE)
+plot_twist_title_none_docs = partial(_select, variant="title_none")
+plot_twist_title_correct_docs = partial(_select, variant="title_correct")
+plot_twist_title_misleading_docs = partial(_select, variant="title_misleading")
+plot_twist_marker_x_docs = partial(_select, variant="marker_x")
+plot_twist_marker_diamond_docs = partial(_select, variant="marker_diamond")
+plot_twist_marker_circle_docs = partial(_select, variant="marker_circle")
+plot_twist_marker_plus_docs = partial(_select, variant="marker_plus")
+plot_twist_grid_docs = partial(_select, variant="grid")
+plot_twist_vegalite_docs = partial(_select, variant="vegalite")
 
 
-def chartqa_docs(dataset: datasets.Dataset) -> datasets.Dataset:
+def plot_twist_chartqa_docs(dataset: datasets.Dataset) -> datasets.Dataset:
     return _with_variant(dataset)
 
 
-def robustness_all_docs(dataset: datasets.Dataset) -> datasets.Dataset:
+def plot_twist_robustness_all_docs(dataset: datasets.Dataset) -> datasets.Dataset:
     """Every row, base and robustness variants (the one-task robustness runs of the ``open`` protocols)."""
     return _with_variant(dataset)
 
@@ -87,27 +87,27 @@ def robustness_all_docs(dataset: datasets.Dataset) -> datasets.Dataset:
 # --- prompt --------------------------------------------------------------------------------------------------------
 
 
-def doc_to_visual(doc: dict[str, Any]) -> list[Image.Image]:
+def plot_twist_doc_to_visual(doc: dict[str, Any]) -> list[Image.Image]:
     return [to_rgb(doc["image"])]
 
 
-def doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: Kwargs = None, protocol: str = "api") -> str:
+def plot_twist_doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: Kwargs = None, protocol: str = "api") -> str:
     style = plot_twist.get_protocol(protocol).prompt
     return plot_twist.build_prompt(doc["question"], doc.get("variant") or plot_twist.BASE, style)
 
 
-def doc_to_messages(
+def plot_twist_doc_to_messages(
     doc: dict[str, Any], lmms_eval_specific_kwargs: Kwargs = None, protocol: str = "api"
 ) -> list[dict[str, Any]]:
-    text = doc_to_text(doc, lmms_eval_specific_kwargs, protocol)
+    text = plot_twist_doc_to_text(doc, lmms_eval_specific_kwargs, protocol)
     content = [{"type": "image", "url": for_upload(doc["image"])}, {"type": "text", "text": text}]
     return [{"role": "user", "content": content}]
 
 
-open_doc_to_text = partial(doc_to_text, protocol="open")
-open_doc_to_messages = partial(doc_to_messages, protocol="open")
-open_pali_doc_to_text = partial(doc_to_text, protocol="open_pali")
-open_pali_doc_to_messages = partial(doc_to_messages, protocol="open_pali")
+plot_twist_open_doc_to_text = partial(plot_twist_doc_to_text, protocol="open")
+plot_twist_open_doc_to_messages = partial(plot_twist_doc_to_messages, protocol="open")
+plot_twist_open_pali_doc_to_text = partial(plot_twist_doc_to_text, protocol="open_pali")
+plot_twist_open_pali_doc_to_messages = partial(plot_twist_doc_to_messages, protocol="open_pali")
 
 
 # --- scoring -------------------------------------------------------------------------------------------------------
@@ -131,44 +131,48 @@ def _results(doc: dict[str, Any], results: list[Any], rule: plot_twist.MarginRul
     }
 
 
-process_results = partial(_results, rule="synthetic", protocol="api")
-process_results_chartqa = partial(_results, rule="chartqa", protocol="api")
-open_process_results = partial(_results, rule="synthetic", protocol="open")
-open_process_results_chartqa = partial(_results, rule="chartqa", protocol="open")
-open_pali_process_results = partial(_results, rule="synthetic", protocol="open_pali")
-open_pali_process_results_chartqa = partial(_results, rule="chartqa", protocol="open_pali")
+plot_twist_process_results = partial(_results, rule="synthetic", protocol="api")
+plot_twist_process_results_chartqa = partial(_results, rule="chartqa", protocol="api")
+plot_twist_open_process_results = partial(_results, rule="synthetic", protocol="open")
+plot_twist_open_process_results_chartqa = partial(_results, rule="chartqa", protocol="open")
+plot_twist_open_pali_process_results = partial(_results, rule="synthetic", protocol="open_pali")
+plot_twist_open_pali_process_results_chartqa = partial(_results, rule="chartqa", protocol="open_pali")
 
 
-def collective_standard(records: list[dict[str, Any]]) -> float:
+def plot_twist_collective_standard(records: list[dict[str, Any]]) -> float:
     return plot_twist.collective(records, "standard")
 
 
-def collective_relaxed(records: list[dict[str, Any]]) -> float:
+def plot_twist_collective_relaxed(records: list[dict[str, Any]]) -> float:
     return plot_twist.collective(records, "relaxed")
 
 
-def collective_range(records: list[dict[str, Any]]) -> float:
+def plot_twist_collective_range(records: list[dict[str, Any]]) -> float:
     return plot_twist.collective(records, "range")
 
 
-def collective_group(metrics: list[float], sizes: list[int], weight_by_size: bool = True) -> float:
+def plot_twist_collective_group(metrics: list[float], sizes: list[int], weight_by_size: bool = True) -> float:
     return plot_twist.merge_collective(metrics)
 
 
-def breakdown(records: list[dict[str, Any]]) -> dict[str, Any]:
+def plot_twist_breakdown(records: list[dict[str, Any]]) -> dict[str, Any]:
     return plot_twist.breakdown(records)
 
 
-def robustness_breakdown(records: list[dict[str, Any]]) -> dict[str, Any]:
+def plot_twist_robustness_breakdown(records: list[dict[str, Any]]) -> dict[str, Any]:
     """The breakdown of a one-task robustness run, with each variant's change against ``base``."""
     table = plot_twist.breakdown(records)
     table["delta_vs_base"] = plot_twist.deltas_vs_base(table["variant"])
     return table
 
 
-def breakdown_group(parts: list[dict[str, Any]], sizes: list[int], weight_by_size: bool = True) -> dict[str, Any]:
+def plot_twist_breakdown_group(
+    parts: list[dict[str, Any]], sizes: list[int], weight_by_size: bool = True
+) -> dict[str, Any]:
     return plot_twist.merge_breakdowns(parts)
 
 
-def robustness_group(parts: list[dict[str, Any]], sizes: list[int], weight_by_size: bool = True) -> dict[str, Any]:
+def plot_twist_robustness_group(
+    parts: list[dict[str, Any]], sizes: list[int], weight_by_size: bool = True
+) -> dict[str, Any]:
     return plot_twist.merge_breakdowns(parts, with_deltas=True)

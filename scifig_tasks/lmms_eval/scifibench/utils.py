@@ -27,7 +27,7 @@ def _variant(kwargs: Kwargs) -> scifibench.PromptVariant:
 # --- Figure -> Caption ---------------------------------------------------------------------------------------------
 
 
-def f2c_doc_to_visual(doc: dict[str, Any]) -> list[Image.Image]:
+def scifibench_f2c_doc_to_visual(doc: dict[str, Any]) -> list[Image.Image]:
     return [to_rgb(doc["Images"][0])]
 
 
@@ -38,7 +38,7 @@ def _f2c_text(doc: dict[str, Any], kwargs: Kwargs, alignment: str = "baseline") 
     return scifibench.f2c_text(options, _variant(kwargs), note)
 
 
-def f2c_doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: Kwargs = None) -> str:
+def scifibench_f2c_doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: Kwargs = None) -> str:
     return _f2c_text(doc, lmms_eval_specific_kwargs)
 
 
@@ -48,18 +48,20 @@ def _f2c_messages(doc: dict[str, Any], kwargs: Kwargs, alignment: str = "baselin
     return [{"role": "user", "content": content}]
 
 
-def f2c_doc_to_messages(doc: dict[str, Any], lmms_eval_specific_kwargs: Kwargs = None) -> list[dict[str, Any]]:
+def scifibench_f2c_doc_to_messages(
+    doc: dict[str, Any], lmms_eval_specific_kwargs: Kwargs = None
+) -> list[dict[str, Any]]:
     return _f2c_messages(doc, lmms_eval_specific_kwargs)
 
 
 # --- Caption -> Figure (interleaved) -------------------------------------------------------------------------------
 
 
-def c2f_doc_to_visual(doc: dict[str, Any]) -> list[Image.Image]:
+def scifibench_c2f_doc_to_visual(doc: dict[str, Any]) -> list[Image.Image]:
     return [to_rgb(image) for image in doc["Images"]]
 
 
-def c2f_doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: Kwargs = None) -> str:
+def scifibench_c2f_doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: Kwargs = None) -> str:
     kwargs = lmms_eval_specific_kwargs or {}
     # lmms-eval builds contexts from documents without their images: the options count the images
     segments = scifibench.c2f_segments(
@@ -68,7 +70,9 @@ def c2f_doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: Kwargs = Non
     return "".join(segment for segment in segments if isinstance(segment, str))
 
 
-def c2f_doc_to_messages(doc: dict[str, Any], lmms_eval_specific_kwargs: Kwargs = None) -> list[dict[str, Any]]:
+def scifibench_c2f_doc_to_messages(
+    doc: dict[str, Any], lmms_eval_specific_kwargs: Kwargs = None
+) -> list[dict[str, Any]]:
     images = [for_upload(cell) for cell in doc["Images"]]
     segments = scifibench.c2f_segments(doc["Question"], len(images), _variant(lmms_eval_specific_kwargs))
     content = [
@@ -81,17 +85,19 @@ def c2f_doc_to_messages(doc: dict[str, Any], lmms_eval_specific_kwargs: Kwargs =
 # --- scoring ---------------------------------------------------------------------------------------------------------
 
 
-def process_results(doc: dict[str, Any], results: list[str | None]) -> dict[str, Any]:
+def scifibench_process_results(doc: dict[str, Any], results: list[str | None]) -> dict[str, Any]:
     resolution = scifibench.resolve_answer(results[0], doc["Options"], get_judge())
     record = scifibench.sample_record(doc, resolution)
     return {"accuracy": float(record["correct"]), "breakdown": record}
 
 
-def breakdown(records: list[dict[str, Any]]) -> dict[str, Any]:
+def scifibench_breakdown(records: list[dict[str, Any]]) -> dict[str, Any]:
     return scifibench.breakdown(records, get_judge())
 
 
-def breakdown_group(parts: list[dict[str, Any]], sizes: list[int], weight_by_size: bool = True) -> dict[str, Any]:
+def scifibench_breakdown_group(
+    parts: list[dict[str, Any]], sizes: list[int], weight_by_size: bool = True
+) -> dict[str, Any]:
     return scifibench.merge_breakdowns(parts)
 
 
@@ -107,28 +113,28 @@ def _alignment_messages(variant: str, doc: dict[str, Any], lmms_eval_specific_kw
 
 
 def _alignment_results(variant: str, doc: dict[str, Any], results: list[str | None]) -> dict[str, Any]:
-    scored = process_results(doc, results)
+    scored = scifibench_process_results(doc, results)
     return {**scored, "alignment": {"variant": variant, "correct": scored["breakdown"]["correct"]}}
 
 
-alignment_baseline_doc_to_text = partial(_alignment_text, "baseline")
-alignment_baseline_doc_to_messages = partial(_alignment_messages, "baseline")
-alignment_baseline_process_results = partial(_alignment_results, "baseline")
-alignment_marked_true_doc_to_text = partial(_alignment_text, "marked_true")
-alignment_marked_true_doc_to_messages = partial(_alignment_messages, "marked_true")
-alignment_marked_true_process_results = partial(_alignment_results, "marked_true")
-alignment_marked_true_ignore_doc_to_text = partial(_alignment_text, "marked_true_ignore")
-alignment_marked_true_ignore_doc_to_messages = partial(_alignment_messages, "marked_true_ignore")
-alignment_marked_true_ignore_process_results = partial(_alignment_results, "marked_true_ignore")
-alignment_marked_false_doc_to_text = partial(_alignment_text, "marked_false")
-alignment_marked_false_doc_to_messages = partial(_alignment_messages, "marked_false")
-alignment_marked_false_process_results = partial(_alignment_results, "marked_false")
-alignment_marked_false_ignore_doc_to_text = partial(_alignment_text, "marked_false_ignore")
-alignment_marked_false_ignore_doc_to_messages = partial(_alignment_messages, "marked_false_ignore")
-alignment_marked_false_ignore_process_results = partial(_alignment_results, "marked_false_ignore")
+scifibench_alignment_baseline_doc_to_text = partial(_alignment_text, "baseline")
+scifibench_alignment_baseline_doc_to_messages = partial(_alignment_messages, "baseline")
+scifibench_alignment_baseline_process_results = partial(_alignment_results, "baseline")
+scifibench_alignment_marked_true_doc_to_text = partial(_alignment_text, "marked_true")
+scifibench_alignment_marked_true_doc_to_messages = partial(_alignment_messages, "marked_true")
+scifibench_alignment_marked_true_process_results = partial(_alignment_results, "marked_true")
+scifibench_alignment_marked_true_ignore_doc_to_text = partial(_alignment_text, "marked_true_ignore")
+scifibench_alignment_marked_true_ignore_doc_to_messages = partial(_alignment_messages, "marked_true_ignore")
+scifibench_alignment_marked_true_ignore_process_results = partial(_alignment_results, "marked_true_ignore")
+scifibench_alignment_marked_false_doc_to_text = partial(_alignment_text, "marked_false")
+scifibench_alignment_marked_false_doc_to_messages = partial(_alignment_messages, "marked_false")
+scifibench_alignment_marked_false_process_results = partial(_alignment_results, "marked_false")
+scifibench_alignment_marked_false_ignore_doc_to_text = partial(_alignment_text, "marked_false_ignore")
+scifibench_alignment_marked_false_ignore_doc_to_messages = partial(_alignment_messages, "marked_false_ignore")
+scifibench_alignment_marked_false_ignore_process_results = partial(_alignment_results, "marked_false_ignore")
 
 
-def alignment(records: list[dict[str, Any]]) -> dict[str, Any]:
+def scifibench_alignment(records: list[dict[str, Any]]) -> dict[str, Any]:
     """One variant's accuracy (the group turns the five into accuracies and deltas)."""
     return {
         "variant": records[0]["variant"],
@@ -137,5 +143,7 @@ def alignment(records: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def alignment_group(parts: list[dict[str, Any]], sizes: list[int], weight_by_size: bool = False) -> dict[str, Any]:
+def scifibench_alignment_group(
+    parts: list[dict[str, Any]], sizes: list[int], weight_by_size: bool = False
+) -> dict[str, Any]:
     return scifibench.alignment_summary(parts)
