@@ -34,12 +34,11 @@ from curation.grab.plan import PlanItem, cached_plan, select
 from curation.grab.render import DEFAULT_DPI, render_job
 from curation.parquet import ParquetRows
 from scifig_tasks.core.grab_mc import mc_options
-from scifig_tasks.core.sources import GRAB_FEATURES
+from scifig_tasks.core.sources import GRAB_FEATURES, LIST
 
 FEATURES = datasets.Features({**GRAB_FEATURES, "metadata": datasets.Value("string")})
-_LIST = getattr(datasets, "List", None) or datasets.Sequence  # datasets >= 4 names it List
 MC_FEATURES = datasets.Features(
-    {**FEATURES, "options": _LIST(datasets.Value("string")), "mc_answer": datasets.Value("string")}
+    {**FEATURES, "options": LIST(datasets.Value("string")), "mc_answer": datasets.Value("string")}
 )
 SPLIT = "GRAB"
 MC_DIR = "properties_mc"

@@ -37,15 +37,15 @@ import pyarrow.parquet as pq
 from tqdm.auto import tqdm
 
 from scifig_tasks.core.errors import DataError
+from scifig_tasks.core.sources import LIST
 
-_LIST = getattr(datasets, "List", None) or datasets.Sequence
 FEATURES = datasets.Features(
     {
         "figure_id": datasets.Value("string"),
         "image": datasets.Image(),
         "caption": datasets.Value("string"),
         "paper_id": datasets.Value("string"),
-        "categories": _LIST(datasets.Value("string")),
+        "categories": LIST(datasets.Value("string")),
         "has_subfigures": datasets.Value("bool"),
         "figure_type": datasets.Value("string"),
     }
