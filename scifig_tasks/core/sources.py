@@ -253,6 +253,10 @@ def _mmsci_mcq_row(row: Mapping[str, Any], split: str) -> tuple[str, str] | None
     return None
 
 
+_MMSCI_FIGURE = (Column("uid", expect_str()), Column("figure_index", expect_int(low=0)))
+"""The columns naming a figure: its article and its place there."""
+_MMSCI_ARTICLE = (Column("category", expect_str()), Column("subject", expect_str()), Column("image", image=True))
+
 MMSCI_MCQ = _SubdirSource(
     name="MMSci multiple choice",
     hub_path="",
@@ -260,12 +264,9 @@ MMSCI_MCQ = _SubdirSource(
     env_var="SCIFIG_MMSCI_DATA",
     build_command="scifig curate mmsci --articles ARTICLES --out DIR",
     columns=(
-        Column("uid", expect_str()),
-        Column("figure_index", expect_int(low=0)),
+        *_MMSCI_FIGURE,
         Column("setting", expect_str(mmsci.SETTINGS)),
-        Column("category", expect_str()),
-        Column("subject", expect_str()),
-        Column("image", image=True),
+        *_MMSCI_ARTICLE,
         Column("question", expect_str()),
         Column("options", _mmsci_options),
         Column("answer", expect_str(mmsci.LETTERS)),
@@ -277,22 +278,12 @@ MMSCI_MCQ = _SubdirSource(
     subdir="mcq",
 )
 
-MMSCI_CAPTIONING = _SubdirSource(
+MMSCI_CAPTIONING = replace(
+    MMSCI_MCQ,
     name="MMSci captioning",
-    hub_path="",
-    splits=("test", "dev"),
-    env_var="SCIFIG_MMSCI_DATA",
-    build_command="scifig curate mmsci --articles ARTICLES --out DIR",
-    columns=(
-        Column("uid", expect_str()),
-        Column("figure_index", expect_int(low=0)),
-        Column("category", expect_str()),
-        Column("subject", expect_str()),
-        Column("image", image=True),
-        Column("caption", expect_str()),
-        Column("abstract", expect_str()),
-    ),
-    default_data=_mmsci_unset,
+    columns=(*_MMSCI_FIGURE, *_MMSCI_ARTICLE, Column("caption", expect_str()), Column("abstract", expect_str())),
+    row_check=None,
+    key=(),
     subdir="captioning",
 )
 """MMSci (no published Hub copy; layout of ``SCIFIG_MMSCI_DATA``: ``mcq/`` and ``captioning/`` folders of
