@@ -111,12 +111,14 @@ def test_the_pair_itself_is_never_its_own_neighbour_even_with_identical_vectors(
 def test_ivf_above_the_exact_threshold_finds_the_exact_neighbours_on_clustered_data() -> None:
     vectors = clusters(40, 50, 32, spread=1.0)
     plan = plan_index(len(vectors), exact_max=1000)
-    assert plan.kind == "ivf" and plan.nlist == default_nlist(2000) == 32 and plan.nprobe == 8
+    # 1.6 sqrt(2000) = 71.6 -> 64 cells, halved to 32 so that each has 32 training vectors; 14 cells' worth probed
+    assert plan.kind == "ivf" and plan.nlist == default_nlist(2000) == 32 and plan.nprobe == 32
+    assert plan.max_codes == 14 * 63 and plan.train_size == 1024
     assert plan_index(2000, exact_max=2000).kind == "flat"
     approximate = nearest_neighbours(vectors, k=5, plan=plan, seed=0)
-    exact, _ = brute_force(vectors, 5)
-    recall = np.mean([len(set(a) & set(b)) / 5 for a, b in zip(approximate.indices, exact, strict=True)])
-    assert recall >= 0.95
+    exact, distances = brute_force(vectors, 5)
+    np.testing.assert_array_equal(approximate.indices, exact)  # separated clusters: every neighbour is found
+    np.testing.assert_allclose(approximate.distances, distances, rtol=1e-5)
     again = nearest_neighbours(vectors, k=5, plan=plan, seed=0)
     np.testing.assert_array_equal(again.indices, approximate.indices)  # seeded k-means: reruns agree
     with pytest.raises(ValueError, match="needs at least"):

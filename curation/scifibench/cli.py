@@ -89,8 +89,13 @@ def _add_curate(subparsers: Any) -> None:
         default=DEFAULT_EXACT_MAX,
         help=f"exact search up to N pairs (default {DEFAULT_EXACT_MAX})",
     )
-    knn.add_argument("--nlist", type=int, default=None, help="IVF cells (default: power of two nearest 4 sqrt(N))")
-    knn.add_argument("--nprobe", type=int, default=None, help=f"IVF cells searched (default {DEFAULT_NPROBE})")
+    knn.add_argument("--nlist", type=int, default=None, help="IVF cells (default: power of two nearest 1.6 sqrt(N))")
+    knn.add_argument(
+        "--nprobe",
+        type=int,
+        default=None,
+        help=f"IVF cells each vector probes, exactly (default: 14 cells' worth of vectors, at most {DEFAULT_NPROBE})",
+    )
     knn.add_argument("--gpu", type=_gpu_flag, default=None, help="GPU Faiss: auto (default), yes, no")
     knn.add_argument("--min-distance", type=float, default=None, help="similarity threshold (default: from data)")
     tiers = parser.add_argument_group("questions and tiers")

@@ -4,23 +4,35 @@ Rule: index the joint vectors with Faiss and find each pair's ``k`` nearest neig
 pair itself excluded. Index choice:
 
 * up to ``exact_max`` vectors (default 50,000): exact search, ``IndexFlatL2``;
-* above it: ``IndexIVFFlat`` — an inverted file over ``nlist`` k-means cells (default: the power of two nearest
-  ``4 * sqrt(n)``, 1,024 for 100,000 vectors) trained on a seeded sample of ``32 * nlist`` vectors (Faiss recommends
-  30–256 per cell) with 8 k-means iterations, searched with ``nprobe`` cells per query (default 8). Vectors are
-  stored uncompressed, so the only approximation is which cells are visited; ``tests/benchmarks/bench_faiss_index.py``
-  measures its recall@5 and speed-up against exact search. IVF was chosen over HNSW because its build is a seeded
-  k-means (reruns give identical neighbours, as the pipeline promises; multi-threaded HNSW insertion is not
-  reproducible) and it is the cheaper build for 2,048-d vectors.
-* with a GPU build of Faiss and a GPU present, the index is moved to all GPUs (``index_cpu_to_all_gpus``).
+* above it: an inverted file (IVF) over ``nlist`` cells (default: the power of two nearest ``1.6 * sqrt(n)``, 512 for
+  100,000 vectors) whose centroids come from a seeded Faiss k-means (``faiss.Clustering``, 4 iterations on a seeded
+  sample of ``32 * nlist`` vectors; with 16 per cell, cells split the benchmark's small clusters and recall fell).
+  Every vector lies in the cell of its nearest centroid and, like an ``IndexIVFFlat`` query, probes cells nearest
+  centroid first until the probed cells hold ``max_codes`` vectors (Faiss' ``SearchParametersIVF.max_codes`` rule;
+  default 14 average cells' worth, ``14 * ceil(n / nlist)``) or ``nprobe`` cells (default at most 32; an explicit
+  ``nprobe`` probes exactly that many cells, with no ``max_codes``). The distances are then computed cell by cell:
+  BLAS products (``faiss.pairwise_distances``) between a cell's vectors and the vectors probing it, each distance
+  serving both vectors of its pair, so a vector's candidates are the vectors of the cells it probes plus the vectors
+  that probe its cell. Vectors are neither copied into the index nor compressed, so the only approximation is which
+  pairs are compared. ``IndexIVFFlat``'s own scan (one query at a time, memory-bound for 2,048-d vectors) was several
+  times slower on the same cells. ``tests/benchmarks/bench_faiss_index.py`` measures recall@5 and the speed-up over
+  exact search on clustered and on broad, overlapping data. IVF rather than HNSW: its build is a seeded k-means
+  (reruns give identical neighbours, as the pipeline promises; multi-threaded HNSW insertion is not reproducible)
+  and it is the cheaper build for 2,048-d vectors.
+* with a GPU build of Faiss and a GPU present, the exact index, or the IVF's k-means and cell assignment, run on all
+  GPUs (``index_cpu_to_all_gpus``).
 
-Distances are recomputed from the vectors' differences for the neighbours found and ties are broken by index, so the
-result does not depend on Faiss' internal accumulation order. A neighbour an approximate search could not fill is
-``-1`` with distance ``inf``.
+The ``k + 2`` nearest candidates by Faiss' distance are re-ranked by their exact distance, recomputed from the
+vectors' differences, ties broken by index, so the result does not depend on Faiss' accumulation order (the 2 spare
+candidates absorb rounding and ties at the ``k``-th place). Reruns with the same seed and thread count give the same
+neighbours. A neighbour an approximate search could not fill is ``-1`` with distance ``inf``.
 """
 
 from __future__ import annotations
 
 import math
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
@@ -29,28 +41,37 @@ from tqdm.auto import tqdm
 
 DEFAULT_K = 16
 DEFAULT_EXACT_MAX = 50_000
-DEFAULT_NPROBE = 8
+DEFAULT_NPROBE = 32  # most cells a vector probes
+PROBE_CELLS = 14  # default max_codes: this many average cells' worth of vectors
+CELLS_PER_SQRT_N = 1.6
 TRAIN_PER_CELL = 32
-KMEANS_ITERATIONS = 8
-SEARCH_BATCH = 1024
+KMEANS_ITERATIONS = 4
+RERANK_MARGIN = 2  # candidates re-ranked beyond k
+SEARCH_BATCH = 1024  # exact-search queries per call
+ASSIGN_BATCH = 16384  # vectors assigned to cells per call
+RERANK_BATCH = 128  # queries re-ranked together (their gathered candidates stay in cache)
+PROBER_BATCH = 4096  # probers of a cell compared with it at once
 
 
 @dataclass(frozen=True)
 class IndexPlan:
-    """Which Faiss index searches the vectors, with its parameters."""
+    """Which Faiss index searches the vectors, with its parameters (``max_codes`` 0: always ``nprobe`` cells)."""
 
     kind: Literal["flat", "ivf"]
     nlist: int = 0
     nprobe: int = 0
+    max_codes: int = 0
     train_size: int = 0
     kmeans_iterations: int = 0
 
     def describe(self) -> str:
         if self.kind == "flat":
             return "exact IndexFlatL2"
+        cells = f"{self.nprobe} cell{'s' if self.nprobe > 1 else ''}"
+        probes = f"up to {cells} / {self.max_codes:,} vectors" if self.max_codes else cells
         return (
-            f"IndexIVFFlat nlist={self.nlist} nprobe={self.nprobe} "
-            f"(k-means on {self.train_size} vectors, {self.kmeans_iterations} iterations)"
+            f"IVF, {self.nlist} cells (Faiss k-means on {self.train_size:,} vectors, {self.kmeans_iterations} "
+            f"iterations), {probes} probed per pair"
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -58,8 +79,8 @@ class IndexPlan:
 
 
 def default_nlist(n: int) -> int:
-    """The power of two nearest ``4 * sqrt(n)``, with at least ``TRAIN_PER_CELL`` training vectors per cell."""
-    target = 4 * math.sqrt(max(n, 1))
+    """The power of two nearest ``1.6 * sqrt(n)``, with at least ``TRAIN_PER_CELL`` training vectors per cell."""
+    target = CELLS_PER_SQRT_N * math.sqrt(max(n, 1))
     nlist = 2 ** round(math.log2(target))
     while nlist > 1 and nlist * TRAIN_PER_CELL > n:
         nlist //= 2
@@ -69,7 +90,8 @@ def default_nlist(n: int) -> int:
 def plan_index(
     n: int, exact_max: int = DEFAULT_EXACT_MAX, nlist: int | None = None, nprobe: int | None = None
 ) -> IndexPlan:
-    """Exact search up to ``exact_max`` vectors, IVF above (``nlist``/``nprobe`` override the defaults)."""
+    """Exact search up to ``exact_max`` vectors, IVF above (``nlist``/``nprobe`` override the defaults; an explicit
+    ``nprobe`` probes exactly that many cells, the default stops at ``PROBE_CELLS`` average cells' worth of vectors)."""
     if n <= exact_max:
         return IndexPlan("flat")
     cells = nlist or default_nlist(n)
@@ -79,6 +101,7 @@ def plan_index(
         "ivf",
         nlist=cells,
         nprobe=min(cells, nprobe or DEFAULT_NPROBE),
+        max_codes=0 if nprobe else PROBE_CELLS * math.ceil(n / cells),
         train_size=min(n, TRAIN_PER_CELL * cells),
         kmeans_iterations=KMEANS_ITERATIONS,
     )
@@ -90,33 +113,82 @@ def gpu_count() -> int:
     return int(faiss.get_num_gpus()) if hasattr(faiss, "get_num_gpus") else 0
 
 
-def build_index(vectors: np.ndarray, plan: IndexPlan, seed: int = 0, use_gpu: bool | None = None) -> Any:
-    """A Faiss index of ``vectors`` following ``plan`` (trained and filled)."""
+@dataclass(frozen=True)
+class CellIndex:
+    """An inverted file over ``n`` vectors: ``quantizer`` holds the k-means centroids (a Faiss ``IndexFlatL2``),
+    ``probes[i]`` the cells vector ``i`` probes, nearest centroid first (``probes[i, 0]`` is its own cell; ``-1``
+    past its ``max_codes`` budget). The vectors themselves stay with the caller."""
+
+    quantizer: Any
+    probes: np.ndarray
+
+    @property
+    def ntotal(self) -> int:
+        return len(self.probes)
+
+    @property
+    def nlist(self) -> int:
+        return int(self.quantizer.ntotal)
+
+    def cell_sizes(self) -> np.ndarray:
+        return np.bincount(self.probes[:, 0], minlength=self.nlist)
+
+
+def limit_probes(probes: np.ndarray, cell_sizes: np.ndarray, max_codes: int) -> np.ndarray:
+    """``probes`` (cells nearest first) cut, in place, the way Faiss' ``max_codes`` cuts an IVF search: a vector
+    probes its next cell while the cells probed so far hold fewer than ``max_codes`` vectors; the rest become ``-1``."""
+    if max_codes <= 0 or probes.shape[1] < 2:
+        return probes
+    held = np.cumsum(cell_sizes[probes[:, :-1]], axis=1)
+    count = 1 + (held < max_codes).sum(axis=1)
+    probes[np.arange(probes.shape[1])[None, :] >= count[:, None]] = -1
+    return probes
+
+
+def train_quantizer(vectors: np.ndarray, plan: IndexPlan, seed: int = 0, use_gpu: bool = False) -> Any:
+    """The ``plan.nlist`` centroids of a seeded Faiss k-means on a seeded sample of ``plan.train_size`` vectors, in
+    an ``IndexFlatL2``."""
     import faiss
 
-    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
     dim = vectors.shape[1]
-    if plan.kind == "flat":
-        index = faiss.IndexFlatL2(dim)
-    else:
-        index = faiss.IndexIVFFlat(faiss.IndexFlatL2(dim), dim, plan.nlist, faiss.METRIC_L2)
-        index.cp.niter = plan.kmeans_iterations
-        index.cp.seed = seed
-        index.cp.min_points_per_centroid = TRAIN_PER_CELL
-        index.nprobe = plan.nprobe
+    sample = vectors[np.sort(np.random.default_rng(seed).choice(len(vectors), plan.train_size, replace=False))]
+    params = faiss.ClusteringParameters()
+    params.niter = plan.kmeans_iterations
+    params.seed = seed
+    params.min_points_per_centroid = TRAIN_PER_CELL
+    params.max_points_per_centroid = plan.train_size  # k-means sees the whole sample (no second subsampling)
+    quantizer = faiss.IndexFlatL2(dim)
+    if use_gpu:
+        quantizer = faiss.index_cpu_to_all_gpus(quantizer)
+    faiss.Clustering(dim, plan.nlist, params).train(sample, quantizer)
+    return quantizer
+
+
+def build_index(vectors: np.ndarray, plan: IndexPlan, seed: int = 0, use_gpu: bool | None = None) -> Any:
+    """The index of ``vectors`` following ``plan``: a filled Faiss ``IndexFlatL2``, or a :class:`CellIndex` (k-means
+    trained, every vector's probes assigned)."""
+    import faiss
+
+    vectors = np.ascontiguousarray(vectors, dtype=np.float32)  # no copy for float32 C-ordered vectors
     if use_gpu is None:
         use_gpu = gpu_count() > 0
-    if use_gpu:
-        index = faiss.index_cpu_to_all_gpus(index)
-    if plan.kind == "ivf":
-        sample = np.sort(np.random.default_rng(seed).choice(len(vectors), plan.train_size, replace=False))
-        index.train(vectors[sample])
-        if hasattr(index, "nprobe"):
-            index.nprobe = plan.nprobe
-        else:  # a GPU index: parameters go through the GPU parameter space
-            faiss.GpuParameterSpace().set_index_parameter(index, "nprobe", plan.nprobe)
-    for start in range(0, len(vectors), 65536):
-        index.add(vectors[start : start + 65536])
+    if plan.kind == "flat":
+        index = faiss.IndexFlatL2(vectors.shape[1])
+        if use_gpu:
+            index = faiss.index_cpu_to_all_gpus(index)
+        for start in range(0, len(vectors), 65536):
+            index.add(vectors[start : start + 65536])
+        return index
+    quantizer = train_quantizer(vectors, plan, seed, use_gpu)
+    n = len(vectors)
+    probes = np.empty((n, plan.nprobe), dtype=np.int64)
+    with tqdm(total=n, desc=f"scifibench: IVF cells ({plan.nlist})", unit="pair") as progress:
+        for start in range(0, n, ASSIGN_BATCH):
+            stop = min(n, start + ASSIGN_BATCH)
+            _, probes[start:stop] = quantizer.search(vectors[start:stop], plan.nprobe)
+            progress.update(stop - start)
+    index = CellIndex(quantizer, probes)
+    limit_probes(probes, index.cell_sizes(), plan.max_codes)
     return index
 
 
@@ -133,7 +205,8 @@ class Neighbours:
 def exact_distances(vectors: np.ndarray, queries: np.ndarray, indices: np.ndarray) -> np.ndarray:
     """Euclidean distance from each query row to each of its indexed vectors (``inf`` for ``-1``)."""
     safe = np.where(indices < 0, 0, indices)
-    differences = vectors[safe] - vectors[queries][:, None, :]
+    differences = vectors.take(safe, axis=0)
+    differences -= vectors.take(queries, axis=0)[:, None, :]
     distances = np.sqrt(np.einsum("ijk,ijk->ij", differences, differences))
     return np.where(indices < 0, np.float32(np.inf), distances)
 
@@ -145,23 +218,125 @@ def _without_self(queries: np.ndarray, found: np.ndarray, k: int) -> np.ndarray:
     return found[keep].reshape(len(queries), k)
 
 
-def search_index(index: Any, vectors: np.ndarray, k: int, plan: IndexPlan) -> Neighbours:
-    """Every vector's ``k`` nearest other vectors in ``index`` (which holds ``vectors``), exact distances, ties by
-    index."""
+def _flat_candidates(index: Any, vectors: np.ndarray, width: int, progress: tqdm) -> np.ndarray:
+    """The ``width`` nearest other vectors of every vector by exact Faiss search."""
+    n = len(vectors)
+    candidates = np.empty((n, width), dtype=np.int64)
+    for start in range(0, n, SEARCH_BATCH):
+        queries = np.arange(start, min(n, start + SEARCH_BATCH))
+        _, found = index.search(vectors[queries], width + 1)
+        candidates[queries] = _without_self(queries, found.astype(np.int64), width)
+        progress.update(len(queries))
+    return candidates
+
+
+def _first_unique(ids: np.ndarray, width: int) -> np.ndarray:
+    """Per row (ids nearest first), the first ``width`` distinct ids ``>= 0``, padded with ``-1``."""
+    order = np.argsort(ids, axis=1, kind="stable")  # equal ids keep their distance order
+    ranked = np.take_along_axis(ids, order, axis=1)
+    repeat_ranked = np.zeros(ids.shape, dtype=bool)
+    repeat_ranked[:, 1:] = ranked[:, 1:] == ranked[:, :-1]
+    drop = np.empty_like(repeat_ranked)
+    np.put_along_axis(drop, order, repeat_ranked, axis=1)
+    drop |= ids < 0
+    keep = np.argsort(drop, axis=1, kind="stable")[:, :width]
+    kept = np.take_along_axis(ids, keep, axis=1)
+    kept[np.take_along_axis(drop, keep, axis=1)] = -1
+    return kept
+
+
+def _cell_candidates(index: CellIndex, vectors: np.ndarray, width: int, progress: tqdm) -> np.ndarray:
+    """The ``width`` nearest candidates of every vector among the pairs its cells give (see the module docstring),
+    by Faiss' BLAS distance: cell by cell, ``faiss.pairwise_distances`` between the cell's vectors and the vectors
+    probing it, kept in Faiss result heaps for both vectors of each pair. The cells are shared out among
+    ``faiss.omp_get_max_threads()`` threads, each running single-threaded BLAS."""
+    import faiss
+
+    n, probes = len(vectors), index.probes
+    own = probes[:, 0]
+    member_order = np.argsort(own, kind="stable")
+    member_bounds = np.searchsorted(own[member_order], np.arange(index.nlist + 1))
+    prober, slot = np.nonzero(probes >= 0)  # row-major, so every cell's probers come out in ascending order
+    probed = probes[prober, slot]
+    prober_order = np.argsort(probed, kind="stable")
+    probers = prober[prober_order]
+    prober_bounds = np.searchsorted(probed[prober_order], np.arange(index.nlist + 1))
+    del prober, slot, probed, prober_order
+    # a pair (i, j) can reach i twice: from j's cell (i probes it) and from i's cell (j probes it), so the heaps
+    # keep 2 * width to be left with ``width`` distinct candidates
+    heap_width = 2 * width
+    workers = max(1, min(faiss.omp_get_max_threads(), index.nlist))
+    progress_lock = threading.Lock()
+
+    def scan(worker: int) -> Any:
+        faiss.omp_set_num_threads(1)  # this thread only: parallel over cells, not inside each product
+        heap = faiss.ResultHeap(n, heap_width)
+        for cell in range(worker, index.nlist, workers):
+            members = member_order[member_bounds[cell] : member_bounds[cell + 1]]
+            if len(members) == 0:
+                continue
+            cell_vectors = vectors.take(members, axis=0)
+            cell_probers = probers[prober_bounds[cell] : prober_bounds[cell + 1]]
+            for start in range(0, len(cell_probers), PROBER_BATCH):  # bounds memory for much-probed cells
+                queries = cell_probers[start : start + PROBER_BATCH]
+                distances = faiss.pairwise_distances(vectors.take(queries, axis=0), cell_vectors)
+                # every member probes its own cell first, so it is among the probers: not its own neighbour
+                rows = np.minimum(np.searchsorted(queries, members), len(queries) - 1)
+                selves = np.flatnonzero(queries[rows] == members)
+                distances[rows[selves], selves] = np.inf
+                heap.add_result_subset(queries, distances, members)
+                heap.add_result_subset(members, distances.T, queries)
+            with progress_lock:
+                progress.update(len(members))
+        return heap
+
+    with ThreadPoolExecutor(workers) as pool:
+        heaps = list(pool.map(scan, range(workers)))
+    merged = heaps[0]
+    for other in heaps[1:]:
+        merged.add_result(other.D, other.I)
+    merged.finalize()
+    return _first_unique(merged.I, width)
+
+
+def _rerank(vectors: np.ndarray, candidates: np.ndarray, k: int, plan: IndexPlan) -> Neighbours:
+    """The ``k`` nearest of each row's candidates by exact distance, ties by index, in threads over rows."""
+    import faiss
+
     n = len(vectors)
     indices = np.empty((n, k), dtype=np.int64)
     distances = np.empty((n, k), dtype=np.float32)
-    with tqdm(total=n, desc=f"scifibench: {k}-NN search ({plan.describe()})", unit="pair") as progress:
-        for start in range(0, n, SEARCH_BATCH):
-            queries = np.arange(start, min(n, start + SEARCH_BATCH))
-            _, found = index.search(vectors[queries], k + 1)
-            found = _without_self(queries, found.astype(np.int64), k)
+
+    def rank(rows: range) -> None:
+        for start in range(rows.start, rows.stop, RERANK_BATCH):
+            queries = np.arange(start, min(rows.stop, start + RERANK_BATCH))
+            found = candidates[queries]
             exact = exact_distances(vectors, queries, found)
-            order = np.lexsort((np.where(found < 0, n, found), exact), axis=1)
+            order = np.lexsort((np.where(found < 0, n, found), exact), axis=1)[:, :k]
             indices[queries] = np.take_along_axis(found, order, axis=1)
             distances[queries] = np.take_along_axis(exact, order, axis=1)
-            progress.update(len(queries))
+
+    workers = max(1, faiss.omp_get_max_threads())
+    bounds = np.linspace(0, n, workers + 1).astype(int)
+    with ThreadPoolExecutor(workers) as pool:
+        list(pool.map(rank, [range(bounds[w], bounds[w + 1]) for w in range(workers)]))
     return Neighbours(indices, distances, plan)
+
+
+def search_index(index: Any, vectors: np.ndarray, k: int, plan: IndexPlan) -> Neighbours:
+    """Every vector's ``k`` nearest other vectors in ``index`` (built from ``vectors``), exact distances, ties by
+    index."""
+    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+    n = len(vectors)
+    if not 0 < k < n:
+        raise ValueError(f"k must be between 1 and {n - 1} for {n} vectors, got {k}")
+    width = min(k + RERANK_MARGIN, n - 1)
+    with tqdm(total=n, desc=f"scifibench: {k}-NN search ({plan.describe()})", unit="pair") as progress:
+        if isinstance(index, CellIndex):
+            candidates = _cell_candidates(index, vectors, width, progress)
+        else:
+            candidates = _flat_candidates(index, vectors, width, progress)
+    return _rerank(vectors, candidates, k, plan)
 
 
 def nearest_neighbours(
