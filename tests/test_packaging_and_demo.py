@@ -53,7 +53,7 @@ def test_readme_first_screen_and_docs_name_no_machine_paths() -> None:
     shot = Image.open(REPO / "docs" / "report.png")
     assert shot.width >= 800 and np.asarray(shot.convert("L")).std() > 10  # a picture, not a blank page
     documents = [REPO / "README.md", *REPO.glob("scifig_tasks/lmms_eval/*/README.md"), *REPO.glob("tests/perf/*.py")]
-    documents += [*REPO.glob("tests/benchmarks/*.py")]
+    documents += [*REPO.glob("curation/*/README.md"), *REPO.glob("docs/*.md")]
     found = {path.name: MACHINE_PATH.findall(path.read_text(encoding="utf-8")) for path in documents}
     assert {name: paths for name, paths in found.items() if paths} == {}
 

@@ -15,7 +15,7 @@ Encoding (:func:`encode_png`): the Agg canvas's RGBA buffer is written as an 8-b
 (difference to the row above), or "Sub" (difference to the pixel on the left) where that changes fewer pixels (the
 edges of horizontal lines), and the rows are deflated with zlib's run-length strategy. Pillow instead tries all five
 filters on every row and deflates at zlib's default level. On these mostly white graphs at 1000 dpi that is ~0.65 s
-of CPU a graph against ~0.27 s here (``tests/benchmarks/bench_grab_generator.py``), for files 2-4% larger (~300-500
+of CPU a graph against ~0.27 s here (``tests/perf/bench_grab_generator.py``), for files 2-4% larger (~300-500
 kB). Only the bytes differ from ``savefig``'s: every decoded pixel is the same.
 
 Determinism: every input comes from the plan and the PNG holds no text chunk (no ``Software`` or time stamp), so the

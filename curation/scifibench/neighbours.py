@@ -15,7 +15,7 @@ pair itself excluded. Index choice:
   serving both vectors of its pair, so a vector's candidates are the vectors of the cells it probes plus the vectors
   that probe its cell. Vectors are neither copied into the index nor compressed, so the only approximation is which
   pairs are compared. ``IndexIVFFlat``'s own scan (one query at a time, memory-bound for 2,048-d vectors) was several
-  times slower on the same cells. ``tests/benchmarks/bench_faiss_index.py`` measures recall@5 and the speed-up over
+  times slower on the same cells. ``tests/perf/bench_faiss_index.py`` measures recall@5 and the speed-up over
   exact search on clustered and on broad, overlapping data. IVF rather than HNSW: its build is a seeded k-means
   (reruns give identical neighbours, as the pipeline promises; multi-threaded HNSW insertion is not reproducible)
   and it is the cheaper build for 2,048-d vectors.

@@ -5,7 +5,7 @@ ablation), the answers the rules refuse in SciFIBench, MMSci and GRAB's multiple
 reformatting -- is judged from the task's ``process_results``, one blocking call per document. lmms-eval runs
 ``process_results`` in ``process_docs_parallel`` threads (``--process_docs_parallel``, default 4), so no more than
 that many judge requests are ever in flight, whatever the judge client allows (``SCIFIG_JUDGE_MAX_CONCURRENCY``,
-default 8, :mod:`scifig_tasks.core.judge`). Measured with ``python -m tests.benchmarks.bench_judge_throughput``
+default 8, :mod:`scifig_tasks.core.judge`). Measured with ``python -m tests.perf.bench_judge_throughput``
 (200 judged outputs, 0.5 s per judge reply, 8 allowed in flight; ideal 12.5 s): 26.5 s with 4 threads (47% of
 ideal, at most 4 in flight), 14.2 s (88%, 8 in flight) with this module.
 (MMSci's FActScore and G-Eval are judged at aggregation time through ``JudgeClient.complete_many``, which already

@@ -26,7 +26,7 @@ machine a load above the CPU count means the wall times include waiting for othe
 speed-up a pure-Python CPU-bound control gets from 1 to 2 processes at the end of the run: on a virtual machine whose
 cores are shared with other tenants it can be far below 2, and the workers' speed-up cannot exceed it.
 
-Run from the repository root: ``python -m tests.benchmarks.bench_grab_generator`` (options
+Run from the repository root: ``python -m tests.perf.bench_grab_generator`` (options
 ``--dpi`` (default 100; the generator's default resolution is 1000, 100x the pixels), ``--limit`` (a balanced subset
 instead of the full build), ``--seed``). At ``--dpi 100`` the full comparison takes ~10 minutes on 2 cores; at the
 default resolution use a subset, e.g. ``--dpi 1000 --limit 40`` (~2 minutes on an idle machine).

@@ -6,7 +6,7 @@ each metric of :mod:`scifig_tasks.core.mmsci_captioning` once: per-caption BLEU-
 with a tiny random BERT (the default roberta-large is not available offline; its cost scales with model size).
 The judged metrics are not timed here: their cost is the judge's (``bench_api_throughput``).
 
-Run: ``python -m tests.benchmarks.bench_mmsci_captioning [--samples 1400]``.
+Run: ``python -m tests.perf.bench_mmsci_captioning [--samples 1400]``.
 """
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ How to read the figures.
 * The run is killed if the tree's RSS passes ``--rss-limit-mb`` (default: 60% of the memory available at start), and
   the report says so: that by itself means images are held in memory.
 
-Run from the repository root: ``python -m tests.benchmarks.bench_memory`` (options ``--questions``, ``--small``,
+Run from the repository root: ``python -m tests.perf.bench_memory`` (options ``--questions``, ``--small``,
 ``--image-size``, ``--images plain,detailed``, ``--concurrency``, ``--rss-limit-mb``). Runtime on a 2-core machine:
 about 9 minutes at the defaults (557 s: building the PNGs ~4 min, the two 2,000-question runs ~1.5 and ~3 min),
 3 to 5 minutes with ``--questions 600`` (depending on the machine's load). The parquet files live in a temporary
@@ -71,7 +71,10 @@ from PIL import Image, ImageDraw
 from tqdm import tqdm
 
 from scifig_tasks.core.sources import GRAB_FEATURES
-from tests.benchmarks._common import (
+from tests.harness.grab_data import Row, question_text
+from tests.harness.lmms import offline_env
+from tests.harness.openai_server import FakeOpenAIServer
+from tests.perf._common import (
     MB,
     CliMeasurement,
     GrabFigures,
@@ -84,9 +87,6 @@ from tests.benchmarks._common import (
     parse_size,
     run_lmms_eval,
 )
-from tests.harness.grab_data import Row, question_text
-from tests.harness.lmms import offline_env
-from tests.harness.openai_server import FakeOpenAIServer
 
 GOAL_RATIO = 1.5
 IMAGE_SETTINGS = ("plain", "detailed")
@@ -199,7 +199,7 @@ class TreeSampler(threading.Thread):
     """Samples, every ``poll_s``, the memory of this process's children and their descendants -- the CLI run -- and
     keeps the peaks of two sums: RSS, and anonymous memory (RSS minus file-backed and shared pages: the heap).
     A process whose command line is its parent's is skipped: a fork not yet replaced by ``exec`` shares its parent's
-    pages, and counting it would double the figure (``tests.benchmarks._common``'s sampler, used here only for the
+    pages, and counting it would double the figure (``tests.perf._common``'s sampler, used here only for the
     memory limit, counts it)."""
 
     def __init__(self, poll_s: float = 0.05) -> None:

@@ -28,7 +28,7 @@ How to read the figures.
 * ``requests`` / ``accuracy``: one judge request per question (every 10th reply is deliberately wrong, the judge
   returns the model's output as the extracted answer), accuracy equal to ``expected``.
 
-Run from the repository root: ``python -m tests.benchmarks.bench_judge_throughput`` (options ``--questions`` (200),
+Run from the repository root: ``python -m tests.perf.bench_judge_throughput`` (options ``--questions`` (200),
 ``--latency`` (0.5 s), ``--judge-concurrency`` (8), ``--frameworks`` (``lmms-eval,vlmeval``)). It takes about a
 minute at the defaults, both frameworks (50 s on a 2-core machine: lmms-eval start-up ~20 s, ``import vlmeval``
 ~10 s, two judge phases of ~13 s).
@@ -47,9 +47,9 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.benchmarks._common import answer_policy, build_dataset, make_questions, run_lmms_eval
 from tests.harness.lmms import offline_env
 from tests.harness.openai_server import ChatRequest, FakeOpenAIServer, Reply, fixed_latency
+from tests.perf._common import answer_policy, build_dataset, make_questions, run_lmms_eval
 
 GOAL_EFFICIENCY = 0.8
 FRAMEWORKS = ("lmms-eval", "vlmeval")

@@ -10,7 +10,7 @@ protocol would need (outputs left unresolved that have something to read). Targe
 and at least 90% resolved. Rows: every output, the outputs of prompts with upper-case labels (scifig's benchmarks;
 VisOnlyQA labels ``(a)``-``(e)``), each source, and the chatty families.
 
-Run: ``python -m tests.benchmarks.bench_mcq_resolver``.
+Run: ``python -m tests.perf.bench_mcq_resolver``.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ How to read the figures.
 * ``requests`` / ``scored`` / ``accuracy`` are sanity checks: one request and one score per question, accuracy equal
   to ``expected`` (every 10th reply is deliberately wrong).
 
-Run from the repository root: ``python -m tests.benchmarks.bench_api_throughput`` (options
+Run from the repository root: ``python -m tests.perf.bench_api_throughput`` (options
 ``--questions`` (400), ``--latency`` (0.5 s), ``--concurrency`` (32), ``--image-size`` (1600x1200, the size used by
 ``bench_memory``; ``64x48`` takes image encoding out of the picture)).
 """
@@ -39,7 +39,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from tests.benchmarks._common import (
+from tests.harness.lmms import offline_env
+from tests.harness.openai_server import ChatRequest, FakeOpenAIServer, fixed_latency
+from tests.perf._common import (
     MB,
     answer_policy,
     build_dataset,
@@ -49,8 +51,6 @@ from tests.benchmarks._common import (
     parse_size,
     run_lmms_eval,
 )
-from tests.harness.lmms import offline_env
-from tests.harness.openai_server import ChatRequest, FakeOpenAIServer, fixed_latency
 
 GOAL_EFFICIENCY = 0.8
 

@@ -34,7 +34,7 @@ machine, with the process's peak RSS (the larger of the sampled peak and ``ru_ma
 size. The figures are printed, never asserted. Timings depend on the machine and on what else runs on it (the load
 average is printed before and after each setting).
 
-Run from the repository root: ``python -m tests.benchmarks.bench_faiss_index`` (options ``--data``, ``--n``,
+Run from the repository root: ``python -m tests.perf.bench_faiss_index`` (options ``--data``, ``--n``,
 ``--dim``, ``--queries``, ``--nlist``, ``--nprobe``, ``--threads``). The default run takes a minute or two on 2 cores
 (exact search is timed on 2,000 queries only); ``--n 20000`` takes seconds.
 """

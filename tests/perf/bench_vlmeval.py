@@ -13,7 +13,7 @@ What it measures, on ``--questions`` GRAB-schema rows (default 2,000) with RGB P
 How to read the figures: export and evaluate should grow linearly with the questions; evaluate should be far faster
 than any model (it is exact matching); the accuracy must equal the expected value.
 
-Run from the repository root: ``python -m tests.benchmarks.bench_vlmeval`` (options ``--questions``,
+Run from the repository root: ``python -m tests.perf.bench_vlmeval`` (options ``--questions``,
 ``--image-size``).
 """
 

@@ -6,7 +6,7 @@ figures per second, the peak RSS of this process and the output sizes. At the pa
 articles with 740,000 figures) multiply by the figures ratio; the build is single-process and its time is dominated
 by reading images (each is read to verify it, then again to store its bytes).
 
-Run from the repository root: ``python -m tests.benchmarks.bench_mmsci_curation [--articles 2000]``.
+Run from the repository root: ``python -m tests.perf.bench_mmsci_curation [--articles 2000]``.
 """
 
 from __future__ import annotations
