@@ -263,7 +263,12 @@ def test_without_the_documents_the_samples_are_listed_and_the_page_says_why(buil
     (note,) = data["notes"]
     assert note.startswith(
         "No images for grab_functions, grab_properties, grab_series, grab_transforms: documents could not be loaded "
+        "(DataError: Hugging Face Hub dataset jonathan-roberts1/GRAB (split GRAB): GRAB data could not be loaded "
         "(ConnectionError: Couldn't reach 'jonathan-roberts1/GRAB' on the Hub"
+    )
+    assert note.endswith(
+        "set SCIFIG_GRAB_DATA=DIR to local data (`scifig curate grab --out DIR` builds it), or run "
+        "`scifig demo` to try scifig offline)."
     )
     dom = chromium_dom((out / "samples.html").as_uri(), tmp_path / "profile")
     assert count_of(dom)["shown"] == "8" and dom.count('<span class="na">no image</span>') == 8
