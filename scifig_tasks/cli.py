@@ -17,9 +17,9 @@
   ``curation/<bench>/cli.py`` (``register(subparsers)``, each setting ``handler``), found through the
   ``scifig.curate`` entry points (this package never imports ``curation``; the demo's GRAB generator is the
   ``scifig.builders`` entry point ``grab``).
-* ``scifig tasks-path`` prints the task folder (for ``lmms-eval --include_path``).
+* ``scifig tasks-path`` prints the task folder (for ``lmms-eval --include_path``); ``scifig --version`` the version.
 * Commands registered from their own modules (:data:`COMMAND_MODULES`): ``report``, ``rescore`` and ``export-upstream``,
-  ``vlmeval`` and ``export-tsv`` (VLMEvalKit), ``presets``, ``finetune`` and ``finetune-data``.
+  ``vlmeval`` and ``export-tsv`` (VLMEvalKit), ``presets``, ``doctor``, ``finetune`` and ``finetune-data``.
 
 Every parser is a :class:`scifig_tasks.cli_format.Parser`: what ``--help`` prints is written for users (what the
 command does, each option, an example); these notes are not shown.
@@ -219,6 +219,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "scifig_tasks.lmms_eval.export",
     "scifig_tasks.vlmeval.cli",
     "scifig_tasks.presets_cli",
+    "scifig_tasks.doctor",
     "scifig_finetune.cli",
 )
 """Modules whose ``register(commands)`` add a top-level ``scifig`` sub-command (each parser sets ``handler``)."""
@@ -353,11 +354,21 @@ def _add_curate(commands: Any) -> None:
         installed_entry_point("scifig.curate", name)(benchmarks)
 
 
+def version_line() -> str:
+    """``scifig 0.2.0`` plus the checkout's commit when run from one."""
+    from scifig_tasks.core.provenance import checkout, scifig_version
+
+    commit, modified = checkout()
+    where = f" (commit {commit[:12]}{', modified' if modified else ''})" if commit else ""
+    return f"scifig {scifig_version()}{where}"
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``scifig`` parser with every sub-command."""
     from scifig_tasks.cli_format import Parser
 
     parser = Parser(prog="scifig", description=DESCRIPTION, epilog=EPILOG)
+    parser.add_argument("--version", action="version", version=version_line())
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands")
     _add_eval(commands)
     _add_demo(commands)

@@ -45,6 +45,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from scifig_tasks.core import provenance
 from scifig_tasks.core.errors import DataError
 from scifig_tasks.core.mmsci import PAPER_DENOMINATOR
 from scifig_tasks.core.protocol import GLOBAL_VARIABLE, PROTOCOLS, variable
@@ -107,6 +108,16 @@ class RescoredRun:
     model_dir: Path
     diffs: list[TaskDiff]
     judge_failed: dict[str, int] = field(default_factory=dict)
+    environment_changes: list[str] = field(default_factory=list)
+    """What differs between the environment the run recorded and this one (:func:`environment_changes`)."""
+
+
+def environment_changes(recorded: Any, current: Mapping[str, Any]) -> list[str]:
+    """The versions that differ between a run's recorded environment block and ``current``, or one entry saying
+    that the run recorded none."""
+    if not isinstance(recorded, Mapping):
+        return [provenance.NOT_RECORDED]
+    return provenance.differences(recorded, current)
 
 
 # ---- verdicts and headline metrics ---------------------------------------------------------------------------------
@@ -433,6 +444,7 @@ def rescore_lmms(
     if target.resolve() == path.resolve():
         raise RescoreRefused(f"{path}: --out would overwrite the run itself; choose another folder")
     document = _results_document(results, new_tasks, new_groups if show_groups else {}, selected, path, protocol)
+    changes = environment_changes(results.get(provenance.KEY), document[provenance.KEY])
     written = [target]
     from lmms_eval.utils import handle_non_serializable
 
@@ -467,7 +479,7 @@ def rescore_lmms(
     from scifig_tasks.cli import judge_failures
 
     failed = judge_failures({"results": new_tasks, "groups": new_groups})
-    return RescoredRun(path, written, model_dir, [diffs[name] for name in sorted(diffs)], failed)
+    return RescoredRun(path, written, model_dir, [diffs[name] for name in sorted(diffs)], failed, changes)
 
 
 def _results_document(
@@ -478,7 +490,8 @@ def _results_document(
     path: Path,
     protocol: str | None,
 ) -> dict[str, Any]:
-    """The original results file with the re-scored ``results`` / ``groups`` and a ``scifig_rescore`` note."""
+    """The original results file with the re-scored ``results`` / ``groups``, a ``scifig_rescore`` note (which keeps
+    the original environment block as ``source_environment``) and this environment's block."""
     document = copy.deepcopy(dict(results))
     document["results"] = dict(tasks)
     if groups:
@@ -495,7 +508,9 @@ def _results_document(
         "rescored_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "protocol": protocol or os.environ.get(GLOBAL_VARIABLE) or "default",
         "judge": os.environ.get("SCIFIG_JUDGE_MODEL") or os.environ.get("SCIFIG_JUDGE") or None,
+        "source_environment": results.get(provenance.KEY),
     }
+    document[provenance.KEY] = provenance.environment("lmms-eval")
     return document
 
 
@@ -570,7 +585,8 @@ def rescore_vlmeval(path: Path, model: str, dataset: str, out: Path) -> Rescored
             diff.changed.append(entry)
     written = [copied, Path(f"{new_stem}{SCORES_SUFFIX}"), Path(f"{new_stem}{RECORDS_SUFFIX}")]
     failed = _count_judge_failed(new_scores.get("breakdown"))
-    return RescoredRun(path, written, model_dir, [diff], {dataset: failed} if failed else {})
+    changes = environment_changes((old_scores or {}).get(provenance.KEY), new_scores.get(provenance.KEY) or {})
+    return RescoredRun(path, written, model_dir, [diff], {dataset: failed} if failed else {}, changes)
 
 
 def _check_vlmeval_rows(path: Path, dataset: str, data: Any) -> None:
@@ -708,6 +724,13 @@ def _command(args: argparse.Namespace) -> int:
     print(summary(runs))
     for run in runs:
         print(f"{run.source} -> {run.model_dir}")
+    for run in runs:
+        if run.environment_changes:
+            print(
+                f"scifig rescore: WARNING: {run.source} was scored in another environment: "
+                + "; ".join(run.environment_changes),
+                file=sys.stderr,
+            )
     print(f"differences: {', '.join(str(run.model_dir / DIFF_FILE) for run in runs[:1])}" if runs else "")
     failed = {task: count for run in runs for task, count in run.judge_failed.items()}
     if failed:

@@ -81,6 +81,8 @@ class BenchmarkSource:
     """Builds (once, cached) and returns local data when the env var is unset and there is no Hub copy."""
     build_command: str = ""
     """The ``scifig curate`` command line that builds local data for this benchmark (``--out DIR``)."""
+    unset_message: str = ""
+    """The error when the env var is unset and there is neither a Hub copy nor default data (a generic one if empty)."""
 
     @property
     def default_split(self) -> str:
@@ -121,7 +123,8 @@ def load_benchmark(source: BenchmarkSource, split: str | None = None, hub_path: 
                 source.env_var,
                 None,
                 None,
-                f"{source.name} has no published copy: set {source.env_var} to your data"
+                source.unset_message
+                or f"{source.name} has no published copy: set {source.env_var} to your data"
                 + (f" (`{source.build_command}` builds it)" if source.build_command else ""),
             )
         local = source.default_data()

@@ -27,7 +27,6 @@ import datasets
 
 from scifig_tasks.core import grab, mmsci, plot_twist
 from scifig_tasks.core.data import BenchmarkSource, Column, expect_int, expect_str, registered_default_data
-from scifig_tasks.core.errors import DataError
 
 
 def _grab_question(value: Any) -> str | None:
@@ -223,17 +222,13 @@ class _SubdirSource(BenchmarkSource):
         return None if base is None else base / self.subdir
 
 
-def _mmsci_unset() -> Path:
-    raise DataError(
-        "SCIFIG_MMSCI_DATA",
-        None,
-        None,
-        "is not set, and MMSci has no Hugging Face copy: build the local layout with "
-        "`scifig curate mmsci --articles ARTICLES --out DIR` "
-        "(from article records) or convert a public copy with `scifig curate mmsci-from-authors` / "
-        "`scifig curate mmsci-from-vlmeval` (these give the dev split: run the mmsci_dev / mmsci_captioning_dev "
-        "tasks), then `export SCIFIG_MMSCI_DATA=DIR`; DIR holds mcq/<split>.parquet and captioning/<split>.parquet",
-    )
+_MMSCI_UNSET = (
+    "is not set, and MMSci has no Hugging Face copy: build the local layout with "
+    "`scifig curate mmsci --articles ARTICLES --out DIR` "
+    "(from article records) or convert a public copy with `scifig curate mmsci-from-authors` / "
+    "`scifig curate mmsci-from-vlmeval` (these give the dev split: run the mmsci_dev / mmsci_captioning_dev "
+    "tasks), then `export SCIFIG_MMSCI_DATA=DIR`; DIR holds mcq/<split>.parquet and captioning/<split>.parquet"
+)
 
 
 def _mmsci_options(value: Any) -> str | None:
@@ -274,7 +269,7 @@ MMSCI_MCQ = _SubdirSource(
     ),
     row_check=_mmsci_mcq_row,
     key=("uid", "figure_index", "setting", "subfigure"),
-    default_data=_mmsci_unset,
+    unset_message=_MMSCI_UNSET,
     subdir="mcq",
 )
 

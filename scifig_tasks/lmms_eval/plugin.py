@@ -17,6 +17,8 @@ This package's entry point (``scifig = scifig_tasks.lmms_eval.plugin:manifests``
    in flight (``SCIFIG_JUDGE_MAX_CONCURRENCY``, default 8; lmms-eval's ``--process_docs_parallel`` defaults to 4
    and is kept when larger), so judged outputs are asked at the judge's full concurrency; one INFO line says so
    (:mod:`scifig_tasks.lmms_eval.concurrency`).
+5. writes the environment block (scifig's version and commit, the libraries that can change a score, the judge) into
+   the ``*_results.json`` of runs with scifig tasks (:mod:`scifig_tasks.lmms_eval.environment`).
 
 The patches are idempotent. ``--include_path $(scifig tasks-path)`` reaches the same folder explicitly. Scripts that
 build their own ``TaskManager()`` (lmms-eval's Python API) get the same after ``import scifig_tasks``, which installs
@@ -50,10 +52,11 @@ def install() -> None:
     from lmms_eval.api.task import ConfigurableTask
     from lmms_eval.tasks import TaskManager
 
-    from scifig_tasks.lmms_eval import concurrency, table
+    from scifig_tasks.lmms_eval import concurrency, environment, table
 
     table.install()
     concurrency.install()
+    environment.install()
 
     if getattr(TaskManager, "_scifig_tasks_dir", None) is None:
         find_tasks = TaskManager.initialize_tasks

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, get_args
 
+from scifig_tasks.core import provenance
 from scifig_tasks.core.outputs import OutputStatus
 from scifig_tasks.report.document import Note, Section, Table, to_html, to_markdown
 from scifig_tasks.report.runs import Run, load_runs
@@ -54,6 +55,7 @@ def build_report(results: Iterable[Path], out: Path) -> Report:
     flagged = _flagged(runs)
     if flagged is not None:
         sections.append(flagged)
+    sections.append(environment_section(runs))
     intro = [f"Models: {', '.join(run.model for run in runs)}."]
     for run in runs:
         intro.append(f"{run.model}: " + ", ".join(str(path) for path in run.sources) + ".")
@@ -74,6 +76,24 @@ def build_report(results: Iterable[Path], out: Path) -> Report:
     page = out / "report.html"
     page.write_text(html_text, encoding="utf-8")
     return Report(markdown, page, sorted(figdir.glob("*.png")), [s.title for s in sections], samples)
+
+
+def environment_section(runs: list[Run]) -> Section:
+    """What made each results file (its environment block and task versions) and what made this report."""
+    rows = []
+    for run in runs:
+        for path, block in run.environments.items():
+            versions = ", ".join(
+                f"{task} {version}" for task, version in sorted(run.task_versions.get(path, {}).items())
+            )
+            rows.append([run.model, path.name, versions or "-", provenance.summary(block)])
+    blocks: list[Any] = [Table("Results files", ["model", "file", "task versions", "environment"], rows)]
+    recorded = [provenance.flat(block) for run in runs for block in run.environments.values() if block]
+    differing = sorted({name for flat in recorded for name in flat if len({f.get(name) for f in recorded}) > 1})
+    if differing:
+        blocks.append(Note(f"The results files were made in different environments ({', '.join(differing)} differ)."))
+    blocks.append(Note(f"This report: {provenance.summary(provenance.environment(None))}."))
+    return Section("Environment: what made these numbers", blocks)
 
 
 SAMPLES_TEXT = "Every sample (figure, prompt, output, how it was scored), filterable:"

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from scifig_tasks.core.errors import DataError
+from scifig_tasks.core.provenance import KEY
 from scifig_tasks.core.sources import SCIFIBENCH
 
 SCIFIBENCH_SPLITS = SCIFIBENCH.splits
@@ -59,6 +60,10 @@ class Run:
     samples: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     sources: list[Path] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    environments: dict[Path, Any] = field(default_factory=dict)
+    """Each results file's environment block (:mod:`scifig_tasks.core.provenance`; ``None`` when it has none)."""
+    task_versions: dict[Path, dict[str, str]] = field(default_factory=dict)
+    """Each results file's task (or group) -> task version."""
     _dates: dict[str, str] = field(default_factory=dict)
 
     def has(self, task: str) -> bool:
@@ -150,6 +155,8 @@ def _vlmeval(path: Path, runs: dict[str, Run]) -> None:
     if task in run.entries:
         run.notes.append(f"{task}: {path} replaces {run.sources[-1]}")
     run.sources.append(path)
+    run.environments[path] = data.get(KEY)
+    run.task_versions[path] = {task: str(data.get("version", "-"))}
     run.entries[task] = {f"{name},none": value for name, value in data["metrics"].items()}
     run.entries[task][f"{DETAIL_METRIC.get(task, 'breakdown')},none"] = data["breakdown"]
     records = path.with_name(path.name[: -len(SCORES_SUFFIX)] + RECORDS_SUFFIX)
@@ -176,6 +183,7 @@ def load_runs(paths: Iterable[Path]) -> list[Run]:
         name = model_name(data, path)
         run = runs.setdefault(name, Run(name))
         run.sources.append(path)
+        run.environments[path] = data.get(KEY)
         date = str(data.get("date", ""))
         entries = {**data["results"], **(data.get("groups") or {})}
         samples = _samples(path)
@@ -188,6 +196,8 @@ def load_runs(paths: Iterable[Path]) -> list[Run]:
                 run.notes.append(f"{task}: the later run {path.name} replaces the one of {previous}")
             run.entries[task] = dict(metrics)
             run._dates[task] = date
+            if task in (data.get("versions") or {}):
+                run.task_versions.setdefault(path, {})[task] = str(data["versions"][task])
             if task in samples:
                 run.samples[task] = samples[task]
     return list(runs.values())

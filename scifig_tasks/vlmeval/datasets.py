@@ -18,7 +18,8 @@ The judge (SciFIBench ambiguous outputs, Plot Twist reformatting) is configured 
 ``SCIFIG_JUDGE_*`` environment variables (:func:`core.judge.get_judge`); VLMEvalKit's ``--judge`` options are not used.
 
 ``evaluate`` writes ``<prediction file>_scifig_records.jsonl`` (one scored record per question, with the reply) and
-``<prediction file>_scifig_scores.json`` (the metrics and the breakdown), and returns the metrics as plain numbers.
+``<prediction file>_scifig_scores.json`` (the metrics, the breakdown, the task version and the environment block of
+:mod:`scifig_tasks.core.provenance`), and returns the metrics as plain numbers.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from vlmeval.smp import LMUDataRoot, toliststr
 
 from scifig_tasks.core import grab, plot_twist, scifibench
 from scifig_tasks.core.judge import configured_concurrency, get_judge
+from scifig_tasks.core.provenance import KEY, environment
 from scifig_tasks.core.sources import SCIFIBENCH
 from scifig_tasks.core.versions import TASK_VERSIONS
 from scifig_tasks.vlmeval import tsv
@@ -112,7 +114,7 @@ class SciFigDataset(ImageBaseDataset):
                 handle.write(json.dumps(record, ensure_ascii=False) + "\n")
         with open(f"{stem}_scifig_scores.json", "w", encoding="utf-8") as handle:
             scores = {"dataset": self.dataset_name, "version": TASK_VERSIONS[self.BENCHMARK], "metrics": metrics}
-            json.dump({**scores, "breakdown": details}, handle, indent=1)
+            json.dump({**scores, "breakdown": details, KEY: environment("vlmeval")}, handle, indent=1)
         return metrics
 
     def score(self, line: Mapping[str, Any], reply: str | None) -> dict[str, Any]:

@@ -154,7 +154,12 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         if self.path.rstrip("/") == "/v1/models":
-            model = {"id": self.server.owner.model, "object": "model", "created": 0, "owned_by": "scifig-tests"}
+            owner = self.server.owner
+            owner.models_headers.append({key.lower(): value for key, value in self.headers.items()})
+            if owner.models_status != 200:
+                self._send(owner.models_status, _error_body("refused", owner.models_status))
+                return
+            model = {"id": owner.model, "object": "model", "created": 0, "owned_by": "scifig-tests"}
             self._send(200, json.dumps({"object": "list", "data": [model]}).encode())
         else:
             self._send(404, _error_body(f"no route GET {self.path}", 404))
@@ -209,6 +214,8 @@ class FakeOpenAIServer:
         self.model = model
         self.max_delay_s = max_delay_s
         self.errors: list[str] = []  # exceptions raised by the policy (answered as HTTP 500)
+        self.models_status = 200  # the status of GET /v1/models (e.g. 401 for a refused key)
+        self.models_headers: list[dict[str, str]] = []  # the headers of every GET /v1/models, lower-case keys
         self._lock = threading.Lock()
         self._requests: list[ChatRequest] = []
         self._seen: dict[str, int] = {}

@@ -20,10 +20,11 @@ MODEL = "fake-vlm"
 
 
 def run_vlmeval(
-    tmp_path: Path, base_url: str, env: dict[str, str], data: dict[str, str]
+    tmp_path: Path, base_url: str, env: dict[str, str], data: dict[str, str], scifig: list[str] | None = None
 ) -> tuple[subprocess.CompletedProcess, Path]:
     """Run the datasets ``data`` (name -> class) through a ``--config`` file; return the process and the model's
-    output folder. ``$LMUData`` is a fresh folder under ``tmp_path``."""
+    output folder. ``$LMUData`` is a fresh folder under ``tmp_path``. ``scifig``: the command that runs scifig
+    (default: this interpreter's ``-m scifig_tasks.cli``)."""
     lmu = tmp_path / "LMUData"
     lmu.mkdir()
     config = {
@@ -43,7 +44,8 @@ def run_vlmeval(
     }
     (tmp_path / "vlmeval.json").write_text(json.dumps(config))
     work = tmp_path / "vlmeval-out"
-    command = [sys.executable, "-m", "scifig_tasks.cli", "vlmeval", "--config", str(tmp_path / "vlmeval.json")]
+    scifig = scifig or [sys.executable, "-m", "scifig_tasks.cli"]
+    command = [*scifig, "vlmeval", "--config", str(tmp_path / "vlmeval.json")]
     command += ["--work-dir", str(work), "--api-nproc", "4"]
     completed = subprocess.run(
         command,

@@ -1,0 +1,318 @@
+"""``scifig doctor``: one screen that says whether this installation can run the benchmarks, and what to do where it
+cannot. Exit status 1 when any check fails.
+
+Checks, in order: Python against the package's ``Requires-Python``; every requirement of the installed ``scifig``
+distribution (core and the extras that are installed) against its range — the ranges of pyproject.toml, known-bad
+releases such as filelock 4 included, read from the installed metadata, so there is one list; lmms-eval and
+VLMEvalKit imported as a run imports them (a release the range admits can still break an import); torch and the
+CUDA devices it sees; each benchmark's data source (``SCIFIG_<BENCH>_DATA``, the Hub cache, or the built-in default);
+the LLM judge (configured, and reachable with one ``GET <base_url>/models``; only its host is printed, never a key);
+Chromium (only the report tests need it). An extra that is not installed is a note, not a failure, unless no
+evaluation framework is installed at all.
+
+What the checks read of the machine is a :class:`Probe`; tests pass one describing a broken environment.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import importlib.metadata
+import importlib.util
+import io
+import os
+import platform
+import re
+import shutil
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
+
+from scifig_tasks.core import provenance
+
+Status = Literal["ok", "note", "FAIL"]
+DISTRIBUTION = "scifig"
+FRAMEWORKS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
+    # (label, distribution, extra, modules a run imports: lmms-eval's evaluator imports filelock._api)
+    ("lmms-eval", "lmms-eval", "lmms", ("lmms_eval.evaluator", "filelock._api")),
+    ("VLMEvalKit", "ms-vlmeval", "vlmeval", ("vlmeval",)),
+)
+BROWSERS = ("chromium", "chromium-browser", "google-chrome")
+
+
+@dataclass(frozen=True)
+class Check:
+    status: Status
+    name: str
+    detail: str
+
+
+def _requires() -> list[str]:
+    return importlib.metadata.requires(DISTRIBUTION) or []
+
+
+def _requires_python() -> str:
+    return importlib.metadata.metadata(DISTRIBUTION).get("Requires-Python") or ""
+
+
+def _cuda() -> str:
+    import torch
+
+    if not torch.cuda.is_available():
+        return "CPU only (no CUDA device visible: local models run on the CPU)"
+    names = sorted({torch.cuda.get_device_name(index) for index in range(torch.cuda.device_count())})
+    return f"CUDA {torch.version.cuda}, {torch.cuda.device_count()} device(s): {', '.join(names)}"
+
+
+def _hub_cache() -> Path:
+    from huggingface_hub import constants
+
+    return Path(constants.HF_HUB_CACHE)
+
+
+def _get(url: str, headers: Mapping[str, str]) -> tuple[int, Any]:
+    import httpx
+
+    response = httpx.get(url, headers=dict(headers), timeout=10.0)
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    return response.status_code, body
+
+
+@dataclass
+class Probe:
+    """What the checks read of this machine; each field can be replaced (tests build broken environments)."""
+
+    version: Callable[[str], str | None] = provenance.installed_version
+    requires: Callable[[], list[str]] = _requires
+    requires_python: Callable[[], str] = _requires_python
+    python_version: str = field(default_factory=platform.python_version)
+    import_module: Callable[[str], Any] = importlib.import_module
+    cuda: Callable[[], str] = _cuda
+    hub_cache: Callable[[], Path] = _hub_cache
+    get: Callable[[str, Mapping[str, str]], tuple[int, Any]] = _get
+    which: Callable[[str], str | None] = shutil.which
+    environ: Mapping[str, str] = field(default_factory=lambda: os.environ)
+
+
+# ---- the checks ------------------------------------------------------------------------------------------------------
+
+
+def check_python(probe: Probe) -> Iterator[Check]:
+    needed = probe.requires_python()
+    ok = SpecifierSet(needed).contains(probe.python_version, prereleases=True)
+    yield Check("ok" if ok else "FAIL", "python", f"{probe.python_version} (scifig needs {needed or 'any'})")
+
+
+def _extras(requirement: Requirement) -> set[str]:
+    """The extras a requirement belongs to (``{""}``: the core)."""
+    marker = str(requirement.marker or "")
+    found = set(re.findall(r"""extra\s*==\s*["']([\w-]+)["']""", marker))
+    return found or {""}
+
+
+def _applies(requirement: Requirement, python_version: str) -> bool:
+    """Whether the requirement's marker holds here for some extra (platform and Python markers)."""
+    if requirement.marker is None:
+        return True
+    return any(
+        requirement.marker.evaluate({"extra": extra, "python_version": ".".join(python_version.split(".")[:2])})
+        for extra in _extras(requirement)
+    )
+
+
+def check_requirements(probe: Probe) -> Iterator[Check]:
+    """Every installed requirement inside its range; core requirements installed; extras summarised."""
+    in_range = 0
+    absent: dict[str, list[str]] = {}
+    for line in probe.requires():
+        requirement = Requirement(line)
+        if requirement.name == DISTRIBUTION or not _applies(requirement, probe.python_version):
+            continue
+        installed = probe.version(requirement.name)
+        extras = _extras(requirement)
+        wanted = f'"{requirement.name}{requirement.specifier}"'
+        if installed is None:
+            if "" in extras:
+                yield Check("FAIL", requirement.name, f"not installed (scifig needs it) — pip install {wanted}")
+            else:
+                for extra in extras:
+                    absent.setdefault(extra, []).append(requirement.name)
+        elif not requirement.specifier.contains(installed, prereleases=True):
+            yield Check(
+                "FAIL",
+                requirement.name,
+                f"{installed} is outside scifig's range {requirement.specifier} — pip install {wanted}",
+            )
+        else:
+            in_range += 1
+    yield Check("ok", "requirements", f"{in_range} installed requirement(s) of scifig inside their ranges")
+    for extra, names in sorted(absent.items()):
+        if extra != "all":
+            yield Check(
+                "note",
+                f"extra {extra}",
+                f'not installed ({", ".join(sorted(set(names)))}) — pip install "scifig[{extra}]" to use it',
+            )
+
+
+def check_frameworks(probe: Probe) -> Iterator[Check]:
+    present = 0
+    for label, distribution, extra, modules in FRAMEWORKS:
+        installed = probe.version(distribution)
+        if installed is None:
+            yield Check("note", label, f'not installed — pip install "scifig[{extra}]"')
+            continue
+        present += 1
+        failed = None
+        for module in modules:
+            try:
+                with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                    probe.import_module(module)  # quietly: VLMEvalKit logs an ERROR line when there is no .env
+            except Exception as exc:  # any import failure is the finding
+                failed = f"{distribution} {installed} is installed but `import {module}` fails: {exc!r:.200}"
+                break
+        if failed:
+            yield Check("FAIL", label, f'{failed} — bash .ci/setup (the lock), or pip install "scifig[{extra}]"')
+        else:
+            yield Check("ok", label, f"{distribution} {installed}, imports")
+    if present == 0:
+        yield Check("FAIL", "framework", 'neither lmms-eval nor VLMEvalKit is installed — pip install "scifig[lmms]"')
+
+
+def check_torch(probe: Probe) -> Iterator[Check]:
+    installed = probe.version("torch")
+    if installed is None:
+        yield Check("note", "torch", "not installed (API models and the judge need no torch)")
+        return
+    try:
+        yield Check("ok", "torch", f"{installed}, {probe.cuda()}")
+    except Exception as exc:
+        yield Check("FAIL", "torch", f"{installed} is installed but does not load: {exc!r:.200}")
+
+
+def check_data(probe: Probe) -> Iterator[Check]:
+    from scifig_tasks.core.sources import SOURCES
+
+    seen: set[str] = set()
+    for name, source in SOURCES.items():
+        if source.env_var in seen:
+            continue
+        seen.add(source.env_var)
+        label = f"data {name.removesuffix('_mcq')}"
+        local = source.local_path(probe.environ)
+        built = f" (`{source.build_command}` builds it)" if source.build_command else ""
+        if local is not None:
+            where = f"{source.env_var}={local}"
+            if local.exists():
+                yield Check("ok", label, f"{where} (local)")
+            else:
+                yield Check("FAIL", label, f"{where} does not exist — point it at the data{built}, or unset it")
+        elif source.hub_path:
+            cached = (probe.hub_cache() / f"datasets--{source.hub_path.replace('/', '--')}").is_dir()
+            state = "cached" if cached else f"not cached: downloaded on first use, or set {source.env_var}=DIR"
+            yield Check("ok" if cached else "note", label, f"Hub {source.hub_path}, {state}")
+        elif source.default_data is not None:
+            yield Check("ok", label, f"seeded set generated on first use ({source.env_var} overrides it)")
+        else:
+            yield Check("note", label, f"{source.env_var} is not set: its tasks need local data{built}")
+
+
+def check_judge(probe: Probe) -> Iterator[Check]:
+    from scifig_tasks.core.judge import JudgeConfig
+
+    try:
+        config = JudgeConfig.from_env(probe.environ)
+    except ValueError as exc:
+        yield Check("FAIL", "judge", f"configuration not usable: {_without_secrets(str(exc), probe.environ)}")
+        return
+    if config is None:
+        yield Check(
+            "note",
+            "judge",
+            "not configured: rules only (SCIFIG_JUDGE=<preset>, or SCIFIG_JUDGE_BASE_URL and SCIFIG_JUDGE_MODEL)",
+        )
+        return
+    host = urlsplit(config.base_url).netloc.rsplit("@", 1)[-1]
+    where = f"{config.model} at {host}"
+    headers = {"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}
+    try:
+        status, body = probe.get(f"{config.base_url}/models", headers)
+    except Exception as exc:
+        reason = _without_secrets(f"{type(exc).__name__}: {exc}", probe.environ)
+        yield Check(
+            "FAIL", "judge", f"{where} is not reachable ({reason:.200}) — start it or fix SCIFIG_JUDGE_BASE_URL"
+        )
+        return
+    if status in (401, 403):
+        yield Check("FAIL", "judge", f"{where} refused the API key (HTTP {status}) — check SCIFIG_JUDGE_API_KEY")
+    elif status >= 500:
+        yield Check("FAIL", "judge", f"{where} answers HTTP {status} — the server is failing")
+    else:
+        models = [item.get("id") for item in body.get("data", [])] if isinstance(body, dict) else []
+        listed = "" if not models else ", model listed" if config.model in models else ", model NOT in its list"
+        yield Check(
+            "ok" if listed != ", model NOT in its list" else "FAIL", "judge", f"{where} answers (HTTP {status}{listed})"
+        )
+
+
+def check_browser(probe: Probe) -> Iterator[Check]:
+    found = next((path for name in BROWSERS if (path := probe.which(name))), None)
+    if found:
+        yield Check("ok", "chromium", f"{found} (the report tests render HTML in it)")
+    else:
+        yield Check("note", "chromium", "not found: only the report tests need it (bash .ci/chromium installs it)")
+
+
+CHECKS = (check_python, check_requirements, check_frameworks, check_torch, check_data, check_judge, check_browser)
+
+
+def _without_secrets(text: str, environ: Mapping[str, str]) -> str:
+    from scifig_tasks.secrets import mask, secrets_of
+
+    return mask(text, secrets_of(environ))
+
+
+def run_checks(probe: Probe | None = None) -> list[Check]:
+    probe = probe or Probe()
+    return [found for check in CHECKS for found in check(probe)]
+
+
+def render(checks: list[Check]) -> str:
+    commit, modified = provenance.checkout()
+    origin = f"checkout {commit[:12]}{', modified' if modified else ''}" if commit else "installed package"
+    lines = [f"scifig doctor — scifig {provenance.scifig_version()} ({origin})"]
+    width = max(len(check.name) for check in checks)
+    lines += [f"{check.status:<4}  {check.name:<{width}}  {check.detail}" for check in checks]
+    problems = sum(check.status == "FAIL" for check in checks)
+    lines.append(f"{problems} problem(s)" if problems else "no problems")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    checks = run_checks()
+    print(render(checks))
+    return 1 if any(check.status == "FAIL" for check in checks) else 0
+
+
+def register(commands: Any) -> None:
+    parser = commands.add_parser(
+        "doctor",
+        help="check that this installation can run the benchmarks, and say how to fix what cannot",
+        description=(
+            "One screen of checks: Python; scifig's requirements inside their ranges (known-bad releases such as "
+            "filelock 4 included); lmms-eval and VLMEvalKit importable; torch and CUDA; each benchmark's data "
+            "source; the LLM judge configured and reachable (one request; no key is printed); Chromium for the "
+            "report tests. Exit status 1 when a check fails."
+        ),
+        epilog="example:\n  scifig doctor",
+    )
+    parser.set_defaults(handler=run)
