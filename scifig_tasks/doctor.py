@@ -211,11 +211,13 @@ def check_data(probe: Probe) -> Iterator[Check]:
         local = source.local_path(probe.environ)
         built = f" (`{source.build_command}` builds it)" if source.build_command else ""
         if local is not None:
-            where = f"{source.env_var}={local}"
+            where = f"{source.env_var}={probe.environ[source.env_var]}"
             if local.exists():
                 yield Check("ok", label, f"{where} (local)")
             else:
-                yield Check("FAIL", label, f"{where} does not exist — point it at the data{built}, or unset it")
+                yield Check(
+                    "FAIL", label, f"{where}: {local} does not exist — point it at the data{built}, or unset it"
+                )
         elif source.hub_path:
             cached = (probe.hub_cache() / f"datasets--{source.hub_path.replace('/', '--')}").is_dir()
             state = "cached" if cached else f"not cached: downloaded on first use, or set {source.env_var}=DIR"

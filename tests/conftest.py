@@ -1,6 +1,20 @@
-"""Shared fixtures: the local OpenAI-compatible server and helpers to run the real lmms-eval CLI."""
+"""Shared fixtures: the local OpenAI-compatible server and helpers to run the real lmms-eval CLI.
+
+Tests that run real command lines in subprocesses (they take the ``run_cli`` or ``lmms_env`` fixture) are marked
+``slow`` here, as are tests marked by hand; ``pytest -m "not slow"`` is the quick subset.
+"""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.harness.fixtures import openai_server  # noqa: F401
 from tests.harness.lmms import lmms_env, run_cli  # noqa: F401
+
+SUBPROCESS_FIXTURES = frozenset({"run_cli", "lmms_env"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if SUBPROCESS_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+import scifig_tasks
 from tests.harness.grab_data import ONE_DP, Row, question_text, write_parquet
 from tests.harness.openai_server import Reply, by_question
 
@@ -204,7 +205,7 @@ def test_exported_grab_runs_in_plain_lmms_eval_without_scifig(tmp_path: Path, op
     assert _python(PROBE, lmms_env, tmp_path) == {  # the probe sees the package when nothing blocks it
         "import": str(REPO / "scifig_tasks" / "__init__.py"),
         "entry_points": ["scifig_tasks.lmms_eval.plugin:manifests"],
-        "distribution": "0.1.0",
+        "distribution": scifig_tasks.__version__,
         "scifig_chance": True,
     }
     assert _python(PROBE, blocked, tmp_path) == {

@@ -3,10 +3,13 @@ with the HTML report, checked in headless Chromium as the report tests do; pytes
 
 from __future__ import annotations
 
+import importlib.metadata
+import json
 import re
 import shutil
 import subprocess
 import sys
+import sysconfig
 import zipfile
 from pathlib import Path
 
@@ -14,16 +17,26 @@ import numpy as np
 import pytest
 from PIL import Image
 
+import scifig_tasks
+from scifig_tasks.core.provenance import checkout
+
 REPO = Path(__file__).resolve().parents[1]
 
 
-def test_wheel_ships_tasks_templates_presets_and_entry_points(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """scifig's wheel, built from this checkout."""
+    out = tmp_path_factory.mktemp("wheel")
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(tmp_path), str(REPO)],
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(out), str(REPO)],
         check=True,
         capture_output=True,
     )
-    (wheel,) = tmp_path.glob("scifig-*.whl")
+    (built,) = out.glob("scifig-*.whl")
+    return built
+
+
+def test_wheel_ships_tasks_templates_presets_and_entry_points(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     task_files = {
         path.relative_to(REPO).as_posix()
@@ -78,7 +91,14 @@ def test_demo_scores_a_local_grab_set_through_lmms_eval(tmp_path: Path, lmms_env
         "grab_series": "3",
         "grab_transforms": "3",
     }
-    assert list((tmp_path / "demo" / "results").rglob("*_results.json"))
+    (results_file,) = (tmp_path / "demo" / "results").rglob("*_results.json")
+    # the results file says what made it: scifig (version, commit of this checkout), the libraries, no judge
+    environment = json.loads(results_file.read_text())["scifig_environment"]
+    commit, modified = checkout()
+    assert environment["scifig"] == {"version": scifig_tasks.__version__, "commit": commit, "modified": modified}
+    assert environment["libraries"]["lmms-eval"] == importlib.metadata.version("lmms-eval")
+    assert environment["libraries"]["matplotlib"] == importlib.metadata.version("matplotlib")
+    assert environment["judge"] is None
     # the demo ends with the report of `scifig report`: its last line is the page to open
     report = tmp_path / "demo" / "report"
     assert completed.stdout.rstrip().splitlines()[-1] == str((report / "report.html").resolve())
@@ -94,6 +114,10 @@ def test_demo_scores_a_local_grab_set_through_lmms_eval(tmp_path: Path, lmms_env
     assert non_white > 0.03 and coloured > 0.001, (non_white, coloured)
     assert dom.count("<table>") >= 5 and dom.count("scifig_chance(seed=0)") >= 5 and "Roberts et al. 2024" in dom
     assert '<img src="figures/grab_bars.png"' in dom and '<img src="figures/grab_complexity.png"' in dom
+    # and so does the report, per results file
+    environment_table = (report / "report.md").read_text().split("## Environment: what made these numbers")[1]
+    assert f"| {results_file.name} | grab 2.0, grab_functions 2.0," in environment_table
+    assert f"scifig {scifig_tasks.__version__}, " in environment_table and "lmms-eval 0.7." in environment_table
 
 
 def render_in_chromium(page: Path, work: Path) -> tuple[np.ndarray, str]:
@@ -152,3 +176,87 @@ def test_curate_builds_plot_twist_through_the_scifig_command(tmp_path: Path) -> 
     )
     assert completed.returncode == 0, completed.stderr[-2000:]
     assert f"use SCIFIG_PLOT_TWIST_DATA={out}" in completed.stdout
+
+
+SCIFIG_IMPORTS = ("scifig_tasks", "curation", "scifig_model_configs", "scifig_finetune")
+
+
+def venv_from_wheel(wheel: Path, root: Path) -> Path:
+    """A fresh virtual environment with scifig installed from ``wheel`` (not editable) and the third-party packages
+    of this environment (the lock) reachable through a ``.pth`` folder of links that leaves out scifig's own
+    editable install; ``bin/lmms-eval`` is lmms-eval's command for it."""
+    venv = root / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    locked = root / "locked"
+    locked.mkdir()
+    for entry in Path(sysconfig.get_paths()["purelib"]).iterdir():
+        name = entry.name
+        ours = name in SCIFIG_IMPORTS or name.startswith(("__editable__", "scifig-")) or name.endswith(".pth")
+        if not ours and name != "__pycache__":
+            (locked / name).symlink_to(entry)
+    site = venv / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
+    (site / "locked.pth").write_text(f"{locked}\n")
+    python = venv / "bin" / "python"
+    install = [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--no-index", str(wheel)]
+    subprocess.run(install, check=True, capture_output=True)
+    lmms_eval = venv / "bin" / "lmms-eval"
+    lmms_eval.write_text(f"#!{python}\nimport sys\nfrom lmms_eval.cli.dispatch import main\nsys.exit(main())\n")
+    lmms_eval.chmod(0o755)
+    return venv
+
+
+@pytest.mark.slow
+def test_installed_from_the_wheel_lmms_eval_vlmeval_and_presets_run_outside_the_checkout(
+    wheel: Path, tmp_path: Path, openai_server
+) -> None:
+    from tests.harness.lmms import offline_env
+    from tests.harness.vlmeval import run_vlmeval, vlmeval_scores
+
+    venv = venv_from_wheel(wheel, tmp_path)
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    env = offline_env(tmp_path)
+
+    def run(*command: str, **extra: str) -> subprocess.CompletedProcess:
+        done = subprocess.run(
+            list(command), cwd=outside, env={**env, **extra}, capture_output=True, text=True, timeout=600
+        )
+        assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+        return done
+
+    where = run(
+        str(venv / "bin" / "python"),
+        "-c",
+        f"import importlib; print(*(importlib.import_module(n).__file__ for n in {SCIFIG_IMPORTS!r}))",
+    )
+    assert all(path.startswith(str(venv)) for path in where.stdout.split()), where.stdout
+    assert run(str(venv / "bin" / "scifig"), "--version").stdout == f"scifig {scifig_tasks.__version__}\n"
+
+    grab = outside / "grab-data"  # not ./grab: lmms-eval reads --tasks grab as a folder of YAMLs when one exists
+    run(str(venv / "bin" / "scifig"), "curate", "grab", "--out", str(grab), "--limit", "8", "--dpi", "60")
+    out = outside / "lmms-out"
+    lmms_args = ["--model", "scifig_chance", "--tasks", "grab", "--output_path", str(out), "--log_samples"]
+    run(str(venv / "bin" / "lmms-eval"), *lmms_args, SCIFIG_GRAB_DATA=str(grab))
+    (results_file,) = out.rglob("*_results.json")
+    results = json.loads(results_file.read_text())
+    assert sum(results["n-samples"][task]["effective"] for task in results["group_subtasks"]["grab"]) == 8
+    assert 0 <= results["groups"]["grab"]["accuracy,none"] <= 1
+    environment = results["scifig_environment"]
+    assert environment["scifig"] == {"version": scifig_tasks.__version__, "commit": None, "modified": False}
+
+    server = openai_server()
+    completed, work = run_vlmeval(
+        outside,
+        server.base_url,
+        {**env, "SCIFIG_GRAB_DATA": str(grab)},
+        {"SciFig_GRAB": "SciFigGRAB"},
+        scifig=[str(venv / "bin" / "scifig")],
+    )
+    assert completed.returncode == 0, (completed.stdout + completed.stderr)[-4000:]
+    scores = vlmeval_scores(work, "SciFig_GRAB")
+    assert scores["scifig_environment"]["scifig"]["commit"] is None
+    assert scores["scifig_environment"]["libraries"]["ms-vlmeval"] == importlib.metadata.version("ms-vlmeval")
+    assert server.count == 8
+
+    presets = run(str(venv / "bin" / "scifig"), "presets").stdout
+    assert all(path.stem in presets for path in (REPO / "model_configs" / "models").glob("*.yaml"))

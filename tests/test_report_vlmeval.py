@@ -13,6 +13,7 @@ from pathlib import Path
 from scipy.stats import binomtest
 
 from scifig_tasks.core import grab
+from scifig_tasks.core.provenance import NOT_RECORDED
 from scifig_tasks.report.build import build_report
 
 
@@ -70,7 +71,13 @@ def test_vlmeval_scores_files_become_a_model_row(tmp_path: Path) -> None:
     report = build_report([tmp_path / "vlmeval-out"], tmp_path / "report")
 
     markdown = report.markdown.read_text()
-    assert report.sections == ["GRAB", "Outputs counted wrong without a readable answer (sample logs)"]
+    assert report.sections == [
+        "GRAB",
+        "Outputs counted wrong without a readable answer (sample logs)",
+        "Environment: what made these numbers",
+    ]
+    # a scores file written before the environment block says so
+    assert f"| my-vlm (VLMEvalKit) | my-vlm_SciFig_GRAB_scifig_scores.json | grab - | {NOT_RECORDED} |" in markdown
     row = next(line for line in markdown.splitlines() if line.startswith("| my-vlm (VLMEvalKit) | 6 |"))
     # overall 3/6, properties 2/3, function 1/3
     assert row == f"| my-vlm (VLMEvalKit) | 6 | {cell(3, 6)} | {cell(2, 3)} | {cell(1, 3)} | - | - |"

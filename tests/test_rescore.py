@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from scifig_tasks.core.provenance import scifig_version
 from scifig_tasks.report.runs import load_runs
 from tests.harness.lmms import CLI_TIMEOUT_S, CliRun, offline_env
 from tests.harness.openai_server import Reply, by_question
@@ -195,6 +196,27 @@ def test_grab_same_setting_reproduces(tmp_path: Path, openai_server, lmms_env, r
     assert_reproduced(run, tmp_path / "again")
     assert results_of(tmp_path / "again")["groups"]["grab"]["accuracy,none"] == pytest.approx(
         sum(correct for _, _, correct in CASES) / len(CASES)
+    )
+    # same environment: no warning; the re-scored file carries this environment and keeps the run's
+    assert "another environment" not in done.stderr
+    original = run.results()["scifig_environment"]
+    again = results_of(tmp_path / "again")
+    assert again["scifig_rescore"]["source_environment"] == original
+    assert again["scifig_environment"]["libraries"] == original["libraries"]
+
+    # a run recorded under other versions: the re-score says which differ
+    (results_file,) = run.output_path.rglob("*_results.json")
+    recorded = json.loads(results_file.read_text())
+    numpy = recorded["scifig_environment"]["libraries"]["numpy"]
+    recorded["scifig_environment"]["libraries"]["numpy"] = "1.26.0"
+    recorded["scifig_environment"]["scifig"]["version"] = "0.1.9"
+    results_file.write_text(json.dumps(recorded))
+    done = rescore([str(run.output_path), "--out", str(tmp_path / "other")], env, tmp_path)
+    assert done.returncode == 0, done.stderr[-4000:]
+    (warning,) = [line for line in done.stderr.splitlines() if "another environment" in line]
+    assert warning == (
+        f"scifig rescore: WARNING: {results_file} was scored in another environment: scifig 0.1.9 -> "
+        f"{scifig_version()}; numpy 1.26.0 -> {numpy}"
     )
 
 
