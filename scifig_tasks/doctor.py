@@ -3,7 +3,8 @@ cannot. Exit status 1 when any check fails.
 
 Checks, in order: Python against the package's ``Requires-Python``; every requirement of the installed ``scifig``
 distribution (core and the extras that are installed) against its range — the ranges of pyproject.toml, known-bad
-releases such as filelock 4 included, read from the installed metadata, so there is one list; lmms-eval and
+releases such as filelock 4 included, read from the installed metadata, so there is one list; from a checkout,
+whether the environment is the tested one (``.ci/requirements.lock``, a note when not); lmms-eval and
 VLMEvalKit imported as a run imports them (a release the range admits can still break an import); torch and the
 CUDA devices it sees; each benchmark's data source (``SCIFIG_<BENCH>_DATA``, the Hub cache, or the built-in default);
 the LLM judge (configured, and reachable with one ``GET <base_url>/models``; only its host is printed, never a key);
@@ -57,6 +58,31 @@ def _requires() -> list[str]:
     return importlib.metadata.requires(DISTRIBUTION) or []
 
 
+def normalise(name: str) -> str:
+    """A distribution name as the lock and the registry compare it (PEP 503)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def locked_versions(text: str) -> dict[str, str]:
+    """``name -> version`` of every ``name==version`` line of a lock written by ``uv pip compile``."""
+    return {normalise(m.group(1)): m.group(2) for m in re.finditer(r"^([A-Za-z0-9][\w.-]*)==(\S+)", text, re.M)}
+
+
+def installed_distributions() -> dict[str, str]:
+    """``name -> version`` of every distribution installed here but pip and scifig itself."""
+    found = {normalise(dist.metadata["Name"]): dist.version for dist in importlib.metadata.distributions()}
+    return {name: version for name, version in found.items() if name not in ("pip", DISTRIBUTION)}
+
+
+def unlocked() -> list[str]:
+    """Installed distributions the lock does not name (``.ci/setup`` removes them)."""
+    return sorted(set(installed_distributions()) - set(locked_versions(LOCK.read_text(encoding="utf-8"))))
+
+
+LOCK = provenance.SOURCE_ROOT / ".ci" / "requirements.lock"
+"""The tested environment, when scifig runs from a checkout (an installed wheel has no lock)."""
+
+
 def _requires_python() -> str:
     return importlib.metadata.metadata(DISTRIBUTION).get("Requires-Python") or ""
 
@@ -101,6 +127,8 @@ class Probe:
     get: Callable[[str, Mapping[str, str]], tuple[int, Any]] = _get
     which: Callable[[str], str | None] = shutil.which
     environ: Mapping[str, str] = field(default_factory=lambda: os.environ)
+    installed: Callable[[], dict[str, str]] = installed_distributions
+    lock: Path = LOCK
 
 
 # ---- the checks ------------------------------------------------------------------------------------------------------
@@ -274,7 +302,38 @@ def check_browser(probe: Probe) -> Iterator[Check]:
         yield Check("note", "chromium", "not found: only the report tests need it (bash .ci/chromium installs it)")
 
 
-CHECKS = (check_python, check_requirements, check_frameworks, check_torch, check_data, check_judge, check_browser)
+def check_lock(probe: Probe) -> Iterator[Check]:
+    """From a checkout: whether this environment is the tested one (``.ci/requirements.lock``)."""
+    if not probe.lock.is_file():
+        return
+    locked = locked_versions(probe.lock.read_text(encoding="utf-8"))
+    have = probe.installed()
+    differ = [
+        f"{name} {have.get(name, 'absent')} (lock {locked.get(name, 'absent')})"
+        for name in sorted(set(locked) | set(have))
+        if have.get(name) != locked.get(name)
+    ]
+    if not differ:
+        yield Check("ok", "lock", f"this environment is .ci/requirements.lock ({len(locked)} distributions)")
+    else:
+        shown = ", ".join(differ[:4]) + (f" and {len(differ) - 4} more" if len(differ) > 4 else "")
+        yield Check(
+            "note",
+            "lock",
+            f"{len(differ)} distribution(s) differ from the tested lock: {shown} — bash .ci/setup restores it",
+        )
+
+
+CHECKS = (
+    check_python,
+    check_requirements,
+    check_lock,
+    check_frameworks,
+    check_torch,
+    check_data,
+    check_judge,
+    check_browser,
+)
 
 
 def _without_secrets(text: str, environ: Mapping[str, str]) -> str:

@@ -43,7 +43,16 @@ def versions(**overrides: str | None) -> Any:
 def test_this_installation_has_no_problem(tmp_path: Path) -> None:
     checks = run_checks(probe(tmp_path))
     assert failures(checks) == []
-    assert [check.name for check in checks][:5] == ["python", "requirements", "lmms-eval", "VLMEvalKit", "torch"]
+    assert [check.name for check in checks][:6] == [
+        "python",
+        "requirements",
+        "lock",
+        "lmms-eval",
+        "VLMEvalKit",
+        "torch",
+    ]
+    if Path(sys.prefix).resolve() == (Path(__file__).resolve().parents[1] / ".venv").resolve():
+        assert line(checks, "lock").status == "ok"  # .ci/setup installed exactly the lock
     assert line(checks, "lmms-eval").detail.startswith("lmms-eval 0.7.")
     assert line(checks, "data grab").status == "note"  # nothing cached in an empty Hub cache
     assert render(checks).endswith("no problems")
@@ -163,3 +172,18 @@ def test_the_command_exits_1_on_a_problem_and_0_without(tmp_path: Path) -> None:
     )
     assert done.returncode == 1
     assert "FAIL  data grab" in done.stdout and done.stdout.endswith("1 problem(s)\n")
+
+
+def test_from_a_checkout_doctor_says_whether_this_is_the_tested_environment(tmp_path: Path) -> None:
+    lock = tmp_path / "requirements.lock"
+    lock.write_text("numpy==2.4.6 \\\n    --hash=sha256:00\n    # via scifig\nfilelock==3.32.7\n")
+    same = run_checks(probe(tmp_path, lock=lock, installed=lambda: {"numpy": "2.4.6", "filelock": "3.32.7"}))
+    assert line(same, "lock") == Check("ok", "lock", "this environment is .ci/requirements.lock (2 distributions)")
+    drifted = probe(tmp_path, lock=lock, installed=lambda: {"numpy": "2.5.0", "six": "1.17.0"})
+    assert line(run_checks(drifted), "lock") == Check(
+        "note",
+        "lock",
+        "3 distribution(s) differ from the tested lock: filelock absent (lock 3.32.7), numpy 2.5.0 (lock 2.4.6), "
+        "six 1.17.0 (lock absent) — bash .ci/setup restores it",
+    )
+    assert "lock" not in [check.name for check in run_checks(probe(tmp_path, lock=tmp_path / "none"))]  # a wheel

@@ -5,6 +5,7 @@ installed exactly it, known-bad releases are excluded for plain ``pip install`` 
 
 from __future__ import annotations
 
+import importlib.metadata
 import re
 import subprocess
 import sys
@@ -17,20 +18,12 @@ from packaging.requirements import Requirement
 from packaging.version import Version
 
 from scifig_tasks.core import provenance
+from scifig_tasks.doctor import installed_distributions, locked_versions, normalise
 
 REPO = Path(__file__).resolve().parents[1]
 LOCK = REPO / ".ci" / "requirements.lock"
 LOCKED_PLATFORM = {"python_version": "3.11", "sys_platform": "linux", "platform_machine": "x86_64"}
 """The platform ``.ci/refresh-lock`` resolves for (``--python-version 3.11 --python-platform x86_64-manylinux``)."""
-
-
-def normalise(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
-def locked_versions(text: str) -> dict[str, str]:
-    """``name -> version`` of every ``name==version`` line of a lock written by uv pip compile."""
-    return {normalise(m.group(1)): m.group(2) for m in re.finditer(r"^([A-Za-z0-9][\w.-]*)==(\S+)", text, re.M)}
 
 
 def declared(pyproject: dict[str, Any]) -> list[tuple[str, Requirement]]:
@@ -114,18 +107,9 @@ def test_known_bad_releases_are_excluded_for_plain_pip_installs(pyproject: dict[
     assert overrides == ["antlr4-python3-runtime==4.11.1"]
 
 
-def installed() -> dict[str, str]:
-    from importlib.metadata import distributions
-
-    return {normalise(dist.metadata["Name"]): dist.version for dist in distributions()}
-
-
 @pytest.mark.skipif(Path(sys.prefix).resolve() != (REPO / ".venv").resolve(), reason="runs in .ci/setup's .venv")
 def test_setup_installed_exactly_the_lock() -> None:
-    have = installed()
-    want = locked_versions(LOCK.read_text(encoding="utf-8"))
-    assert {name: version for name, version in have.items() if name not in ("pip", "scifig")} == want
-    assert have["scifig"] == provenance.scifig_version()
+    assert installed_distributions() == locked_versions(LOCK.read_text(encoding="utf-8"))
     # the one conflict pip sees is the overridden pin, nothing else
     check = subprocess.run([sys.executable, "-m", "pip", "check"], capture_output=True, text=True)
     complaints = [line for line in check.stdout.splitlines() if line.strip()]
@@ -170,7 +154,7 @@ def test_environment_block_names_versions_and_the_judge_by_host_only() -> None:
     assert block["scifig"]["version"] == provenance.scifig_version()
     libraries = block["libraries"]
     for name in ("lmms-eval", "datasets", "transformers", "openai", "numpy", "pillow", "sacrebleu", "rouge-score"):
-        assert Version(libraries[name]) == Version(installed()[normalise(name)]), name
+        assert Version(libraries[name]) == Version(installed_distributions()[normalise(name)]), name
     assert "ms-vlmeval" not in libraries and "ms-vlmeval" in provenance.environment("vlmeval", {})["libraries"]
     assert provenance.environment(None, {"SCIFIG_JUDGE": "off"})["judge"] is None
     commit, _ = provenance.checkout()
@@ -198,6 +182,6 @@ def test_one_version_source() -> None:
     import scifig_tasks
 
     assert "version" in tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dynamic"]
-    assert installed()["scifig"] == scifig_tasks.__version__
+    assert importlib.metadata.version("scifig") == scifig_tasks.__version__
     done = subprocess.run([str(Path(sys.executable).parent / "scifig"), "--version"], capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout.startswith(f"scifig {scifig_tasks.__version__}"), done
