@@ -120,7 +120,9 @@ def test_scifig_help_from_the_installed_command() -> None:
     )
     assert completed.returncode == 0, completed.stderr
     text = completed.stdout
-    assert text.startswith("usage: scifig [-h] [--version] COMMAND ...\n\nScientific-figure benchmarks - SciFIBench, GRAB,")
+    assert text.startswith(
+        "usage: scifig [-h] [--version] COMMAND ...\n\nScientific-figure benchmarks - SciFIBench, GRAB,"
+    )
     listed = re.findall(r"^    ([a-z-]+)(?: |$)", text, re.MULTILINE)
     assert listed == COMMANDS
     assert "  scifig demo --out scifig-demo " in text

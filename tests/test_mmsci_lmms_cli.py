@@ -242,6 +242,7 @@ def _rouge1(row: int) -> float:
 NEVER_JUDGED = "ALWAYS-FAILS"
 
 
+@pytest.mark.slow
 def test_a_judge_failing_30_percent_of_calls_loses_no_sample(tmp_path: Path) -> None:
     def flaky(request: ChatRequest) -> Reply:
         return Reply(status=500) if NEVER_JUDGED in request.text else judge_policy(request)

@@ -357,6 +357,7 @@ class ChartDocs:
         return {"pid": index, "question": f"[q{index}]", "decoded_image": {"bytes": buffer.getvalue(), "path": None}}
 
 
+@pytest.mark.slow
 def test_page_for_2000_samples_with_large_distinct_images_stays_under_25_mb(tmp_path: Path) -> None:
     """Sample logs in the lmms-eval format (one model, one GRAB task, 2,000 documents, each with its own image of a
     few hundred kB; outputs up to 3,000 characters), then the page."""
