@@ -70,7 +70,9 @@ def locked_versions(text: str) -> dict[str, str]:
 
 def installed_distributions() -> dict[str, str]:
     """``name -> version`` of every distribution installed here but pip and scifig itself."""
-    found = {normalise(dist.metadata["Name"]): dist.version for dist in importlib.metadata.distributions()}
+    found: dict[str, str] = {}
+    for dist in importlib.metadata.distributions():  # in path order: the first of a name is the one imported
+        found.setdefault(normalise(dist.metadata["Name"]), dist.version)
     return {name: version for name, version in found.items() if name not in ("pip", DISTRIBUTION)}
 
 

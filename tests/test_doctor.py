@@ -187,3 +187,14 @@ def test_from_a_checkout_doctor_says_whether_this_is_the_tested_environment(tmp_
         "six 1.17.0 (lock absent) — bash .ci/setup restores it",
     )
     assert "lock" not in [check.name for check in run_checks(probe(tmp_path, lock=tmp_path / "none"))]  # a wheel
+
+
+def test_a_shadowing_install_is_seen_as_python_sees_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A filelock 4 earlier on the path (e.g. PYTHONPATH) is the one imported: every check reads that one."""
+    shadow = tmp_path / "shadow" / "filelock-4.3.1.dist-info"
+    shadow.mkdir(parents=True)
+    (shadow / "METADATA").write_text("Metadata-Version: 2.1\nName: filelock\nVersion: 4.3.1\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "shadow"))
+    checks = run_checks(Probe(hub_cache=lambda: tmp_path / "hub", environ={"SCIFIG_JUDGE": "off"}))
+    assert line(checks, "filelock").status == "FAIL"
+    assert "filelock 4.3.1 (lock 3." in line(checks, "lock").detail
