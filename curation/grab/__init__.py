@@ -1,4 +1,4 @@
-"""The GRAB generator (grab spec, shared/spec/grab.md): ``scifig curate grab`` / :func:`curation.grab.build.build_grab`.
+"""The GRAB generator (the paper's §3 and the published questions): ``scifig curate grab`` / ``build_grab``.
 
 Stages and modules:
 

@@ -1,6 +1,6 @@
-"""GRAB question types: the spec's table (task, category, wording, count, precision counts) and the question text.
+"""GRAB question types: one table (task, category, wording, count, precision counts) and the question text.
 
-Source: shared/spec/grab.md, "Question types". The published composition is 2,170 questions: properties 660,
+Source: the paper's §3 and the published dataset. The published composition is 2,170 questions: properties 660,
 function 710, series 490, transform 310. Quirks of the real data are kept: "location of the peak" and "variance of
 the function" are Measures of Spread; the function task's "function mean" is Stationary Points; properties say
 "Pearson's correlation coefficient" where series say "Pearson correlation coefficient".
