@@ -20,7 +20,6 @@ import argparse
 import contextlib
 import importlib
 import importlib.metadata
-import importlib.util
 import io
 import os
 import platform
@@ -30,7 +29,6 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import urlsplit
 
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
@@ -45,6 +43,8 @@ FRAMEWORKS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
     ("VLMEvalKit", "ms-vlmeval", "vlmeval", ("vlmeval",)),
 )
 BROWSERS = ("chromium", "chromium-browser", "google-chrome")
+LOCK = provenance.SOURCE_ROOT / ".ci" / "requirements.lock"
+"""The tested environment, when scifig runs from a checkout (an installed wheel has no lock)."""
 
 
 @dataclass(frozen=True)
@@ -79,10 +79,6 @@ def installed_distributions() -> dict[str, str]:
 def unlocked() -> list[str]:
     """Installed distributions the lock does not name (``.ci/setup`` removes them)."""
     return sorted(set(installed_distributions()) - set(locked_versions(LOCK.read_text(encoding="utf-8"))))
-
-
-LOCK = provenance.SOURCE_ROOT / ".ci" / "requirements.lock"
-"""The tested environment, when scifig runs from a checkout (an installed wheel has no lock)."""
 
 
 def _requires_python() -> str:
@@ -142,7 +138,7 @@ def check_python(probe: Probe) -> Iterator[Check]:
     yield Check("ok" if ok else "FAIL", "python", f"{probe.python_version} (scifig needs {needed or 'any'})")
 
 
-def _extras(requirement: Requirement) -> set[str]:
+def extras_of(requirement: Requirement) -> set[str]:
     """The extras a requirement belongs to (``{""}``: the core)."""
     marker = str(requirement.marker or "")
     found = set(re.findall(r"""extra\s*==\s*["']([\w-]+)["']""", marker))
@@ -155,7 +151,7 @@ def _applies(requirement: Requirement, python_version: str) -> bool:
         return True
     return any(
         requirement.marker.evaluate({"extra": extra, "python_version": ".".join(python_version.split(".")[:2])})
-        for extra in _extras(requirement)
+        for extra in extras_of(requirement)
     )
 
 
@@ -168,7 +164,7 @@ def check_requirements(probe: Probe) -> Iterator[Check]:
         if requirement.name == DISTRIBUTION or not _applies(requirement, probe.python_version):
             continue
         installed = probe.version(requirement.name)
-        extras = _extras(requirement)
+        extras = extras_of(requirement)
         wanted = f'"{requirement.name}{requirement.specifier}"'
         if installed is None:
             if "" in extras:
@@ -259,7 +255,7 @@ def check_data(probe: Probe) -> Iterator[Check]:
 
 
 def check_judge(probe: Probe) -> Iterator[Check]:
-    from scifig_tasks.core.judge import JudgeConfig
+    from scifig_tasks.core.judge import JudgeConfig, endpoint_host
 
     try:
         config = JudgeConfig.from_env(probe.environ)
@@ -273,8 +269,7 @@ def check_judge(probe: Probe) -> Iterator[Check]:
             "not configured: rules only (SCIFIG_JUDGE=<preset>, or SCIFIG_JUDGE_BASE_URL and SCIFIG_JUDGE_MODEL)",
         )
         return
-    host = urlsplit(config.base_url).netloc.rsplit("@", 1)[-1]
-    where = f"{config.model} at {host}"
+    where = f"{config.model} at {endpoint_host(config.base_url)}"
     headers = {"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}
     try:
         status, body = probe.get(f"{config.base_url}/models", headers)
@@ -290,10 +285,10 @@ def check_judge(probe: Probe) -> Iterator[Check]:
         yield Check("FAIL", "judge", f"{where} answers HTTP {status} — the server is failing")
     else:
         models = [item.get("id") for item in body.get("data", [])] if isinstance(body, dict) else []
-        listed = "" if not models else ", model listed" if config.model in models else ", model NOT in its list"
-        yield Check(
-            "ok" if listed != ", model NOT in its list" else "FAIL", "judge", f"{where} answers (HTTP {status}{listed})"
-        )
+        if models and config.model not in models:
+            yield Check("FAIL", "judge", f"{where} answers (HTTP {status}), but its model list lacks {config.model}")
+        else:
+            yield Check("ok", "judge", f"{where} answers (HTTP {status}{', model listed' if models else ''})")
 
 
 def check_browser(probe: Probe) -> Iterator[Check]:

@@ -18,7 +18,7 @@ from packaging.requirements import Requirement
 from packaging.version import Version
 
 from scifig_tasks.core import provenance
-from scifig_tasks.doctor import installed_distributions, locked_versions, normalise
+from scifig_tasks.doctor import extras_of, installed_distributions, locked_versions, normalise
 
 REPO = Path(__file__).resolve().parents[1]
 LOCK = REPO / ".ci" / "requirements.lock"
@@ -49,7 +49,7 @@ def lock_problems(pyproject: dict[str, Any], lock_text: str) -> list[str]:
     locked = locked_versions(lock_text)
     problems = []
     for where, requirement in declared(pyproject):
-        extras = re.findall(r"""extra\s*==\s*["']([\w-]+)["']""", str(requirement.marker or "")) or [""]
+        extras = extras_of(requirement)
         if requirement.marker is not None and not any(
             requirement.marker.evaluate({**LOCKED_PLATFORM, "extra": extra}) for extra in extras
         ):

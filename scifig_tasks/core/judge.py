@@ -255,10 +255,15 @@ def _is_loopback(url: str) -> bool:
     return urlsplit(url).hostname in ("127.0.0.1", "localhost", "::1")
 
 
+def endpoint_host(base_url: str) -> str:
+    """The URL's ``host[:port]``, without any user:password part (what messages and results files may name)."""
+    return urlsplit(base_url).netloc.rsplit("@", 1)[-1]
+
+
 def _endpoint(base_url: str) -> str:
     """The base URL without any user:password part, for messages."""
     parts = urlsplit(base_url)
-    return f"{parts.scheme}://{parts.netloc.rsplit('@', 1)[-1]}{parts.path}"
+    return f"{parts.scheme}://{endpoint_host(base_url)}{parts.path}"
 
 
 def _httpx_flavour() -> Any:

@@ -26,7 +26,6 @@ from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 KEY = "scifig_environment"
 FRAMEWORKS: dict[str, str] = {"lmms-eval": "lmms-eval", "vlmeval": "ms-vlmeval"}
@@ -85,7 +84,7 @@ def checkout() -> tuple[str | None, bool]:
 
 def judge_identity(environ: Mapping[str, str] | None = None) -> dict[str, str] | None:
     """The configured judge's model and host (``None`` when judging is off or not configured)."""
-    from scifig_tasks.core.judge import JudgeConfig
+    from scifig_tasks.core.judge import JudgeConfig, endpoint_host
 
     try:
         config = JudgeConfig.from_env(environ)
@@ -93,9 +92,7 @@ def judge_identity(environ: Mapping[str, str] | None = None) -> dict[str, str] |
         return {"model": "unreadable configuration", "host": ""}
     if config is None:
         return None
-    parts = urlsplit(config.base_url)
-    host = parts.hostname or ""
-    return {"model": config.model, "host": f"{host}:{parts.port}" if parts.port else host}
+    return {"model": config.model, "host": endpoint_host(config.base_url)}
 
 
 def environment(framework: str | None, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
