@@ -4,7 +4,7 @@
   task folder as ``--include_path`` (unless one is given, as ``--include_path DIR`` or ``--include_path=DIR``), and
   — unlike ``lmms-eval``, which exits 0 whatever happened — exits non-zero when a task is not found, data is bad,
   scoring raised or any sample could not be judged (:func:`judge_failures`; the summary line names the tasks).
-  API keys never reach the screen or the output folder (:mod:`scifig_tasks.secrets`): they are masked as
+  API keys never reach the screen or the output folder (:mod:`scifig_tasks.core.secrets`): they are masked as
   ``<NAME_OF_THE_VARIABLE>`` in what lmms-eval prints and, after the run, in the files it wrote under
   ``--output_path`` (a model server echoing the key in an error otherwise lands in the samples file).
   ``--preset NAME`` expands a model preset (:mod:`scifig_tasks.core.presets`) to lmms-eval arguments; explicit
@@ -36,7 +36,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from scifig_tasks.secrets import masked_output, secrets_of
+from scifig_tasks.core.secrets import masked_output, secrets_of
 
 
 class EvalFailed(RuntimeError):

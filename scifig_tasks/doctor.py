@@ -334,7 +334,7 @@ CHECKS = (
 
 
 def _without_secrets(text: str, environ: Mapping[str, str]) -> str:
-    from scifig_tasks.secrets import mask, secrets_of
+    from scifig_tasks.core.secrets import mask, secrets_of
 
     return mask(text, secrets_of(environ))
 

@@ -6,7 +6,7 @@ import io
 import logging
 from pathlib import Path
 
-from scifig_tasks.secrets import MaskedStream, mask, mask_files, mask_log_records, secrets_of
+from scifig_tasks.core.secrets import MaskedStream, mask, mask_files, mask_log_records, secrets_of
 
 ENVIRON = {
     "OPENAI_API_KEY": "sk-openai-0123456789",

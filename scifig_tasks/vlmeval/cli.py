@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from scifig_tasks.secrets import mask_files, mask_log_records, secrets_of
+from scifig_tasks.core.secrets import mask_files, mask_log_records, secrets_of
 from scifig_tasks.vlmeval import tsv
 
 
@@ -29,7 +29,7 @@ class VlmevalFailed(RuntimeError):
 
 
 def secrets(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """What to mask (:mod:`scifig_tasks.secrets`): the environment's secrets, ``--key`` / ``--judge-key`` values and
+    """What to mask (:mod:`scifig_tasks.core.secrets`): the environment's secrets, ``--key`` / ``--judge-key`` values and
     the ``"key"`` entries of a ``--config`` file."""
     argv = list(argv)
     extra: set[str] = set()
