@@ -10,7 +10,7 @@ time the API phase. Handling is bounded in time: delays are capped, idle connect
 every sleeping handler.
 
 Policy helpers: ``fixed_latency`` (add a delay), ``faulty`` (deterministically turn a fraction of requests into
-429 / 500 / timeout / malformed faults) and ``by_question`` (answer by substring of the request text).
+429 / 500 / timeout / malformed faults) ``by_question`` (answer by substring of the request text) and ``echoing_key`` (append the request's API key).
 """
 
 from __future__ import annotations
@@ -131,6 +131,20 @@ def by_question(mapping: Mapping[str, str | Reply], default: str | Reply = "") -
         return _as_reply(default)
 
     return answer
+
+
+def echoing_key(policy: Policy) -> Policy:
+    """Wrap ``policy`` so every 200 reply ends with the request's bearer token, as a careless or hostile server
+    might echo it (a secret that reaches the model's output, the judge's prompt and whatever scifig writes)."""
+
+    def echo(request: ChatRequest) -> Reply:
+        reply = _as_reply(policy(request))
+        token = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
+        if reply.status != 200 or reply.text is None or not token:
+            return reply
+        return replace(reply, text=f"{reply.text} (session {token})")
+
+    return echo
 
 
 class _HTTPServer(ThreadingHTTPServer):
