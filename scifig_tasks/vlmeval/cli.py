@@ -29,8 +29,8 @@ class VlmevalFailed(RuntimeError):
 
 
 def secrets(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """What to mask (:mod:`scifig_tasks.core.secrets`): the environment's secrets, ``--key`` / ``--judge-key`` values and
-    the ``"key"`` entries of a ``--config`` file."""
+    """What to mask (:mod:`scifig_tasks.core.secrets`): the environment's secrets, ``--key`` / ``--judge-key``
+    values and the ``"key"`` entries of a ``--config`` file."""
     argv = list(argv)
     extra: set[str] = set()
     for flag in ("--key", "--judge-key"):

@@ -10,7 +10,8 @@ time the API phase. Handling is bounded in time: delays are capped, idle connect
 every sleeping handler.
 
 Policy helpers: ``fixed_latency`` (add a delay), ``faulty`` (deterministically turn a fraction of requests into
-429 / 500 / timeout / malformed faults) ``by_question`` (answer by substring of the request text) and ``echoing_key`` (append the request's API key).
+429 / 500 / timeout / malformed faults), ``by_question`` (answer by substring of the request text) and
+``echoing_key`` (append the request's API key to every reply).
 """
 
 from __future__ import annotations
