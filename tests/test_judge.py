@@ -18,6 +18,7 @@ from scifig_tasks.core.judge import (
     JudgeConfig,
     JudgeResult,
     get_judge,
+    has_text,
     load_preset,
 )
 from tests.harness.fixtures import openai_server  # noqa: F401
@@ -52,8 +53,8 @@ def cache_files(tmp_path: Path) -> list[Path]:
 def test_judged_reply_and_request_format(openai_server, tmp_path):  # noqa: F811
     server = openai_server(by_question({"Which option": "B"}, default="none"))
     with JudgeClient(config_for(server, tmp_path)) as judge:
-        result = judge.complete("Which option does the model pick?")
-        limited = judge.complete("Which option does the model pick?", max_tokens=5)
+        result = judge.complete("Which option does the model pick?", accept=has_text)
+        limited = judge.complete("Which option does the model pick?", max_tokens=5, accept=has_text)
     assert result == JudgeResult(status="judged", text="B", cached=False, error=None)
     assert limited.status == "judged" and not limited.cached  # max_tokens is part of the cache key
     first, second = server.requests
@@ -64,7 +65,7 @@ def test_judged_reply_and_request_format(openai_server, tmp_path):  # noqa: F811
     }
     assert second.body["max_tokens"] == 5
     assert first.headers["authorization"] == f"Bearer {FAKE_KEY}"
-    assert judge.stats == {"requests": 2, "cache_hits": 0, "judged": 2, "failed": 0}
+    assert judge.stats == {"requests": 2, "cache_hits": 0, "shared": 0, "judged": 2, "failed": 0}
     assert len(cache_files(tmp_path)) == 2
     assert cache_files(tmp_path)[0].parent.parent.parent == tmp_path / "cache"  # two-level fan-out
 
@@ -74,7 +75,7 @@ def test_faulty_endpoint_loses_nothing_and_rerun_is_cached(openai_server, tmp_pa
     prompts = [f"prompt {i}" for i in range(40)]
     config = config_for(server, tmp_path, timeout_s=0.3, max_concurrency=8)
     with JudgeClient(config) as judge:
-        results = judge.complete_many(prompts)
+        results = judge.complete_many(prompts, accept=has_text)
     assert len(results) == len(prompts)
     assert {r.status for r in results} <= {"judged", "judge_failed"}
     judged = [(p, r) for p, r in zip(prompts, results, strict=True) if r.status == "judged"]
@@ -87,7 +88,7 @@ def test_faulty_endpoint_loses_nothing_and_rerun_is_cached(openai_server, tmp_pa
 
     server.reset()
     with JudgeClient(config) as rerun:
-        again = rerun.complete_many([p for p, _ in judged])
+        again = rerun.complete_many([p for p, _ in judged], accept=has_text)
     assert server.count == 0 and rerun.stats["requests"] == 0
     assert all(r.cached and r.text == first.text for r, (_, first) in zip(again, judged, strict=True))
     assert rerun.stats["cache_hits"] == len(judged)
@@ -97,14 +98,14 @@ def test_cache_is_shared_with_another_process(openai_server, tmp_path):  # noqa:
     server = openai_server(answer)
     config = config_for(server, tmp_path)
     with JudgeClient(config) as judge:
-        assert judge.complete("shared prompt").text == "answer to shared prompt"
+        assert judge.complete("shared prompt", accept=has_text).text == "answer to shared prompt"
     script = textwrap.dedent(
         f"""
         from pathlib import Path
-        from scifig_tasks.core.judge import JudgeClient, JudgeConfig
+        from scifig_tasks.core.judge import JudgeClient, JudgeConfig, has_text
         cache_dir = Path({str(tmp_path / "cache")!r})
         config = JudgeConfig(base_url={server.base_url!r}, model="judge-model", cache_dir=cache_dir)
-        result = JudgeClient(config).complete("shared prompt")
+        result = JudgeClient(config).complete("shared prompt", accept=has_text)
         assert result.cached and result.text == "answer to shared prompt", result
         """
     )
@@ -116,24 +117,26 @@ def test_failures_are_not_cached(openai_server, tmp_path):  # noqa: F811
     server = openai_server(lambda request: Reply(text="overloaded", status=503))
     config = config_for(server, tmp_path, max_retries=2)
     with JudgeClient(config) as judge:
-        failed = judge.complete("flaky prompt")
+        failed = judge.complete("flaky prompt", accept=has_text)
     assert failed.status == "judge_failed" and failed.text is None and "503" in (failed.error or "")
     assert server.count == 3  # first attempt + 2 retries
-    assert judge.stats == {"requests": 3, "cache_hits": 0, "judged": 0, "failed": 1}
+    assert judge.stats == {"requests": 3, "cache_hits": 0, "shared": 0, "judged": 0, "failed": 1}
     assert cache_files(tmp_path) == []
 
     server.policy = answer
     with JudgeClient(config) as judge:
-        assert judge.complete("flaky prompt") == JudgeResult(status="judged", text="answer to flaky prompt")
+        assert judge.complete("flaky prompt", accept=has_text) == JudgeResult(
+            status="judged", text="answer to flaky prompt"
+        )
     assert server.count == 4
     with JudgeClient(config) as judge:
-        assert judge.complete("flaky prompt").cached
+        assert judge.complete("flaky prompt", accept=has_text).cached
 
 
 def test_client_errors_are_not_retried(openai_server, tmp_path):  # noqa: F811
     server = openai_server(lambda request: Reply(text="invalid api key", status=401))
     with JudgeClient(config_for(server, tmp_path)) as judge:
-        result = judge.complete("anything")
+        result = judge.complete("anything", accept=has_text)
     assert result.status == "judge_failed" and "401" in (result.error or "")
     assert server.count == 1
 
@@ -146,7 +149,7 @@ def test_malformed_and_null_content_are_retried(openai_server, tmp_path):  # noq
 
     server = openai_server(policy)
     with JudgeClient(config_for(server, tmp_path)) as judge:
-        assert judge.complete("q").text == "fixed"
+        assert judge.complete("q", accept=has_text).text == "fixed"
     assert server.count == 3
 
 
@@ -154,18 +157,18 @@ def test_retry_after_is_honoured_and_capped(openai_server, tmp_path):  # noqa: F
     server = openai_server(lambda r: Reply(status=429, retry_after=0.4) if r.attempt == 1 else Reply(text="ok"))
     with JudgeClient(config_for(server, tmp_path, backoff_max_s=0.6)) as judge:
         start = time.monotonic()
-        assert judge.complete("wait").text == "ok"
+        assert judge.complete("wait", accept=has_text).text == "ok"
         assert time.monotonic() - start >= 0.4
         server.policy = lambda r: Reply(status=429, retry_after=100) if r.attempt == 1 else Reply(text="ok")
         start = time.monotonic()
-        assert judge.complete("wait less").text == "ok"
+        assert judge.complete("wait less", accept=has_text).text == "ok"
         assert 0.6 <= time.monotonic() - start < 1.5  # capped at backoff_max_s
 
 
 def test_timeouts_are_retried_then_fail(openai_server, tmp_path):  # noqa: F811
     server = openai_server(lambda request: Reply(text="too late", delay_s=0.5))
     with JudgeClient(config_for(server, tmp_path, timeout_s=0.2, max_retries=1)) as judge:
-        result = judge.complete("slow")
+        result = judge.complete("slow", accept=has_text)
     assert result.status == "judge_failed" and "timeout" in (result.error or "")
     assert server.count == 2
 
@@ -175,8 +178,8 @@ def test_unreachable_endpoint_fails_without_raising(tmp_path):
         base_url = server.base_url  # a loopback port that is closed once the server stops
     config = JudgeConfig(base_url=base_url, model="m", max_retries=1, backoff_initial_s=0.01, cache_dir=tmp_path)
     with JudgeClient(config) as judge:
-        result = judge.complete("hello")
-        again = judge.complete("hello again")
+        result = judge.complete("hello", accept=has_text)
+        again = judge.complete("hello again", accept=has_text)
     assert result.status == "judge_failed" and "connection refused" in (result.error or "")
     assert again.status == "judge_failed" and "circuit breaker is open" in (again.error or "")
     assert judge.stats["requests"] == 1  # a closed port is not retried, and the open breaker sends nothing
@@ -185,12 +188,14 @@ def test_unreachable_endpoint_fails_without_raising(tmp_path):
 def test_concurrency_bound_is_respected(openai_server, tmp_path):  # noqa: F811
     server = openai_server(fixed_latency(answer, 0.05))
     with JudgeClient(config_for(server, tmp_path, max_concurrency=3)) as judge:
-        results = judge.complete_many([f"p{i}" for i in range(15)])
+        results = judge.complete_many([f"p{i}" for i in range(15)], accept=has_text)
         assert all(r.status == "judged" for r in results)
         assert 2 <= server.max_in_flight <= 3
         server.reset()
         with ThreadPoolExecutor(10) as pool:  # many caller threads share one client's bound
-            threaded = list(pool.map(judge.complete, [f"t{i}" for i in range(20)]))
+            threaded = list(
+                pool.map(lambda prompt: judge.complete(prompt, accept=has_text), [f"t{i}" for i in range(20)])
+            )
     assert [r.text for r in threaded] == [f"answer to t{i}" for i in range(20)]
     assert 2 <= server.max_in_flight <= 3
     assert judge.stats["requests"] == 35  # queueing for a slot never turned into a timeout or retry
@@ -200,8 +205,8 @@ def test_complete_many_keeps_order_and_dedupes(openai_server, tmp_path, capsys):
     server = openai_server(fixed_latency(answer, 0.01))
     prompts = ["c", "a", "b", "a", "c"]
     with JudgeClient(config_for(server, tmp_path)) as judge:
-        results = judge.complete_many(prompts)
-        assert judge.complete_many([]) == []
+        results = judge.complete_many(prompts, accept=has_text)
+        assert judge.complete_many([], accept=has_text) == []
     assert [r.text for r in results] == [f"answer to {p}" for p in prompts]
     assert server.count == 3
     assert "LLM judge" in capsys.readouterr().err  # progress bar
@@ -211,11 +216,11 @@ def test_corrupt_cache_entry_is_rejudged(openai_server, tmp_path):  # noqa: F811
     server = openai_server(answer)
     config = config_for(server, tmp_path)
     with JudgeClient(config) as judge:
-        judge.complete("q")
+        judge.complete("q", accept=has_text)
     [entry] = cache_files(tmp_path)
     entry.write_text("{not json", encoding="utf-8")
     with JudgeClient(config) as judge:
-        assert judge.complete("q") == JudgeResult(status="judged", text="answer to q")
+        assert judge.complete("q", accept=has_text) == JudgeResult(status="judged", text="answer to q")
     assert server.count == 2
     assert '"answer to q"' in entry.read_text(encoding="utf-8")
 
@@ -231,7 +236,11 @@ def test_api_key_never_leaks(openai_server, tmp_path, caplog):  # noqa: F811
     server = openai_server(echo_key)
     config = config_for(server, tmp_path, max_retries=1)
     with JudgeClient(config) as judge:
-        results = [judge.complete("judge this"), judge.complete("reject this"), judge.complete("crash this")]
+        results = [
+            judge.complete("judge this", accept=has_text),
+            judge.complete("reject this", accept=has_text),
+            judge.complete("crash this", accept=has_text),
+        ]
         texts = [repr(config), str(config), repr(judge), *map(repr, results), *(r.error or "" for r in results)]
     assert [r.status for r in results] == ["judged", "judge_failed", "judge_failed"]
     assert "you sent Bearer ***" in (results[1].error or "")  # the echoed key was scrubbed
@@ -291,7 +300,7 @@ def test_get_judge_from_env_is_memoised_and_works(openai_server, tmp_path):  # n
     judge = clients[0]
     assert judge is not None and all(client is judge for client in clients)
     assert get_judge({**env, "SCIFIG_JUDGE_MODEL": "other"}) is not judge
-    assert judge.complete("via env").text == "answer to via env"
+    assert judge.complete("via env", accept=has_text).text == "answer to via env"
     assert "authorization" not in server.requests[0].headers  # no key configured -> no header
 
 
@@ -341,7 +350,7 @@ def test_preset_from_path_end_to_end(openai_server, tmp_path):  # noqa: F811
     env = {"SCIFIG_JUDGE": str(preset), "MY_JUDGE_KEY": FAKE_KEY, "SCIFIG_JUDGE_CACHE": str(tmp_path / "cache")}
     judge = get_judge(env)
     assert judge is not None and judge.config.max_tokens == 32
-    assert judge.complete("from a preset").text == "answer to from a preset"
+    assert judge.complete("from a preset", accept=has_text).text == "answer to from a preset"
     request = server.requests[0]
     assert request.headers["authorization"] == f"Bearer {FAKE_KEY}" and request.body["max_tokens"] == 32
 

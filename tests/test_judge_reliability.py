@@ -10,16 +10,26 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import socket
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from scifig_tasks.core import mcq
-from scifig_tasks.core.judge import BREAKER_THRESHOLD, JudgeClient, JudgeConfig, JudgeResult, _unreachable, get_judge
-from tests.harness.openai_server import ChatRequest, FakeOpenAIServer, Reply
+from scifig_tasks.core.judge import (
+    BREAKER_THRESHOLD,
+    JudgeClient,
+    JudgeConfig,
+    JudgeResult,
+    _unreachable,
+    get_judge,
+    has_text,
+)
+from tests.harness.openai_server import ChatRequest, FakeOpenAIServer, Reply, fixed_latency
 
 KEY = "sk-scifig-breaker-FAKE-0e1d-DO-NOT-LEAK"
 
@@ -54,13 +64,13 @@ def test_closed_port_opens_the_breaker_at_once(tmp_path, caplog) -> None:
     config = config_for(base_url, tmp_path, max_retries=5, backoff_initial_s=1.0, backoff_max_s=30.0)
     start = time.monotonic()
     with JudgeClient(config) as judge:
-        results = [judge.complete(f"prompt {i}") for i in range(20)]
+        results = [judge.complete(f"prompt {i}", accept=has_text) for i in range(20)]
     elapsed = time.monotonic() - start
     assert elapsed < 2.0  # no retry and no back-off: 5 retries of 1 s, 2 s, ... would take over 30 s
     assert [r.status for r in results] == ["judge_failed"] * 20
     assert "connection refused" in (results[0].error or "")
     assert all("circuit breaker is open" in (r.error or "") for r in results[1:])
-    assert judge.stats == {"requests": 1, "cache_hits": 0, "judged": 0, "failed": 20}
+    assert judge.stats == {"requests": 1, "cache_hits": 0, "shared": 0, "judged": 0, "failed": 20}
     assert judge.breaker == "connection refused"
     [line] = breaker_lines(caplog)
     port = base_url.split(":")[2].split("/")[0]
@@ -73,10 +83,10 @@ def test_five_consecutive_failures_open_the_breaker(openai_server, tmp_path, cap
     caplog.set_level(logging.WARNING)
     server = openai_server(lambda request: Reply(text=f"down, you sent {request.headers['authorization']}", status=500))
     with JudgeClient(config_for(server.base_url, tmp_path, max_retries=1)) as judge:
-        results = [judge.complete(f"prompt {i}") for i in range(8)]
+        results = [judge.complete(f"prompt {i}", accept=has_text) for i in range(8)]
     assert [r.status for r in results] == ["judge_failed"] * 8
     assert server.count == 10  # 5 calls x (1 attempt + 1 retry); calls 6-8 were never sent
-    assert judge.stats == {"requests": 10, "cache_hits": 0, "judged": 0, "failed": 8}
+    assert judge.stats == {"requests": 10, "cache_hits": 0, "shared": 0, "judged": 0, "failed": 8}
     assert all("circuit breaker is open" in (r.error or "") for r in results[5:])
     [line] = breaker_lines(caplog)
     assert "5 consecutive judge calls failed, the last with HTTP 500" in line
@@ -95,16 +105,18 @@ def test_a_success_resets_the_run_and_prompt_errors_do_not_count(openai_server, 
     prompts = ["bad 1", "bad 2", "bad 3", "bad 4", "good 1", "bad 5", "bad 6", "bad 7", "bad 8"]
     prompts += [f"too long {i}" for i in range(6)] + ["good 2"]
     with JudgeClient(config_for(server.base_url, tmp_path)) as judge:
-        results = [judge.complete(prompt) for prompt in prompts]
+        results = [judge.complete(prompt, accept=has_text) for prompt in prompts]
         assert judge.breaker is None
         assert [r.status for r in results].count("judged") == 2
         assert server.count == len(prompts)  # every call was sent
         for i in range(4):
-            assert judge.complete(f"bad again {i}").status == "judge_failed"
+            assert judge.complete(f"bad again {i}", accept=has_text).status == "judge_failed"
         assert judge.breaker is None
-        assert judge.complete("bad 9").status == "judge_failed"  # the fifth consecutive endpoint failure
+        assert (
+            judge.complete("bad 9", accept=has_text).status == "judge_failed"
+        )  # the fifth consecutive endpoint failure
         assert judge.breaker is not None and "HTTP 503" in judge.breaker
-        assert judge.complete("good 3").status == "judge_failed"
+        assert judge.complete("good 3", accept=has_text).status == "judge_failed"
     assert server.count == len(prompts) + 5
     assert len(breaker_lines(caplog)) == 1
 
@@ -113,12 +125,14 @@ def test_cached_judgements_are_served_while_the_breaker_is_open(openai_server, t
     server = openai_server(lambda request: Reply(text=f"answer to {request.text}"))
     config = config_for(server.base_url, tmp_path)
     with JudgeClient(config) as judge:
-        assert judge.complete("known").text == "answer to known"
+        assert judge.complete("known", accept=has_text).text == "answer to known"
     server.policy = lambda request: Reply(status=500)
     with JudgeClient(config) as judge:
-        assert all(judge.complete(f"new {i}").status == "judge_failed" for i in range(5))
+        assert all(judge.complete(f"new {i}", accept=has_text).status == "judge_failed" for i in range(5))
         assert judge.breaker is not None
-        assert judge.complete("known") == JudgeResult(status="judged", text="answer to known", cached=True)
+        assert judge.complete("known", accept=has_text) == JudgeResult(
+            status="judged", text="answer to known", cached=True
+        )
 
 
 def test_dns_failure_counts_as_unreachable() -> None:
@@ -137,75 +151,95 @@ def test_dns_failure_counts_as_unreachable() -> None:
 # ---- cache ----------------------------------------------------------------------------------------------------------
 
 
-def test_an_empty_reply_is_not_cached(openai_server, tmp_path) -> None:
+def test_an_empty_reply_is_retried_then_failed_and_never_cached(openai_server, tmp_path) -> None:
     server = openai_server(lambda request: Reply(text=""))
-    config = config_for(server.base_url, tmp_path)
+    config = config_for(server.base_url, tmp_path, max_retries=2)
     with JudgeClient(config) as judge:
-        assert judge.complete("extract it") == JudgeResult(status="judged", text="")
+        result = judge.complete("extract it", accept=has_text)
+    assert result.status == "judge_failed" and "not the answer asked for" in (result.error or "")
+    assert server.count == 3  # asked again like a failed request
     assert list((tmp_path / "cache").rglob("*.json")) == []
     server.policy = lambda request: Reply(text="42")
     with JudgeClient(config) as judge:
-        assert judge.complete("extract it") == JudgeResult(status="judged", text="42")  # asked again
-        assert judge.complete("extract it").cached
-    assert server.count == 2
+        assert judge.complete("extract it", accept=has_text) == JudgeResult(status="judged", text="42")  # asked again
+        assert judge.complete("extract it", accept=has_text).cached
+    assert server.count == 4
 
 
-def test_a_reply_the_caller_cannot_read_is_not_cached(openai_server, tmp_path) -> None:
-    server = openai_server(lambda request: Reply(text="Let me think about"))
-    config = config_for(server.base_url, tmp_path)
+def test_a_reply_that_is_not_the_answer_is_asked_again_and_never_cached(openai_server, tmp_path) -> None:
+    replies = iter(["Let me think about", "N/A", "None"])
+    server = openai_server(lambda request: Reply(text=next(replies)))
+    config = config_for(server.base_url, tmp_path, max_retries=2)
     prompt = mcq.judge_prompt("A or maybe B", 5)
 
     def readable(reply: str) -> bool:
         return mcq.judge_reply_readable(reply, 5)
 
-    with JudgeClient(config) as judge:
-        assert judge.complete(prompt, max_tokens=3, accept=readable).text == "Let me think about"
-        server.policy = lambda request: Reply(text="None")
+    with JudgeClient(config) as judge:  # two replies that are not answers, then the prompt's "None": an answer
         assert judge.complete(prompt, max_tokens=3, accept=readable) == JudgeResult(status="judged", text="None")
-        assert judge.complete(prompt, max_tokens=3, accept=readable).cached  # "None" is an answer: cached
-    assert server.count == 2
+        assert judge.complete(prompt, max_tokens=3, accept=readable).cached
+    assert server.count == 3
+    server.policy = lambda request: Reply(text="B")
     with JudgeClient(config) as judge:  # a cached entry the caller now rejects is asked again
         assert not judge.complete(prompt, max_tokens=3, accept=lambda reply: reply == "B").cached
-    assert server.count == 3
+    assert server.count == 4
 
 
-def test_mcq_resolution_caches_only_readable_replies(openai_server, tmp_path) -> None:
-    server = openai_server(lambda request: Reply(text="I cannot"))  # "cannot" reads as no answer: cached
+def test_old_cache_entries_that_are_not_answers_are_asked_again(openai_server, tmp_path) -> None:
+    server = openai_server(lambda request: Reply(text="N/A"))
     config = config_for(server.base_url, tmp_path)
     output, options = "It is A or B.", ["A) x", "B) y", "C) z"]
-    with JudgeClient(config) as judge:
-        assert mcq.resolve(output, options, judge).reason == "alternatives; judge found none"
-        assert mcq.resolve(output, options, judge).reason == "alternatives; judge found none"
+    with JudgeClient(config) as judge:  # an older release cached what it could not read; write such an entry
+        entry = {"base_url": config.base_url, "model": config.model, "system": None, "max_tokens": 3}
+        entry |= {"temperature": 0.0, "prompt": mcq.judge_prompt(output, len(options))}
+        path = judge._cache_path(entry)
+        path.parent.mkdir(parents=True)
+        path.write_text(json.dumps({**entry, "text": "N/A"}), encoding="utf-8")
+        assert mcq.resolve(output, options, judge).reason == "alternatives; judge failed"
     assert server.count == 1
-    server.policy = lambda request: Reply(text="The model")  # names nothing: not cached
-    with JudgeClient(config_for(server.base_url, tmp_path, model="other-judge")) as judge:
-        assert mcq.resolve(output, options, judge).reason == "alternatives; judge found none"
-        assert mcq.resolve(output, options, judge).reason == "alternatives; judge found none"
-    assert server.count == 3
+    server.policy = lambda request: Reply(text="B")
+    with JudgeClient(config) as judge:
+        assert mcq.resolve(output, options, judge).letter == "B"
+        assert mcq.resolve(output, options, judge).letter == "B"
+    assert server.count == 2
+
+
+def test_concurrent_identical_requests_are_sent_once(openai_server, tmp_path) -> None:
+    server = openai_server(fixed_latency(lambda request: Reply(text="7"), 0.3))
+    prompts = [f"question {i % 5}" for i in range(40)]
+    with JudgeClient(config_for(server.base_url, tmp_path, max_concurrency=8)) as judge:
+        with ThreadPoolExecutor(16) as pool:  # lmms-eval's scoring threads each ask for their own sample
+            results = list(pool.map(lambda prompt: judge.complete(prompt, accept=has_text), prompts))
+        stats = judge.stats
+    assert [result.text for result in results] == ["7"] * 40
+    assert server.count == 5
+    assert stats["judged"] == 5 and stats["shared"] + stats["cache_hits"] == 35
 
 
 def test_same_model_at_another_endpoint_is_asked_again(openai_server, tmp_path) -> None:
     first = openai_server(lambda request: Reply(text="from the first"))
     second = openai_server(lambda request: Reply(text="from the second"))
     with JudgeClient(config_for(first.base_url, tmp_path)) as judge:
-        assert judge.complete("same prompt").text == "from the first"
+        assert judge.complete("same prompt", accept=has_text).text == "from the first"
     with JudgeClient(config_for(second.base_url, tmp_path)) as judge:
-        assert judge.complete("same prompt") == JudgeResult(status="judged", text="from the second")
+        assert judge.complete("same prompt", accept=has_text) == JudgeResult(status="judged", text="from the second")
     with JudgeClient(config_for(first.base_url, tmp_path)) as judge:
-        assert judge.complete("same prompt") == JudgeResult(status="judged", text="from the first", cached=True)
+        assert judge.complete("same prompt", accept=has_text) == JudgeResult(
+            status="judged", text="from the first", cached=True
+        )
     assert (first.count, second.count) == (1, 1)
 
 
 def test_generation_settings_are_part_of_the_key(openai_server, tmp_path) -> None:
     server = openai_server(lambda request: Reply(text="ok"))
     with JudgeClient(config_for(server.base_url, tmp_path)) as judge:
-        assert not judge.complete("p").cached
-        assert judge.complete("p", temperature=0).cached  # 0 and 0.0 are one setting
-        assert not judge.complete("p", temperature=0.7).cached
-        assert not judge.complete("p", system="be brief").cached
-        assert not judge.complete("p", system="").cached
-        assert not judge.complete("p", max_tokens=3).cached
-        assert judge.complete("p", system="be brief").cached
+        assert not judge.complete("p", accept=has_text).cached
+        assert judge.complete("p", temperature=0, accept=has_text).cached  # 0 and 0.0 are one setting
+        assert not judge.complete("p", temperature=0.7, accept=has_text).cached
+        assert not judge.complete("p", system="be brief", accept=has_text).cached
+        assert not judge.complete("p", system="", accept=has_text).cached
+        assert not judge.complete("p", max_tokens=3, accept=has_text).cached
+        assert judge.complete("p", system="be brief", accept=has_text).cached
     assert server.count == 5
 
 
@@ -238,11 +272,11 @@ def test_env_retries_and_timeout_reach_the_sdk(openai_server, tmp_path) -> None:
     }
     judge = get_judge(env)
     assert judge is not None
-    failed = judge.complete("retry me")
+    failed = judge.complete("retry me", accept=has_text)
     assert failed.status == "judge_failed" and "HTTP 503" in (failed.error or "")
     assert server.count == 3  # first attempt + SCIFIG_JUDGE_MAX_RETRIES
     server.policy = lambda request: Reply(text="late", delay_s=1.0)
-    slow = judge.complete("slow")  # a reply 1 s late, after a 0.3 s timeout, three times
+    slow = judge.complete("slow", accept=has_text)  # a reply 1 s late, after a 0.3 s timeout, three times
     assert slow.status == "judge_failed" and slow.error == "timeout after 0.3s"
     assert server.count == 6
 

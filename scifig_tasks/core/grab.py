@@ -188,8 +188,14 @@ def score_doc(
         return score_extracted(output, doc["answer"], "judge_off", None)
     if judge is None:
         return score_extracted(output, doc["answer"], "judge_off", None)
-    result = judge.complete(extraction_prompt(doc["question"], output or ""))
+    result = judge.complete(extraction_prompt(doc["question"], output or ""), accept=extraction_reply_readable)
     return score_extracted(output, doc["answer"], result.status, result.text)
+
+
+def extraction_reply_readable(reply: str) -> bool:
+    """Whether a judge reply answers the extraction prompt: it holds a number (the prompt asks for the numeric
+    answer; lists and equations hold digits too) or is the prompt's "None" (no answer given)."""
+    return any(char.isdigit() for char in reply) or reply.strip().strip("\"'.").strip() == "None"
 
 
 LLM_EXTRACT_NEEDS_JUDGE = (

@@ -14,20 +14,30 @@ evaluation run:
 * At most ``max_concurrency`` HTTP requests per client are in flight, whatever the number of calling threads.
 * Retries are the SDK's: HTTP 408, 409, 429, 5xx, timeouts and connection errors, with ``Retry-After`` honoured;
   the wait is scifig's capped exponential back-off (``backoff_initial_s`` doubling, plus jitter, at most
-  ``backoff_max_s``, never less than ``Retry-After`` within that cap). A reply without text (malformed JSON, no
-  ``choices[0].message.content``) is asked again as many times. Any other 4xx fails at once. When retries run out
-  the result is ``judge_failed`` -- ``complete`` never raises for network, HTTP or JSON problems.
+  ``backoff_max_s``, never less than ``Retry-After`` within that cap). Any other 4xx fails at once.
+* A reply is an answer only when the caller can read it as the answer it asked for: every call names its ``accept``
+  check (a letter where a letter is asked, a number where a number is asked; the protocol's "None" is an answer).
+  A reply without text (malformed JSON, no ``choices[0].message.content``, empty content) or one ``accept`` rejects
+  is asked again like a failed request; when retries run out the result is ``judge_failed`` (flagged: the run exits
+  non-zero) -- ``complete`` never raises for network, HTTP, JSON or reply problems.
 * Circuit breaker: a refused connection or a host name that does not resolve (nothing listens there; never retried)
-  opens it at once, and so do :data:`BREAKER_THRESHOLD` consecutive failed calls (each after its retries; a 400,
-  413 or 422 about one prompt does not count). While open, every call that the cache cannot answer returns
-  ``judge_failed`` at once without being sent, and one ERROR line names the endpoint and what to check. It stays
-  open for the life of the client (the process); failures are never cached, so a rerun asks them again.
+  opens it at once; so do :data:`BREAKER_THRESHOLD` consecutive failed calls (each after its retries; a 400, 413 or
+  422 about one prompt does not count), and :data:`BREAKER_THRESHOLD` requests in a row that time out with no reply
+  of any kind in between (a judge that accepts connections and never answers: the run ends about one timeout after
+  it started asking). While open, every call that the cache cannot answer returns ``judge_failed`` at once without
+  being sent, and one ERROR line names the endpoint and what to check. It stays open for the life of the client
+  (the process); failures are never cached, so a rerun asks them again.
+* A judge that has not answered a request after :data:`SLOW_NOTICE_S` seconds (or half the timeout, if shorter) is
+  named once in a WARNING line with the timeout setting, so a slow or hung judge is visible within the first minute;
+  a slow judge that does answer within the timeout is otherwise left alone.
+* Identical requests in flight at the same time are sent once and the reply is shared (a paid judge pays once).
 * Judgements are cached on disk, keyed by sha256 of (base URL, model, prompt, system message, max_tokens,
-  temperature), so a rerun makes no repeated calls. Only replies the caller can read are cached: never an empty
-  reply, and never one that the caller's ``accept`` check rejects (a cached entry it rejects is asked again).
-  The cache directory is ``SCIFIG_JUDGE_CACHE``, else ``$XDG_CACHE_HOME/scifig/judge``, else
-  ``~/.cache/scifig/judge``.
-* The API key only ever travels in the ``Authorization`` header: it is kept out of reprs, logs, errors and cache.
+  temperature), so a rerun makes no repeated calls. Only replies the caller's ``accept`` check reads are cached, and
+  a cached entry it rejects (one written by an older release) is asked again. The cache directory is
+  ``SCIFIG_JUDGE_CACHE``, else ``$XDG_CACHE_HOME/scifig/judge``, else ``~/.cache/scifig/judge``.
+* The API key only ever travels in the ``Authorization`` header: it is kept out of reprs, logs and errors, and a
+  cache entry holds no secret (:mod:`scifig_tasks.core.secrets`: the environment's keys and the judge's, echoed in
+  a model output the prompt quotes or in the judge's reply, are masked; the base URL is stored without user:password).
 """
 
 from __future__ import annotations
@@ -45,7 +55,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -56,6 +66,7 @@ from tqdm.auto import tqdm
 
 from scifig_tasks.core.configs import read_config
 from scifig_tasks.core.errors import ConfigError
+from scifig_tasks.core.secrets import mask, secrets_of
 
 logger = logging.getLogger("scifig.judge")
 
@@ -69,7 +80,15 @@ _PRESET_OPTIONAL: dict[str, type] = {"max_concurrency": int, "timeout_s": float,
 
 
 BREAKER_THRESHOLD = 5
-"""Consecutive failed judge calls (each after its retries) that open the circuit breaker."""
+"""Consecutive failed judge calls (each after its retries), or consecutive timed-out requests with no reply between
+them, that open the circuit breaker."""
+
+SLOW_NOTICE_S = 20.0
+"""Seconds a request may wait for its reply before one WARNING line says the judge is slow (half the timeout if
+that is less)."""
+
+Accept = Callable[[str], bool]
+"""A caller's check that a reply is the answer it asked for (see :func:`has_text`)."""
 
 # Statuses that say something about the endpoint rather than about one prompt: they count towards the breaker.
 _ENDPOINT_STATUSES = frozenset({401, 403, 404, 408, 409, 429})
@@ -260,6 +279,12 @@ def endpoint_host(base_url: str) -> str:
     return urlsplit(base_url).netloc.rsplit("@", 1)[-1]
 
 
+def _userinfo(base_url: str) -> list[str]:
+    """The ``user:password`` and ``password`` written in a URL, if any (secrets: never stored or shown)."""
+    parts = urlsplit(base_url)
+    return [value for value in (parts.password, f"{parts.username}:{parts.password}") if parts.password and value]
+
+
 def _endpoint(base_url: str) -> str:
     """The base URL without any user:password part, for messages."""
     parts = urlsplit(base_url)
@@ -275,12 +300,15 @@ def _httpx_flavour() -> Any:
     return importlib.import_module("httpx")
 
 
-def _readable(text: str, accept: Callable[[str], bool] | None) -> bool:
-    """Whether a reply may be cached: not empty, and accepted by the caller's check when there is one."""
+def has_text(reply: str) -> bool:
+    """The weakest ``accept`` check: the reply says something (for protocols whose own reader decides the rest)."""
+    return bool(reply.strip())
+
+
+def _readable(text: str, accept: Accept) -> bool:
+    """Whether a reply is an answer: not empty, and accepted by the caller's check."""
     if not text.strip():
         return False
-    if accept is None:
-        return True
     try:
         return bool(accept(text))
     except Exception:  # a check that cannot read the reply has not accepted it
@@ -320,18 +348,25 @@ def _sdk_client(owner: JudgeClient) -> openai.OpenAI:
 class JudgeClient:
     """Thread-safe client for one judge configuration; share it (see ``get_judge``) so the bound holds globally.
 
-    ``stats`` partitions calls: ``judged`` (fresh judgements) + ``cache_hits`` + ``failed``; ``requests`` counts HTTP
-    attempts sent, retries included. ``breaker`` is why the circuit breaker opened (``None`` while closed).
+    ``stats`` partitions calls: ``judged`` (fresh judgements) + ``cache_hits`` + ``shared`` (the reply of an identical
+    request in flight) + ``failed``; ``requests`` counts HTTP attempts sent, retries included. ``breaker`` is why the
+    circuit breaker opened (``None`` while closed).
     """
 
     def __init__(self, config: JudgeConfig) -> None:
         self.config = config
         self._slots = threading.BoundedSemaphore(config.max_concurrency)
         self._lock = threading.Lock()
-        self._stats = dict.fromkeys(("requests", "cache_hits", "judged", "failed"), 0)
+        self._stats = dict.fromkeys(("requests", "cache_hits", "shared", "judged", "failed"), 0)
         self._local = threading.local()  # the last attempt's failure, for the retry warning
         self._breaker: str | None = None
         self._consecutive_failures = 0
+        self._silent_timeouts = 0  # requests in a row that timed out with no reply of any kind in between
+        self._slow_noted = False
+        self._slow_after = min(SLOW_NOTICE_S, config.timeout_s / 2)
+        self._in_flight: dict[Path, Future[JudgeResult]] = {}
+        extra = [config.api_key] if config.api_key else []
+        self._secrets = secrets_of(os.environ, [*extra, *_userinfo(config.base_url)])
         self._flavour = _httpx_flavour()
         self._sdk = _sdk_client(self)
 
@@ -368,17 +403,17 @@ class JudgeClient:
         max_tokens: int | None = None,
         system: str | None = None,
         temperature: float = 0.0,
-        accept: Callable[[str], bool] | None = None,
+        accept: Accept,
     ) -> JudgeResult:
         """Ask the judge (or the cache); returns ``judged`` or ``judge_failed`` and never raises for I/O problems.
 
         ``system`` adds a system message before the prompt and ``temperature`` samples (a paper's own setting).
-        ``accept(reply)`` says whether the caller can read a reply: one it cannot read (or an empty one) is returned
-        but not cached, and a cached one it cannot read is asked again.
+        ``accept(reply)`` says whether a reply is the answer asked for: one it rejects (or an empty one) is asked
+        again and, when retries run out, is ``judge_failed``; a cached one it rejects is asked again.
         """
         max_tokens = self.config.max_tokens if max_tokens is None else max_tokens
         entry: dict[str, Any] = {
-            "base_url": self.config.base_url,
+            "base_url": _endpoint(self.config.base_url),
             "model": self.config.model,
             "system": system,
             "max_tokens": max_tokens,
@@ -386,10 +421,39 @@ class JudgeClient:
             "prompt": prompt,
         }
         path = self._cache_path(entry)
-        text = self._cache_get(path, entry)
+        stored = {key: mask(value, self._secrets) if isinstance(value, str) else value for key, value in entry.items()}
+        text = self._cache_get(path, stored)
         if text is not None and _readable(text, accept):
             self._bump("cache_hits")
             return JudgeResult(status="judged", text=text, cached=True)
+        mine: Future[JudgeResult] = Future()
+        with self._lock:
+            asking = self._in_flight.setdefault(path, mine)
+            asking = None if asking is mine else asking
+        if asking is not None:  # the same request is in flight: share its outcome
+            shared = asking.result()
+            if shared.status == "judged" and shared.text is not None and _readable(shared.text, accept):
+                self._bump("shared")
+                return shared
+            if shared.status != "judged":
+                self._bump("failed")
+                return shared
+            return self._complete(entry, stored, path, accept)  # read by another check: ask for this one
+        try:
+            result = self._complete(entry, stored, path, accept)
+            mine.set_result(result)
+            return result
+        except BaseException as exc:
+            mine.set_exception(exc)
+            raise
+        finally:
+            with self._lock:
+                self._in_flight.pop(path, None)
+
+    def _complete(self, entry: dict[str, Any], stored: dict[str, Any], path: Path, accept: Accept) -> JudgeResult:
+        """Send one request for a cache miss; cache the reply when it is an answer."""
+        system, prompt, max_tokens = entry["system"], entry["prompt"], entry["max_tokens"]
+        temperature = entry["temperature"]
         messages = [{"role": "system", "content": system}] if system is not None else []
         body: dict[str, Any] = {
             "model": self.config.model,
@@ -398,12 +462,11 @@ class JudgeClient:
         }
         if max_tokens is not None:
             body["max_tokens"] = max_tokens
-        reply = self._ask(body)
+        reply = self._ask(body, accept)
         if isinstance(reply, _Failure):
             self._bump("failed")
             return JudgeResult(status="judge_failed", text=None, error=reply.error)
-        if _readable(reply, accept):
-            self._cache_put(path, {**entry, "text": reply})
+        self._cache_put(path, {**stored, "text": mask(reply, self._secrets)})
         self._bump("judged")
         return JudgeResult(status="judged", text=reply)
 
@@ -412,7 +475,7 @@ class JudgeClient:
         prompts: Sequence[str],
         *,
         max_tokens: int | None = None,
-        accept: Callable[[str], bool] | None = None,
+        accept: Accept,
     ) -> list[JudgeResult]:
         """``complete`` for every prompt concurrently (duplicates asked once); results in input order."""
         unique = list(dict.fromkeys(prompts))
@@ -431,32 +494,39 @@ class JudgeClient:
         return [futures[prompt].result() for prompt in prompts]
 
     def sample(
-        self, messages: Sequence[Mapping[str, str]], *, temperature: float, max_tokens: int | None = None
+        self,
+        messages: Sequence[Mapping[str, str]],
+        *,
+        temperature: float,
+        max_tokens: int | None = None,
+        accept: Accept = has_text,
     ) -> JudgeResult:
         """One sampled chat completion of ``messages`` as given (``top_p`` 1 when sampling), with the concurrency
-        bound, retries, back-off and breaker of :meth:`complete` but without its cache: a cached sample would repeat
-        itself (a paper's protocol that averages several samples, MMSci's G-Eval)."""
+        bound, retries, back-off, reply check and breaker of :meth:`complete` but without its cache or sharing: a
+        cached sample would repeat itself (a paper's protocol that averages several samples, MMSci's G-Eval)."""
         body: dict[str, Any] = {"model": self.config.model, "messages": list(messages), "temperature": temperature}
         if temperature > 0:
             body["top_p"] = 1
         max_tokens = self.config.max_tokens if max_tokens is None else max_tokens
         if max_tokens is not None:
             body["max_tokens"] = max_tokens
-        reply = self._ask(body)
+        reply = self._ask(body, accept)
         if isinstance(reply, _Failure):
             self._bump("failed")
             return JudgeResult(status="judge_failed", text=None, error=reply.error)
         self._bump("judged")
         return JudgeResult(status="judged", text=reply)
 
-    # --- one call: the breaker, the SDK (with its retries), replies without text asked again ----------------------
+    # --- one call: the breaker, the SDK (with its retries), replies that are not answers asked again -------------
 
-    def _ask(self, body: dict[str, Any]) -> str | _Failure:
+    def _ask(self, body: dict[str, Any], accept: Accept) -> str | _Failure:
         if self._breaker is not None:
             return _Failure(f"not sent: the judge's circuit breaker is open ({self._breaker})", counts=False)
         attempts = self.config.max_retries + 1
         for attempt in range(1, attempts + 1):
             reply = self._call(body)
+            if isinstance(reply, str) and not _readable(reply, accept):
+                reply = _Failure(self._scrub(f"reply is not the answer asked for: {reply[:60]!r}"), malformed=True)
             if not (isinstance(reply, _Failure) and reply.malformed) or attempt == attempts or self._breaker:
                 break
             delay = self._backoff(attempt, None)
@@ -502,6 +572,11 @@ class JudgeClient:
             del request.headers["authorization"]  # no key configured: no Authorization header at all
         with self._slots:
             self._bump("requests")
+            notice = None
+            if not self._slow_noted:
+                notice = threading.Timer(self._slow_after, self._note_slow)
+                notice.daemon = True
+                notice.start()
             try:
                 response = send(request, **kwargs)
             except Exception as exc:
@@ -511,10 +586,43 @@ class JudgeClient:
                     raise openai.APIConnectionError(message=reason, request=request) from exc
                 timed_out = isinstance(exc, self._flavour.TimeoutException)
                 self._local.note = "timeout" if timed_out else f"{type(exc).__name__}: {exc}"
+                if timed_out:
+                    self._note_silent_timeout()
                 raise
+            finally:
+                if notice is not None:
+                    notice.cancel()
+        with self._lock:
+            self._silent_timeouts = 0
         if response.status_code >= 400:
             self._local.note = f"HTTP {response.status_code}"
         return response
+
+    def _note_slow(self) -> None:
+        """One WARNING line, the first time a request waits :attr:`_slow_after` seconds for its reply."""
+        with self._lock:
+            if self._slow_noted:
+                return
+            self._slow_noted = True
+        logger.warning(
+            "LLM judge at %s has not answered a request in %.0fs; waiting up to %gs per request "
+            "(SCIFIG_JUDGE_TIMEOUT_S) before retrying; a judge that never answers stops the run after %d timeouts",
+            _endpoint(self.config.base_url),
+            self._slow_after,
+            self.config.timeout_s,
+            self.config.breaker_threshold,
+        )
+
+    def _note_silent_timeout(self) -> None:
+        """A request timed out: enough of them in a row, with no reply between, open the breaker."""
+        with self._lock:
+            self._silent_timeouts += 1
+            run = self._silent_timeouts
+        if run >= self.config.breaker_threshold:
+            self._trip(
+                f"{run} requests in a row timed out after {self.config.timeout_s:g}s with no reply "
+                "(SCIFIG_JUDGE_TIMEOUT_S sets the timeout)"
+            )
 
     def _retry_delay(self, attempt: int, headers: Any) -> float:
         """The SDK's wait before retry ``attempt``: scifig's back-off (none once the breaker is open)."""

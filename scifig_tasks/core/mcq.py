@@ -561,9 +561,13 @@ def parse_judge_reply(reply: str | None, n_options: int) -> str | None:
     return resolve_by_rules(reply, [""] * n_options).letter
 
 
+_PROTOCOL_NONE = re.compile(r"[\W_]*none[\W_]*", re.IGNORECASE)
+
+
 def judge_reply_readable(reply: str, n_options: int) -> bool:
-    """Whether a judge reply says something: a letter, or that there is none. Only such replies are cached."""
-    return bool(_NO_ANSWER.search(reply)) or parse_judge_reply(reply, n_options) is not None
+    """Whether a judge reply answers the parsing prompt: it names a letter, or it is the prompt's "None" (no answer
+    found). Anything else ("N/A", unrelated text, an empty reply) is not an answer: asked again, never cached."""
+    return bool(_PROTOCOL_NONE.fullmatch(reply)) or parse_judge_reply(reply, n_options) is not None
 
 
 JudgeUse = Literal["not_used", "judged", "judge_failed"]

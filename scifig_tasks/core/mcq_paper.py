@@ -18,7 +18,8 @@ import string
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from scifig_tasks.core.mcq import JUDGE_MAX_TOKENS, Resolution, judge_prompt
+from scifig_tasks.core.judge import has_text
+from scifig_tasks.core.mcq import JUDGE_MAX_TOKENS, Resolution, judge_prompt, judge_reply_readable
 from scifig_tasks.core.outputs import output_status
 
 if TYPE_CHECKING:
@@ -55,7 +56,9 @@ def resolve_scifibench(output: str | None, options: Sequence[str], judge: JudgeC
     if status != "ok":
         return Resolution(None, "unresolved", status, protocol="paper")
     result = _needs_judge(judge, "SciFIBench").complete(
-        judge_prompt(output or "", len(options)), max_tokens=JUDGE_MAX_TOKENS
+        judge_prompt(output or "", len(options)),
+        max_tokens=JUDGE_MAX_TOKENS,
+        accept=lambda reply: judge_reply_readable(reply, len(options)),
     )
     if result.status != "judged":
         return Resolution(None, "unresolved", "judge failed", protocol="paper")
@@ -106,6 +109,7 @@ def resolve_mmsci(output: str | None, question: str, judge: JudgeClient | None) 
         system=MMSCI_JUDGE_SYSTEM,
         temperature=MMSCI_JUDGE_TEMPERATURE,
         max_tokens=MMSCI_JUDGE_MAX_TOKENS,
+        accept=has_text,  # the authors' reader decides: a reply naming no label is dropped from their denominator
     )
     if result.status != "judged":
         return Resolution(None, "unresolved", "judge failed", protocol="paper")

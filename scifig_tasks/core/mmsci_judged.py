@@ -207,6 +207,11 @@ def parse_rating(reply: str | None, scale: tuple[int, int]) -> int | None:
     return value if scale[0] <= value <= scale[1] else None
 
 
+def _reads_rating(scale: tuple[int, int]) -> Callable[[str], bool]:
+    """The judge-reply check of a rating request: the reply holds one integer of ``scale``."""
+    return lambda reply: parse_rating(reply, scale) is not None
+
+
 # --- subset ----------------------------------------------------------------------------------------------------------
 
 
@@ -283,11 +288,12 @@ def factscore(samples: Sequence[Sample], judge: JudgeClient | None, protocol: Pr
     if protocol == "paper":
         return _factscore_paper(samples, judge)
     usable = [index for index, sample in enumerate(samples) if output_status(sample.prediction) == "ok"]
-    asked = judge.complete_many([facts_prompt(samples[index].prediction or "") for index in usable])
+    asked = judge.complete_many([facts_prompt(samples[index].prediction or "") for index in usable], accept=parse_facts)
     split = dict(zip(usable, asked, strict=True))
     facts = {index: parse_facts(result.text) for index, result in split.items() if result.status == "judged"}
     ratings_asked = [rating_prompt(samples[index].reference, fact) for index in usable for fact in facts.get(index, [])]
-    ratings = dict(zip(ratings_asked, judge.complete_many(ratings_asked, max_tokens=RATING_MAX_TOKENS), strict=True))
+    rated = judge.complete_many(ratings_asked, max_tokens=RATING_MAX_TOKENS, accept=_reads_rating(RATING_SCALE))
+    ratings = dict(zip(ratings_asked, rated, strict=True))
     statuses: list[str] = []
     scores: list[float] = []
     n_facts: list[int] = []
@@ -330,7 +336,8 @@ def geval_relevance(
         return _geval_paper(samples, judge)
     usable = [index for index, sample in enumerate(samples) if output_status(sample.prediction) == "ok"]
     prompts = [geval_prompt(samples[index].reference, samples[index].prediction or "") for index in usable]
-    results = dict(zip(usable, judge.complete_many(prompts, max_tokens=RATING_MAX_TOKENS), strict=True))
+    asked = judge.complete_many(prompts, max_tokens=RATING_MAX_TOKENS, accept=_reads_rating(GEVAL_SCALE))
+    results = dict(zip(usable, asked, strict=True))
     statuses: list[str] = []
     scores: list[float] = []
     for index in range(len(samples)):
