@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from scifig_tasks.core import mcq_paper
-from scifig_tasks.core.judge import JudgeResult
+from scifig_tasks.core.judge import JudgeResult, has_text
 from scifig_tasks.core.protocol import protocol
 from tests.harness.mmsci_data import Caption, Mcq, row_of_request, write
 from tests.harness.openai_server import ChatRequest, Reply
@@ -81,6 +81,7 @@ def test_mmsci_bare_labels_skip_the_judge_and_the_rest_reach_it_with_the_authors
                 "Based on the analysis, infer the correct answer.",
                 "temperature": 0.7,
                 "max_tokens": 1024,
+                "accept": has_text,  # the authors' reader decides what a reply names
             },
         )
     ]

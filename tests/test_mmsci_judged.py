@@ -78,8 +78,8 @@ CAPTIONS = {
     "five": "R5 R5 R5 R5 R5",  # mean 1.0, n = 5 -> e^-1
     "ten": " ".join(["R4"] * 10),  # mean 0.8, n = 10 -> 0.8
     "two": "R5 R0",  # mean 0.5, n = 2 -> 0.5 e^-4
-    "bad-rating": "R5 RX",  # an unreadable rating: unscored
-    "no-items": "NOITEMS",  # no "- " items: unscored
+    "bad-rating": "R5 RX",  # a rating reply that is not a rating: asked again, then judge_failed
+    "no-items": "NOITEMS",  # a split reply with no "- " items: asked again, then judge_failed
     "split-fails": "FAIL-SPLIT R5",  # the split call always fails: unscored
     "empty": "",  # never sent to the judge: 0
 }
@@ -122,11 +122,11 @@ def test_factscore_and_geval_from_deterministic_replies(tmp_path: Path, openai_s
         geval = judged.geval_relevance(_samples(), client)
     expected = [math.exp(-1), 0.8, 0.5 * math.exp(-4), 0.0]  # five, ten, two, empty
     assert fact["value"] == pytest.approx(sum(expected) / 4)
-    assert fact["status"] == {"scored": 3, "unparsable": 2, "judge_failed": 1, "empty_output": 1}
+    assert fact["status"] == {"scored": 3, "judge_failed": 3, "empty_output": 1}
     assert (fact["n_subset"], fact["n_scored"], fact["mean_atomic_facts"]) == (7, 4, round((5 + 10 + 2) / 3, 4))
-    # G-Eval: 5, 4, 2, "excellent" unreadable, 1, 3, and the empty caption gets the lowest score, 1
+    # G-Eval: 5, 4, 2, "excellent" not a rating (judge_failed), 1, 3, and the empty caption gets the lowest score, 1
     assert geval["value"] == pytest.approx((5 + 4 + 2 + 1 + 3 + 1) / 6)
-    assert geval["status"] == {"scored": 5, "unparsable": 1, "empty_output": 1}
+    assert geval["status"] == {"scored": 5, "judge_failed": 1, "empty_output": 1}
     assert not any(request.n_images for request in server.requests)
 
 
@@ -207,7 +207,7 @@ def test_only_empty_outputs_scored_is_not_a_value(tmp_path: Path, openai_server)
 PAPER_SPLITS = {
     "film caption": "- The state-of-the-art film\n- Its 3-nm layer",  # 7 pieces on "-", 6 of them rated
     "short caption": "\n- one\n- two",  # 3 pieces; the "\n" piece is rated as an empty text
-    "nothing caption": "",  # 1 empty piece, nothing rated: unscored
+    "nothing caption": "-",  # 2 empty pieces, nothing rated: unscored (an empty reply is not an answer: retried)
 }
 
 

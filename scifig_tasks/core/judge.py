@@ -22,11 +22,12 @@ evaluation run:
   non-zero) -- ``complete`` never raises for network, HTTP, JSON or reply problems.
 * Circuit breaker: a refused connection or a host name that does not resolve (nothing listens there; never retried)
   opens it at once; so do :data:`BREAKER_THRESHOLD` consecutive failed calls (each after its retries; a 400, 413 or
-  422 about one prompt does not count), and :data:`BREAKER_THRESHOLD` requests in a row that time out with no reply
-  of any kind in between (a judge that accepts connections and never answers: the run ends about one timeout after
-  it started asking). While open, every call that the cache cannot answer returns ``judge_failed`` at once without
-  being sent, and one ERROR line names the endpoint and what to check. It stays open for the life of the client
-  (the process); failures are never cached, so a rerun asks them again.
+  422 about one prompt does not count), and :data:`SILENT_TIMEOUTS` requests in a row that time out with no reply
+  of any kind in between (a judge that accepts connections and never answers: the run ends one or two timeouts after
+  it started asking, about two minutes at most with the default 60 s). While open, every call that the cache cannot
+  answer returns ``judge_failed`` at once without being sent, and one ERROR line names the endpoint and what to
+  check. It stays open for the life of the client (the process); failures are never cached, so a rerun asks them
+  again.
 * A judge that has not answered a request after :data:`SLOW_NOTICE_S` seconds (or half the timeout, if shorter) is
   named once in a WARNING line with the timeout setting, so a slow or hung judge is visible within the first minute;
   a slow judge that does answer within the timeout is otherwise left alone.
@@ -80,8 +81,11 @@ _PRESET_OPTIONAL: dict[str, type] = {"max_concurrency": int, "timeout_s": float,
 
 
 BREAKER_THRESHOLD = 5
-"""Consecutive failed judge calls (each after its retries), or consecutive timed-out requests with no reply between
-them, that open the circuit breaker."""
+"""Consecutive failed judge calls (each after its retries) that open the circuit breaker."""
+
+SILENT_TIMEOUTS = 2
+"""Requests in a row that time out with no reply of any kind between them: the judge is taken as hung and the circuit
+breaker opens (a slow judge that still answers some requests resets the count with every reply)."""
 
 SLOW_NOTICE_S = 20.0
 """Seconds a request may wait for its reply before one WARNING line says the judge is slow (half the timeout if
@@ -610,7 +614,7 @@ class JudgeClient:
             _endpoint(self.config.base_url),
             self._slow_after,
             self.config.timeout_s,
-            self.config.breaker_threshold,
+            SILENT_TIMEOUTS,
         )
 
     def _note_silent_timeout(self) -> None:
@@ -618,7 +622,7 @@ class JudgeClient:
         with self._lock:
             self._silent_timeouts += 1
             run = self._silent_timeouts
-        if run >= self.config.breaker_threshold:
+        if run >= SILENT_TIMEOUTS:
             self._trip(
                 f"{run} requests in a row timed out after {self.config.timeout_s:g}s with no reply "
                 "(SCIFIG_JUDGE_TIMEOUT_S sets the timeout)"

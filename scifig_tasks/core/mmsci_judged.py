@@ -32,9 +32,10 @@ Differences of the default setting from the authors' code:
 * atomic descriptions are the reply's ``- `` lines (they split the reply at every ``-``, hyphenated words included,
   and counted the empty pieces in n);
 * a rating is read only when the reply holds exactly one integer of the scale (they took the first of 0, 1, ... 5
-  occurring anywhere in the reply, and scored an unreadable rating 0). An unreadable reply or a failed judge call
-  leaves the sample unscored: it is counted under ``unparsable`` / ``judge_failed`` and left out of the mean (which
-  is ``None`` when no caption could be scored);
+  occurring anywhere in the reply, and scored an unreadable rating 0). A reply that is not what was asked (a split
+  without ``- `` items, a rating without one integer of the scale) is asked again like a failed call; when retries
+  run out the sample is unscored: counted under ``judge_failed`` and left out of the mean (which is ``None`` when no
+  caption could be scored);
 * an empty model output is not sent to the judge and gets the lowest score (FActScore 0, G-Eval 1), counted under
   ``empty_output`` (they skipped such samples).
 

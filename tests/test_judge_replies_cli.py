@@ -1,0 +1,225 @@
+"""What a judge says is checked before it counts, through the real ``scifig eval`` CLI with local model and judge
+servers on 127.0.0.1.
+
+* A reply that is not the answer asked for (empty, "N/A", unrelated text) is asked again like a failed request; when
+  retries run out the sample is ``judge_failed``, the run exits 1 naming the count, and nothing is cached, so a rerun
+  against a healthy judge asks again and gets the right score. (Before: the empty replies were scored as judged
+  -- GRAB extraction 0.30 instead of 0.65 -- and "N/A" was cached, so a rerun kept the wrong score.)
+* Cache entries hold no secret: model and judge keys echoed by the servers, and the user:password of the judge URL.
+* A judge that accepts connections and never answers ends the run about one timeout after the first request, with
+  one early line saying it is slow and one breaker line; a slow judge that does answer is left alone.
+* Identical judge requests in flight at the same time are sent once.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.harness.grab_data import Row, question_text, write_parquet
+from tests.harness.openai_server import ChatRequest, Reply, by_question, echoing_key, fixed_latency
+from tests.harness.scifibench_data import Question, build, write_splits
+
+MODEL_KEY = "sk-model-echoed-7f3a-NEVER-STORED"
+JUDGE_KEY = "sk-judge-echoed-91bc-NEVER-STORED"
+URL_PASSWORD = "hunter2-url-password"
+N_GRAB = 12
+QUOTED_OUTPUT = re.compile(r'answering the question is: "The answer is (\d+)\.')
+GRAB_ARGS = ["--model", "openai", "--model_args", "model_version=fake-vlm,max_retries=1,retry_backoff_s=0"]
+
+
+def grab_setup(tmp_path: Path, openai_server, lmms_env: dict[str, str], model_policy=None) -> dict[str, str]:
+    """GRAB data with N_GRAB questions whose answer is the pid, and a model that states it."""
+    tasks = ("properties", "function", "series", "transform")
+    rows = [Row(tasks[pid % 4], str(pid)) for pid in range(N_GRAB)]
+    data = write_parquet(rows, tmp_path / "grab" / "GRAB.parquet")
+    answers = {question_text(pid, row) + "\n": f"The answer is {pid}." for pid, row in enumerate(rows)}
+    model = openai_server((model_policy or (lambda policy: policy))(by_question(answers)))
+    return {
+        **lmms_env,
+        "SCIFIG_GRAB_DATA": str(data),
+        "OPENAI_API_BASE": model.base_url,
+        "OPENAI_API_KEY": MODEL_KEY,
+        "SCIFIG_JUDGE_MODEL": "fake-judge",
+        "SCIFIG_JUDGE_API_KEY": JUDGE_KEY,
+    }
+
+
+def extracting(request: ChatRequest) -> Reply:
+    """A healthy GRAB extraction judge: the number the quoted output states."""
+    return Reply(text=QUOTED_OUTPUT.search(request.text).group(1))
+
+
+def grab_eval(run_cli, env: dict[str, str], out: Path):
+    run = run_cli("scifig", ["eval", *GRAB_ARGS, "--tasks", "grab_llm_extract", "--log_samples"], env, out)
+    return run, run.results()["groups"]["grab_llm_extract"] if run.results() else None
+
+
+def cache_entries(env: dict[str, str]) -> list[Path]:
+    return sorted(Path(env["SCIFIG_JUDGE_CACHE"]).rglob("*.json"))
+
+
+def test_empty_replies_are_asked_again_and_score_as_a_healthy_judge(
+    tmp_path: Path, openai_server, lmms_env, run_cli
+) -> None:
+    env = grab_setup(tmp_path, openai_server, lmms_env)
+
+    def half_empty(request: ChatRequest) -> Reply:  # every other question's first reply is empty (HTTP 200)
+        pid = int(QUOTED_OUTPUT.search(request.text).group(1))
+        return Reply(text="") if pid % 2 == 0 and request.attempt == 1 else extracting(request)
+
+    judge = openai_server(half_empty)
+    env |= {"SCIFIG_JUDGE_BASE_URL": judge.base_url, "SCIFIG_JUDGE_MAX_RETRIES": "2"}
+    run, group = grab_eval(run_cli, env, tmp_path / "out")
+
+    assert run.returncode == 0, run.output[-4000:]
+    assert group["accuracy,none"] == 1.0
+    assert group["breakdown,none"]["flags"]["judge"] == {"judged": N_GRAB}
+    assert judge.count == N_GRAB + N_GRAB // 2  # each empty reply asked once more
+    assert len(cache_entries(env)) == N_GRAB
+
+
+@pytest.mark.parametrize("reply", ["N/A", "I like this plot very much."], ids=["n-a", "unrelated"])
+def test_replies_that_are_not_answers_fail_loudly_and_are_never_cached(
+    tmp_path: Path, openai_server, lmms_env, run_cli, reply: str
+) -> None:
+    env = grab_setup(tmp_path, openai_server, lmms_env)
+    judge = openai_server(lambda request: Reply(text=reply))
+    env |= {"SCIFIG_JUDGE_BASE_URL": judge.base_url, "SCIFIG_JUDGE_MAX_RETRIES": "1"}
+    run, group = grab_eval(run_cli, env, tmp_path / "out")
+
+    assert run.returncode == 1, run.output[-4000:]
+    assert f"scifig eval: {N_GRAB} samples could not be judged" in run.output
+    assert group["breakdown,none"]["flags"]["judge"] == {"judge_failed": N_GRAB}
+    assert cache_entries(env) == []
+
+    judge.policy = extracting  # the same cache, a healthy judge: every question is asked again
+    judge.reset()
+    rerun, regroup = grab_eval(run_cli, env, tmp_path / "rerun")
+    assert rerun.returncode == 0, rerun.output[-4000:]
+    assert judge.count == N_GRAB
+    assert regroup["accuracy,none"] == 1.0
+
+
+def test_scifibench_judge_saying_n_a_is_flagged_and_asked_again(
+    tmp_path: Path, openai_server, lmms_env, run_cli
+) -> None:
+    answers = "ABCDE"
+    data = write_splits({"CS_Figure2Caption": build([Question("f2c", a) for a in answers])}, tmp_path / "scifibench")
+    model = openai_server(lambda request: "It could be A or B.")  # the rules refuse: every output goes to the judge
+    judge = openai_server(lambda request: Reply(text="N/A"))
+    env = {
+        **lmms_env,
+        "SCIFIG_SCIFIBENCH_DATA": str(data),
+        "OPENAI_API_BASE": model.base_url,
+        "OPENAI_API_KEY": "sk-test",
+        "SCIFIG_JUDGE_BASE_URL": judge.base_url,
+        "SCIFIG_JUDGE_MODEL": "fake-judge",
+        "SCIFIG_JUDGE_MAX_RETRIES": "1",
+    }
+    args = ["eval", *GRAB_ARGS, "--tasks", "scifibench_cs_figure2caption", "--log_samples"]
+    run = run_cli("scifig", args, env, tmp_path / "out")
+
+    assert run.returncode == 1, run.output[-4000:]
+    assert "samples could not be judged (judge_failed: scifibench_cs_figure2caption 5)" in run.output
+    assert cache_entries(env) == []
+
+    judge.policy = lambda request: Reply(text="A")
+    judge.reset()
+    rerun = run_cli("scifig", args, env, tmp_path / "rerun")
+    assert rerun.returncode == 0, rerun.output[-4000:]
+    assert judge.count == 1  # one distinct prompt
+    assert rerun.results()["results"]["scifibench_cs_figure2caption"]["accuracy,none"] == 0.2
+
+
+def test_cache_entries_hold_no_secret(tmp_path: Path, openai_server, lmms_env, run_cli) -> None:
+    env = grab_setup(tmp_path, openai_server, lmms_env, model_policy=echoing_key)  # the model echoes its key
+    judge = openai_server(echoing_key(extracting))  # and so does the judge
+    scheme, rest = judge.base_url.split("://")
+    env |= {"SCIFIG_JUDGE_BASE_URL": f"{scheme}://scifig:{URL_PASSWORD}@{rest}"}
+    run, group = grab_eval(run_cli, env, tmp_path / "out")
+
+    assert run.returncode == 0, run.output[-4000:]
+    assert group["accuracy,none"] == 1.0
+    assert any(MODEL_KEY in request.text for request in judge.requests)  # the judge prompt quoted the echoed key
+    entries = cache_entries(env)
+    assert len(entries) == N_GRAB
+    for entry in entries:
+        stored = entry.read_bytes()
+        for secret in (MODEL_KEY, JUDGE_KEY, URL_PASSWORD):
+            assert secret.encode() not in stored, f"{secret} stored in {entry}"
+    judge.reset()
+    rerun, _ = grab_eval(run_cli, env, tmp_path / "rerun")  # masked entries still answer the same requests
+    assert rerun.returncode == 0 and judge.count == 0, rerun.output[-3000:]
+
+
+def test_hung_judge_ends_the_run_in_about_one_timeout(tmp_path: Path, openai_server, lmms_env, run_cli) -> None:
+    env = grab_setup(tmp_path, openai_server, lmms_env)
+    judge = openai_server(lambda request: Reply(text="1", delay_s=600), max_delay_s=600)  # accepts, never answers
+    env |= {"SCIFIG_JUDGE_BASE_URL": judge.base_url, "SCIFIG_JUDGE_TIMEOUT_S": "3"}
+    run, group = grab_eval(run_cli, env, tmp_path / "out")
+    waited = time.monotonic() - judge.requests[0].received_at  # from the first judge request to the end of the run
+    print(f"hung judge, 3 s timeout: {waited:.1f} s after the first judge request")
+
+    assert run.returncode == 1, run.output[-4000:]
+    assert waited < 30, f"took {waited:.1f} s"  # before: 70 s and 30-45 retry lines
+    lines = run.output.splitlines()
+    assert sum("has not answered a request in 2s" in line for line in lines) == 1
+    assert sum("Circuit breaker open" in line for line in lines) == 1
+    assert any("2 requests in a row timed out after 3s with no reply" in line for line in lines)
+    assert sum("retrying in" in line for line in lines) <= 8
+    assert group["breakdown,none"]["flags"]["judge"] == {"judge_failed": N_GRAB}
+
+
+@pytest.mark.slow
+def test_hung_judge_with_default_settings_ends_within_two_minutes(
+    tmp_path: Path, openai_server, lmms_env, run_cli
+) -> None:
+    env = grab_setup(tmp_path, openai_server, lmms_env)
+    judge = openai_server(lambda request: Reply(text="1", delay_s=600), max_delay_s=600)
+    env |= {"SCIFIG_JUDGE_BASE_URL": judge.base_url}
+    run, _ = grab_eval(run_cli, env, tmp_path / "out")
+    waited = time.monotonic() - judge.requests[0].received_at  # from the first judge request to the end of the run
+    print(f"hung judge, default settings: {waited:.1f} s after the first judge request")
+
+    assert run.returncode == 1, run.output[-4000:]
+    assert waited < 130, f"took {waited:.1f} s"  # before: about 6.5 minutes before anything was said
+    assert "has not answered a request in 20s; waiting up to 60s per request (SCIFIG_JUDGE_TIMEOUT_S)" in run.output
+    assert "Circuit breaker open" in run.output
+
+
+def test_slow_judge_that_answers_is_left_alone(tmp_path: Path, openai_server, lmms_env, run_cli) -> None:
+    env = grab_setup(tmp_path, openai_server, lmms_env)
+    judge = openai_server(fixed_latency(extracting, 2.0))
+    env |= {"SCIFIG_JUDGE_BASE_URL": judge.base_url, "SCIFIG_JUDGE_TIMEOUT_S": "3"}
+    run, group = grab_eval(run_cli, env, tmp_path / "out")
+
+    assert run.returncode == 0, run.output[-4000:]
+    assert group["accuracy,none"] == 1.0
+    assert judge.count == N_GRAB  # nothing timed out, nothing was retried
+    assert sum("has not answered a request in" in line for line in run.output.splitlines()) == 1
+    assert "Circuit breaker open" not in run.output
+
+
+def test_identical_judge_requests_in_flight_are_sent_once(tmp_path: Path, openai_server, lmms_env, run_cli) -> None:
+    questions = [Question("f2c", answer) for answer in "ABCDEABCDEABCDEABCDE"]
+    data = write_splits({"CS_Figure2Caption": build(questions)}, tmp_path / "scifibench")
+    model = openai_server(lambda request: "It could be A or B.")  # one judge prompt for all 20 questions
+    judge = openai_server(fixed_latency(lambda request: Reply(text="A"), 0.5))
+    env = {
+        **lmms_env,
+        "SCIFIG_SCIFIBENCH_DATA": str(data),
+        "OPENAI_API_BASE": model.base_url,
+        "OPENAI_API_KEY": "sk-test",
+        "SCIFIG_JUDGE_BASE_URL": judge.base_url,
+        "SCIFIG_JUDGE_MODEL": "fake-judge",
+    }
+    args = ["eval", *GRAB_ARGS, "--tasks", "scifibench_cs_figure2caption", "--log_samples"]
+    run = run_cli("scifig", args, env, tmp_path / "out")
+
+    assert run.returncode == 0, run.output[-4000:]
+    assert judge.count == 1  # before: one request per scoring thread that asked before the first reply came
+    assert run.results()["results"]["scifibench_cs_figure2caption"]["accuracy,none"] == 0.2
