@@ -180,10 +180,10 @@ FORMATS = {
 )
 def test_chance_guesses_in_the_answer_format(question: str, precision: str) -> None:
     prompt = grab.build_prompt(question)
-    guesses = [chance.guess(prompt, seed=0, salt=str(i)) for i in range(40)]
+    guesses = [chance.guess(prompt, "grab", seed=0, salt=str(i)) for i in range(40)]
     assert all(FORMATS[precision].fullmatch(guess) for guess in guesses), guesses
     assert len(set(guesses)) > 3  # independent draws per question
-    assert guesses == [chance.guess(prompt, seed=0, salt=str(i)) for i in range(40)]  # reproducible
+    assert guesses == [chance.guess(prompt, "grab", seed=0, salt=str(i)) for i in range(40)]  # reproducible
     if precision == "list":
         assert all(int(g[1:-1].split(",")[0]) < int(g[1:-1].split(",")[1]) for g in guesses)
     if precision == "1dp" and "correlation" in question:
@@ -192,7 +192,7 @@ def test_chance_guesses_in_the_answer_format(question: str, precision: str) -> N
 
 def test_chance_picks_option_letters_uniformly() -> None:
     prompt = "Which caption?\nA) one\nB) two\nC) three\nD) four\nE) five\nAnswer:"
-    picks = [chance.guess(prompt, seed=3, salt=str(i)) for i in range(2000)]
+    picks = [chance.guess(prompt, "scifibench", seed=3, salt=str(i)) for i in range(2000)]
     counts = {letter: picks.count(letter) for letter in "ABCDE"}
     assert set(picks) == set("ABCDE")
     assert all(330 <= count <= 470 for count in counts.values()), counts

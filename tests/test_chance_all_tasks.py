@@ -1,0 +1,198 @@
+"""The chance baseline (``--model scifig_chance``) on every benchmark, through the real ``scifig eval``.
+
+One run scores the four benchmark groups (``scifibench``, ``grab``, ``plot_twist``, ``mmsci``) on small built data
+with no judge configured: the run exits 0 and every task and group has a numeric score. The logged answers follow
+each benchmark's chance rule, written out here by hand from :mod:`scifig_tasks.core.chance`'s docstring: an option
+letter of the row (SciFIBench, MMSci), a value in the precision sentence's format (GRAB), the answer sentence with
+an integer in the question kind's range (Plot Twist). MMSci captioning, which has no chance answer, stops the run
+with one line naming the task, as does a task that is not this package's.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from curation.plot_twist.build import build_plot_twist
+from scifig_tasks.core.sources import SOURCES
+from tests.harness.grab_data import Row
+from tests.harness.grab_data import write_parquet as write_grab
+from tests.harness.lmms import CliRun, offline_env, run
+from tests.harness.mmsci_data import Caption, Mcq
+from tests.harness.mmsci_data import write as write_mmsci
+from tests.harness.scifibench_data import Question, write_splits
+from tests.harness.scifibench_data import build as build_scifibench
+
+GROUP_TASKS = {
+    "scifibench": (
+        "scifibench_cs_figure2caption",
+        "scifibench_cs_caption2figure",
+        "scifibench_general_figure2caption",
+        "scifibench_general_caption2figure",
+    ),
+    "grab": ("grab_properties", "grab_functions", "grab_series", "grab_transforms"),
+    "plot_twist": ("plot_twist_scatter", "plot_twist_bar", "plot_twist_pie"),
+    "mmsci": ("mmsci_fig2cap", "mmsci_subfig2cap", "mmsci_subcap2fig"),
+}
+SCORE = {"scifibench": "accuracy", "grab": "accuracy", "mmsci": "accuracy", "plot_twist": "standard_acc"}
+PLOT_TWIST_METRICS = ("standard_acc", "relaxed_acc", "range_acc", "collective_standard", "collective_relaxed")
+SCIFIBENCH_SPLITS = {
+    "CS_Figure2Caption": "f2c",
+    "CS_Caption2Figure": "c2f",
+    "General_Figure2Caption": "f2c",
+    "General_Caption2Figure": "c2f",
+}
+ANSWER_SENTENCE = re.compile(r"The answer is (-?\d+)\. I hope the answer is correct\.")
+
+
+def plot_twist_range(question_type: str) -> tuple[int, int]:
+    """The documented draw: 1-5 bars, 1-10 pie categories, 1-100 for a pie value (percent), else -200..200."""
+    return {
+        "count_bars": (1, 5),
+        "count_categories": (1, 10),
+        "max_category": (1, 100),
+        "min_category": (1, 100),
+    }.get(question_type, (-200, 200))
+
+
+@pytest.fixture(scope="module")
+def data_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """Small local data for every benchmark (the ``SCIFIG_<BENCH>_DATA`` variables pointing at it)."""
+    root = tmp_path_factory.mktemp("chance_data")
+    grab = write_grab(
+        [Row("properties", "3"), Row("function", "4"), Row("series", "5"), Row("transform", "6")] * 2,
+        root / "grab" / "GRAB.parquet",
+    )
+    splits = {
+        split: build_scifibench([Question(kind, "A"), Question(kind, "C")]) for split, kind in SCIFIBENCH_SPLITS.items()
+    }
+    scifibench = write_splits(splits, root / "scifibench")
+    questions = [Mcq(setting, answer) for setting in ("fig2cap", "subfig2cap", "subcap2fig") for answer in "AD"]
+    mmsci = write_mmsci(root / "mmsci", questions, [Caption("The figure shows spectra of the sample.")])
+    plot_twist = build_plot_twist(root / "plot_twist", plots_per_type=2, variants=["none"], workers=1, progress=False)
+    return {
+        "SCIFIG_GRAB_DATA": str(grab),
+        "SCIFIG_SCIFIBENCH_DATA": str(scifibench),
+        "SCIFIG_MMSCI_DATA": str(mmsci),
+        "SCIFIG_PLOT_TWIST_DATA": str(plot_twist.out),
+    }
+
+
+@pytest.fixture(scope="module")
+def chance_run(tmp_path_factory: pytest.TempPathFactory, data_env: dict[str, str]) -> CliRun:
+    """``scifig eval --model scifig_chance`` over the four groups at once, no judge configured."""
+    workdir = tmp_path_factory.mktemp("chance_run")
+    args = ["eval", "--model", "scifig_chance", "--tasks", ",".join(GROUP_TASKS), "--log_samples"]
+    return run("scifig", args, {**offline_env(workdir), **data_env}, workdir / "out")
+
+
+def leaf_tasks(results: dict, name: str) -> list[str]:
+    """The tasks under a group, subgroups expanded (a task is its own leaf)."""
+    members = results["group_subtasks"].get(name)
+    return [leaf for member in members for leaf in leaf_tasks(results, member)] if members else [name]
+
+
+def _output(sample: dict) -> str:
+    """The logged answer (Plot Twist keeps every repeat's answer in a list; here one repeat)."""
+    output = sample["filtered_resps"]
+    if isinstance(output, list):
+        (output,) = output
+    return output
+
+
+@pytest.mark.slow
+def test_every_task_of_every_group_gets_a_score(chance_run: CliRun) -> None:
+    assert chance_run.returncode == 0, chance_run.output[-4000:]
+    results = chance_run.results()
+    for group, tasks in GROUP_TASKS.items():
+        assert sorted(leaf_tasks(results, group)) == sorted(tasks)
+        metric = f"{SCORE[group]},none"
+        for task in tasks:
+            score = results["results"][task][metric]
+            assert isinstance(score, float) and 0 <= score <= 1, (task, score)
+            assert results["n-samples"][task]["effective"] > 0
+        assert 0 <= results["groups"][group][metric] <= 1, group
+    for task in GROUP_TASKS["plot_twist"]:
+        assert all(isinstance(results["results"][task][f"{name},none"], float) for name in PLOT_TWIST_METRICS)
+
+
+@pytest.mark.slow
+def test_plot_twist_chance_states_an_integer_in_the_question_kinds_range(chance_run: CliRun) -> None:
+    """Read by the extraction rule (no judge needed, none asked); counts and pie percentages in their ranges."""
+    drawn = set()
+    for task in GROUP_TASKS["plot_twist"]:
+        samples = chance_run.samples(task)
+        assert samples, task
+        for sample in samples:
+            record = sample["breakdown"]
+            found = ANSWER_SENTENCE.fullmatch(_output(sample))
+            assert found, _output(sample)
+            low, high = plot_twist_range(record["question_type"])
+            assert low <= int(found.group(1)) <= high, (record["question_type"], found.group(1))
+            assert record["extracted"] == [found.group(1)] and record["answer_source"] == ["rule"]
+            assert record["judge"] == ["not_used"]
+            drawn.add(found.group(1))
+    assert len(drawn) > 5  # independent draws per question
+
+
+@pytest.mark.slow
+def test_multiple_choice_and_grab_chance_answers_keep_their_rules(chance_run: CliRun) -> None:
+    """SciFIBench: a letter of the row's 5 options; MMSci: one of its 4 (no judge needed: a bare letter is read by
+    rule); GRAB: an integer, as the precision sentence asks, in the default range -10..10."""
+    letters = set()
+    for task in GROUP_TASKS["scifibench"] + GROUP_TASKS["mmsci"]:
+        options = "ABCDE" if task.startswith("scifibench") else "ABCD"
+        for sample in chance_run.samples(task):
+            assert _output(sample) in options, (task, _output(sample))
+            letters.add(_output(sample))
+    assert len(letters) > 2
+    results = chance_run.results()
+    for task in GROUP_TASKS["mmsci"]:
+        flags = results["results"][task]["breakdown,none"]["flags"]
+        count = results["n-samples"][task]["effective"]
+        assert flags["resolution"] == {"rule": count} and flags["judge"] == {"not_used": count}, flags
+    for task in GROUP_TASKS["grab"]:
+        for sample in chance_run.samples(task):
+            assert re.fullmatch(r"-?\d+", _output(sample)) and -10 <= int(_output(sample)) <= 10, _output(sample)
+
+
+@pytest.mark.slow
+def test_captioning_has_no_chance_answer_and_says_so(
+    tmp_path: Path, data_env: dict[str, str], lmms_env: dict[str, str], run_cli
+) -> None:
+    result = run_cli(
+        "scifig",
+        ["eval", "--model", "scifig_chance", "--tasks", "mmsci_captioning"],
+        {**lmms_env, **data_env},
+        tmp_path,
+    )
+
+    assert result.returncode == 1
+    last = [line for line in result.output.splitlines() if line.strip()][-1]
+    assert last == (
+        "scifig eval: FAILED: ValueError: scifig_chance cannot answer task 'mmsci_caption_image_only': MMSci "
+        "captioning asks for free text (a caption), so there is no answer space to draw a chance answer from; "
+        "evaluate captioning with a model"
+    ), result.output[-3000:]
+    assert not list(tmp_path.rglob("*_results.json"))
+
+
+def test_a_task_that_is_not_scifigs_is_refused_by_name() -> None:
+    from scifig_tasks.lmms_eval import TASKS_DIR
+    from scifig_tasks.lmms_eval.chance_model import guesser_for
+
+    with pytest.raises(ValueError) as raised:
+        guesser_for("mme")
+    assert str(raised.value) == (
+        f"scifig_chance answers scifig's tasks only: task 'mme' is not defined under {TASKS_DIR}, so its answer "
+        "format is unknown"
+    )
+
+
+def test_every_benchmark_source_has_a_chance_rule_or_a_reason() -> None:
+    from scifig_tasks.core import chance
+
+    assert set(chance.ANSWER_SPACES) | set(chance.NO_CHANCE) == set(SOURCES)
+    assert not set(chance.ANSWER_SPACES) & set(chance.NO_CHANCE)
