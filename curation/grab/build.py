@@ -11,8 +11,9 @@ with ``datasets.load_dataset(out)``:
   ``mc_answer`` (the correct letter) from :func:`scifig_tasks.core.grab_mc.mc_options` with ``seed = pid``, the same
   options the ``grab_properties_mc`` task builds on the fly.
 
-Rendering runs in ``workers`` processes (``concurrent.futures.ProcessPoolExecutor``); results are consumed in plan
-order and written in row groups of fixed size, so the files are byte-identical whatever the number of workers.
+Rendering runs in ``workers`` forked processes (:func:`curation.workers.process_pool`: they die with the command);
+results are consumed in plan order and written in row groups of fixed size, so the files are byte-identical whatever
+the number of workers.
 Files are written under a temporary name and renamed when complete.
 """
 
@@ -20,7 +21,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +33,7 @@ from curation.grab.card import write_card
 from curation.grab.plan import PlanItem, cached_plan, select
 from curation.grab.render import DEFAULT_DPI, render_job
 from curation.parquet import ParquetRows
+from curation.workers import process_pool
 from scifig_tasks.core.grab_mc import mc_options
 from scifig_tasks.core.sources import GRAB_FEATURES, LIST
 
@@ -70,7 +71,7 @@ def render_all(items: Sequence[PlanItem], dpi: int, workers: int) -> Iterator[by
         yield from map(render_job, jobs)
         return
     chunk = max(1, min(8, len(jobs) // (workers * 4)))
-    pool = ProcessPoolExecutor(max_workers=workers, initializer=_warm_worker)
+    pool = process_pool(workers, "fork", _warm_worker)
     try:
         yield from pool.map(render_job, jobs, chunksize=chunk)
     finally:  # an error or an interrupt in the consumer stops the pending renders too

@@ -1,22 +1,23 @@
 """Rendering jobs for the Plot Twist builder: one job = one chart, one library, one presentation.
 
-:class:`Renderer` renders jobs in order, in worker processes when asked. Workers come from a ``forkserver`` context:
-each starts from a clean process, so it never inherits a Vega runtime (not fork-safe) from the caller, and it only
-imports this light module (matplotlib and vl-convert load on the first job).
+:class:`Renderer` renders jobs in order, in worker processes when asked. Workers are ``spawn``-ed children of the
+caller that die with it (:func:`curation.workers.process_pool`): each starts from a clean interpreter, so it never
+inherits a Vega runtime (not fork-safe) from the caller, and it only imports this light module (matplotlib and
+vl-convert load on the first job).
 """
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 from collections.abc import Iterator, Sequence
-from concurrent.futures import Executor, ProcessPoolExecutor
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from types import TracebackType
 
 from curation.plot_twist.charts import Chart
 from curation.plot_twist.questions import Axes
 from curation.plot_twist.render_mpl import Style
+from curation.workers import process_pool
 
 LIBRARIES = ("matplotlib", "vegalite")
 
@@ -58,7 +59,7 @@ class Renderer:
 
     def __enter__(self) -> Renderer:
         if self.workers > 1:
-            self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("forkserver"))
+            self._pool = process_pool(self.workers, "spawn")
         return self
 
     def __exit__(

@@ -5,7 +5,8 @@ pretrained on DFN-5B (tag ``dfn5b``) — L2-normalise the image and the text emb
 joint vector (d = 2 x 1024 = 2048 for that model). :func:`joint_vectors` is that rule; everything else here is
 making it practical on ~10^5 figures:
 
-* batched forward passes, fp16 on GPU (fp32 on CPU), images decoded in ``num_workers`` DataLoader workers;
+* batched forward passes, fp16 on GPU (fp32 on CPU), images decoded in ``num_workers`` forked DataLoader workers
+  that die with the command (:func:`curation.workers.dataloader_init`);
 * a cache on disk, ``<cache>/embeddings/<key>/``, keyed by the model (name, pretrained tag, config file contents,
   initialisation seed for random weights), the corpus fingerprint and the shard size. The corpus is cut into shards
   of ``shard_size`` pairs; each finished shard is written atomically (``shard-NNNNNN.npy``), so an interrupted run
@@ -239,6 +240,8 @@ def _embed_shards(
 ) -> None:
     from torch.utils.data import DataLoader
 
+    from curation.workers import dataloader_init
+
     encoder = ClipEncoder(spec, layout.device)
     batches = [
         list(range(begin, min(begin + batch_size, spans[shard][1])))
@@ -246,7 +249,12 @@ def _embed_shards(
         for begin in range(spans[shard][0], spans[shard][1], batch_size)
     ]
     loader = DataLoader(
-        _Figures(pairs, encoder.preprocess), batch_sampler=batches, num_workers=num_workers, collate_fn=_stack
+        _Figures(pairs, encoder.preprocess),
+        batch_sampler=batches,
+        num_workers=num_workers,
+        collate_fn=_stack,
+        multiprocessing_context="fork" if num_workers else None,  # children of this process, sharing the pairs
+        worker_init_fn=dataloader_init() if num_workers else None,
     )
     pending: list[np.ndarray] = []
     queue = iter(shards)
