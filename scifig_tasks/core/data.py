@@ -14,6 +14,14 @@ Images are decoded once each, strictly, and dropped at once (:func:`scifig_tasks
 whose header and checksums are fine but whose compressed data is broken is caught here, not at the model, and memory
 stays flat however large the set (the rows are read batch by batch; only a digest per row is kept).
 
+Data that is not data is refused the same way: text that is not valid UTF-8 (any column), a gold answer that reads as
+a non-finite number (:func:`expect_answer`), and an image cell that names a file (no bytes, a ``path``) outside the
+data's own folder (:func:`scifig_tasks.core.images.image_file`). That folder is the one ``SCIFIG_<BENCH>_DATA`` names
+(the parquet file's folder when it names a file); a relative path is relative to it. A Hub dataset's files are the
+ones ``datasets`` downloaded: its folders are the ``datasets`` and Hub caches (and the dataset's directory when
+``load_dataset`` was given a local one). Files that pass are read into their cells once the rows are valid
+(:func:`embed_image_files`), so nothing downstream opens a path.
+
 A benchmark without a published copy (``hub_path`` empty) may name a ``default_data`` builder: when the env var is
 unset, it builds the benchmark's seeded synthetic set once into a cache and returns its path, loaded like local data.
 Builders live with the curation code, above this package; the core finds them by name among the ``scifig.builders``
@@ -24,6 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -31,11 +40,13 @@ from pathlib import Path
 from typing import Any
 
 import datasets
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from scifig_tasks.core.configs import installed_entry_point
 from scifig_tasks.core.errors import DataError
-from scifig_tasks.core.images import decode_once
+from scifig_tasks.core.images import decode_once, image_file
 
 # datasets >= 4 has List (Sequence became a function); older releases only have the Sequence class.
 _LIST_FEATURES: tuple[type, ...] = tuple(
@@ -132,11 +143,24 @@ def load_benchmark(source: BenchmarkSource, split: str | None = None, hub_path: 
         if not local.exists():
             raise DataError(str(local), None, None, f"does not exist ({source.name} data); {source.remedy()}")
         dataset, origin = _local_split(local, source, split)
+        folders: tuple[Path, ...] = (local if local.is_dir() else local.parent,)
     else:
-        dataset, origin = _hub_split(hub_path or source.hub_path, source, split)
+        path = hub_path or source.hub_path
+        dataset, origin = _hub_split(path, source, split)
+        folders = hub_folders(path)
     present = tuple(column for column in source.optional_columns if column.name in dataset.column_names)
-    validate(dataset, source.columns + present, origin, row_check=source.row_check, split=split, key=source.key)
-    return dataset
+    columns = source.columns + present
+    validate(dataset, columns, origin, row_check=source.row_check, split=split, key=source.key, folders=folders)
+    return embed_image_files(dataset, columns, origin, folders)
+
+
+def hub_folders(path: str) -> tuple[Path, ...]:
+    """The folders a Hub dataset's image files may be read from: the dataset's directory when ``path`` is a local
+    one, then the caches ``datasets`` downloads into (``HF_DATASETS_CACHE``, ``HF_HUB_CACHE``)."""
+    from huggingface_hub import constants
+
+    local = (Path(path),) if Path(path).is_dir() else ()
+    return (*local, Path(datasets.config.HF_DATASETS_CACHE), Path(constants.HF_HUB_CACHE))
 
 
 def _hub_split(path: str, source: BenchmarkSource, split: str) -> tuple[datasets.Dataset, str]:
@@ -223,9 +247,13 @@ def validate(
     row_check: CrossCheck | None = None,
     split: str = "",
     key: tuple[str, ...] = (),
+    folders: tuple[Path, ...] = (),
 ) -> None:
     """Check that there are rows, every required column and cell, then ``row_check`` on each row (of ``split``), then
-    that no row repeats another in full or in its ``key`` columns; raise :class:`DataError` at the first bad one."""
+    that no row repeats another in full or in its ``key`` columns; raise :class:`DataError` at the first bad one.
+
+    Text in any column must be valid UTF-8; an image cell without bytes is read from its ``path`` only inside
+    ``folders`` (none: such a cell is refused)."""
     missing = [column.name for column in columns if column.name not in dataset.column_names]
     if missing:
         raise DataError(origin, None, missing[0], f"missing column (the file has: {', '.join(dataset.column_names)})")
@@ -235,10 +263,10 @@ def validate(
     names = [column.name for column in columns]
     seen_rows: dict[bytes, int] = {}
     seen_keys: dict[tuple[Any, ...], int] = {}
-    for offset, batch in _batches(raw, batch_size):
+    for offset, batch in _batches(raw, batch_size, origin):
         for column in columns:
             for index, value in enumerate(batch[column.name]):
-                problem = _cell_problem(column, value)
+                problem = _cell_problem(column, value, folders)
                 if problem is not None:
                     raise DataError(origin, offset + index, column.name, problem)
         for index in range(len(batch[names[0]])):
@@ -302,39 +330,133 @@ def _is_image_list(feature: Any) -> bool:
     return isinstance(feature, _LIST_FEATURES) and isinstance(feature.feature, datasets.Image)
 
 
-def _batches(dataset: datasets.Dataset, batch_size: int) -> Iterator[tuple[int, dict[str, list[Any]]]]:
+def _batches(dataset: datasets.Dataset, batch_size: int, origin: str) -> Iterator[tuple[int, dict[str, list[Any]]]]:
     for offset in range(0, len(dataset), batch_size):
-        yield offset, dataset[offset : offset + batch_size]
+        try:
+            batch = dataset[offset : offset + batch_size]
+        except UnicodeDecodeError as exc:
+            rows = range(offset, min(offset + batch_size, len(dataset)))
+            raise _invalid_text(dataset, rows, origin, exc) from None  # the error names the cell and the byte
+        yield offset, batch
 
 
-def _cell_problem(column: Column, value: Any) -> str | None:
+def _invalid_text(dataset: datasets.Dataset, rows: range, origin: str, error: UnicodeDecodeError) -> DataError:
+    """The first cell of ``rows`` whose text is not UTF-8, located by reading the rows' cells one by one."""
+    for row in rows:
+        for name in dataset.column_names:
+            try:
+                dataset.select_columns([name])[row]
+            except UnicodeDecodeError as exc:
+                return DataError(origin, row, name, _utf8_problem(exc))
+    return DataError(origin, None, None, _utf8_problem(error))
+
+
+def _utf8_problem(error: UnicodeDecodeError) -> str:
+    byte = error.object[error.start] if error.start < len(error.object) else None
+    shown = f"{error.reason} 0x{byte:02x}" if byte is not None else error.reason
+    return f"text is not valid UTF-8 ({shown} at byte {error.start}); write the column as UTF-8 text"
+
+
+def _cell_problem(column: Column, value: Any, folders: tuple[Path, ...] = ()) -> str | None:
     if value is None:
         return "value is missing (null)"
     if column.image:
-        return image_problem(value)
+        return image_problem(value, folders)
     if column.image_list:
         if not isinstance(value, list) or not value:
             return "expected a non-empty list of images"
         for position, item in enumerate(value):
-            problem = image_problem(item)
+            problem = image_problem(item, folders)
             if problem is not None:
                 return f"image {position}: {problem}"
         return None
     return column.check(value) if column.check is not None else None
 
 
-def image_problem(value: Any) -> str | None:
+def image_problem(value: Any, folders: tuple[Path, ...] = ()) -> str | None:
     """Check an undecoded image cell (``{"bytes", "path"}``): its file verifies and its pixels decode (once, strictly,
-    not kept)."""
+    not kept). A cell without bytes is read from its ``path`` only inside ``folders``
+    (:func:`scifig_tasks.core.images.image_file`; none: refused)."""
     if not isinstance(value, dict):
         return f"expected an image, got {type(value).__name__}"
     if not value.get("bytes") and not value.get("path"):
         return "image has neither bytes nor a path"
+    if not value.get("bytes"):
+        try:
+            value = {"bytes": _read_image_file(value["path"], folders), "path": None}
+        except ValueError as exc:
+            return str(exc)
     try:
         decode_once(value)
     except Exception as exc:  # PIL raises many types for damaged data
         return f"image bytes are not a readable image ({type(exc).__name__}: {exc})"
     return None
+
+
+def _read_image_file(path: str, folders: tuple[Path, ...]) -> bytes:
+    """The bytes of the file an image cell names, read only inside ``folders``; ``ValueError`` otherwise."""
+    file = image_file(path, folders)
+    try:
+        return file.read_bytes()
+    except OSError as exc:
+        raise ValueError(f"image path {path!r}: cannot read {file} ({type(exc).__name__}: {exc})") from exc
+
+
+def embed_image_files(
+    dataset: datasets.Dataset, columns: tuple[Column, ...], origin: str, folders: tuple[Path, ...]
+) -> datasets.Dataset:
+    """``dataset`` with every image cell of ``columns`` that names a file (no bytes) given that file's bytes, read
+    inside ``folders`` by the rule :func:`validate` checked; the same dataset when no cell names a file."""
+    pending = [
+        column.name
+        for column in columns
+        if (column.image or column.image_list) and _names_files(dataset.data.column(column.name))
+    ]
+    if not pending:
+        return dataset
+    raw = undecoded(dataset)
+
+    def embed(*values: Any) -> dict[str, list[Any]]:
+        *cells, indices = values
+        return {
+            name: [_embedded(cell, origin, row, name, folders) for cell, row in zip(column, indices, strict=True)]
+            for name, column in zip(pending, cells, strict=True)
+        }
+
+    embedded = raw.map(
+        embed,
+        batched=True,
+        with_indices=True,
+        input_columns=pending,
+        load_from_cache_file=False,  # the files may have changed since a cached run
+        desc="reading image files",
+    )
+    for name in pending:
+        embedded = embedded.cast_column(name, dataset.features[name])
+    return embedded
+
+
+def _embedded(cell: Any, origin: str, row: int, column: str, folders: tuple[Path, ...]) -> Any:
+    if isinstance(cell, list):
+        return [_embedded(item, origin, row, column, folders) for item in cell]
+    if not isinstance(cell, dict) or cell.get("bytes") or not cell.get("path"):
+        return cell
+    try:
+        return {"bytes": _read_image_file(cell["path"], folders), "path": cell["path"]}
+    except ValueError as exc:
+        raise DataError(origin, row, column, str(exc)) from exc
+
+
+def _names_files(column: pa.ChunkedArray) -> bool:
+    """Whether an image column (of cells or lists of cells) has a cell without bytes that names a path."""
+    for chunk in column.chunks:
+        while isinstance(chunk, pa.ListArray | pa.LargeListArray | pa.FixedSizeListArray):
+            chunk = chunk.flatten()
+        fields = dict(zip([field.name for field in chunk.type], chunk.flatten(), strict=True))
+        no_bytes = pc.fill_null(pc.equal(pc.binary_length(fields["bytes"]), 0), True)
+        if pc.any(pc.and_(no_bytes, pc.is_valid(fields["path"]))).as_py():
+            return True
+    return False
 
 
 def expect_str(allowed: tuple[str, ...] | None = None, non_empty: bool = True) -> RowCheck:
@@ -348,6 +470,30 @@ def expect_str(allowed: tuple[str, ...] | None = None, non_empty: bool = True) -
         if allowed is not None and value not in allowed:
             return f"unknown value {value!r} (expected one of: {', '.join(allowed)})"
         return None
+
+    return check
+
+
+def expect_answer() -> RowCheck:
+    """A check for gold answer strings: non-empty, and one that Python reads as a number (``float()``, which also reads
+    ``nan``, ``inf``, ``Infinity`` and overflows ``1e309`` to ``inf``) must be finite. A non-finite gold is no answer
+    to a figure question, and a model answering ``inf`` would match it."""
+    text = expect_str()
+
+    def check(value: Any) -> str | None:
+        problem = text(value)
+        if problem is not None:
+            return problem
+        try:
+            number = float(value)
+        except ValueError:
+            return None
+        if math.isfinite(number):
+            return None
+        return (
+            f"{value!r} reads as {number}, not a finite number "
+            "(nan, inf and numbers beyond the float range, such as 1e309, cannot be answers)"
+        )
 
     return check
 

@@ -12,13 +12,18 @@ its pixels. Two ways out:
 Data validation decodes every image once, strictly (:func:`strict_decoding`): lmms-eval sets PIL's
 ``ImageFile.LOAD_TRUNCATED_IMAGES`` at import, under which PIL pads a truncated or broken image with grey instead of
 raising, so a damaged figure would reach the model as a partly blank picture.
+
+An image cell may name a file instead of holding bytes (``{"bytes": None, "path": P}``). Such a file is read only
+when it lies inside the data's own folder (:func:`image_file`): otherwise a data file could make scifig read any
+local file and send it to a model endpoint.
 """
 
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from PIL import Image, ImageFile
@@ -34,6 +39,27 @@ def open_image(cell: Any) -> Image.Image:
         if cell.get("path"):
             return Image.open(cell["path"])
     raise TypeError(f"not an image cell: {type(cell).__name__}")
+
+
+def image_file(path: str, folders: Sequence[Path]) -> Path:
+    """The file an image cell's ``path`` names, allowed only inside ``folders`` (the data's own folder, first).
+
+    Rule: a relative path is relative to the first folder (not to the working directory); the path, symlinks
+    followed, must lie inside one of ``folders`` and be a file. Raises ``ValueError`` saying where the path leads
+    otherwise; with no folders no path is read."""
+    if not folders:
+        raise ValueError(f"image path {path!r}: this data has no folder image files may be read from (store the bytes)")
+    candidate = Path(path)
+    resolved = (candidate if candidate.is_absolute() else folders[0] / candidate).resolve()
+    if not any(resolved.is_relative_to(folder.resolve()) for folder in folders):
+        where = f"folder {folders[0]}" if len(folders) == 1 else f"folders {', '.join(map(str, folders))}"
+        raise ValueError(
+            f"image path {path!r} resolves to {resolved}, outside the data's {where}: image files are read only "
+            "from there (store the image bytes in the cell, or move the file into the folder)"
+        )
+    if not resolved.is_file():
+        raise ValueError(f"image path {path!r}: no such file {resolved}")
+    return resolved
 
 
 @contextmanager

@@ -322,6 +322,8 @@ def score_answer(answer: str | None, gold: str, margin: float | None) -> Correct
     Numeric answer: exact ``==``, relaxed ``[0.95 g, 1.05 g]`` and ``[g - margin, g + margin]`` (each pair sorted,
     bounds inclusive; no margin -> the relaxed bounds). Non-numeric answer: case-insensitive equality with the gold
     counts for all three. A numeric answer to a gold that is not a number is wrong (as in the authors' pipeline).
+    A non-finite number (``nan``, ``inf``, ``1e309``, which reads as ``inf``) is wrong whatever the gold, as is any
+    answer to a non-finite gold: ``inf`` would otherwise equal an ``inf`` gold, or fall inside bounds that overflow.
     """
     if answer is None:
         return WRONG
@@ -332,6 +334,8 @@ def score_answer(answer: str | None, gold: str, margin: float | None) -> Correct
     try:
         target = float(gold)
     except ValueError:
+        return WRONG
+    if not (math.isfinite(value) and math.isfinite(target)):
         return WRONG
     low, high = sorted((target * 0.95, target * 1.05))
     if margin is None:

@@ -8,7 +8,8 @@ SciFIBench (``jonathan-roberts1/SciFIBench``, splits ``CS_Figure2Caption``, ``CS
 (scifibench spec, "Published data": 1 image for Figure→Caption, one per option for Caption→Figure).
 Row keys (a repeated key is an error, as is any row repeated in full): GRAB ``pid``; SciFIBench ``ID`` (per split);
 MMSci multiple choice ``uid``, ``figure_index``, ``setting``, ``subfigure`` (one question per figure, setting and
-sub-figure). An answer letter must name one of the row's options.
+sub-figure). An answer letter must name one of the row's options. A GRAB or Plot Twist answer that reads as a number
+must be a finite one (:func:`scifig_tasks.core.data.expect_answer`: not ``nan``, ``inf``, ``1e309``).
 Plot Twist (no published copy; split ``test``): ``q_id``, ``figure_id``, ``chart_type``, ``question_type``,
 ``question``, ``answer``, ``x_range``, ``y_range`` (floats > 0), ``image``, optional ``variant`` (absent: ``base``)
 (plot_twist spec). By default the seeded synthetic set is built once into a cache (:mod:`curation.plot_twist.default`);
@@ -26,7 +27,14 @@ from typing import Any
 import datasets
 
 from scifig_tasks.core import grab, mmsci, plot_twist
-from scifig_tasks.core.data import BenchmarkSource, Column, expect_int, expect_str, registered_default_data
+from scifig_tasks.core.data import (
+    BenchmarkSource,
+    Column,
+    expect_answer,
+    expect_int,
+    expect_str,
+    registered_default_data,
+)
 
 
 def _grab_question(value: Any) -> str | None:
@@ -51,7 +59,7 @@ GRAB = BenchmarkSource(
         Column("question", _grab_question),
         Column("decoded_image", image=True),
         Column("image", expect_str()),
-        Column("answer", expect_str()),
+        Column("answer", expect_answer()),
         Column("task", expect_str(grab.TASKS)),
         Column("category", expect_str(grab.CATEGORIES)),
         Column("complexity", expect_int(0, grab.MAX_COMPLEXITY)),
@@ -162,7 +170,7 @@ _PLOT_TWIST_COLUMNS = (
     Column("chart_type", expect_str(plot_twist.CHART_TYPES)),
     Column("question_type", expect_str(plot_twist.ALL_QUESTION_TYPES)),
     Column("question", expect_str()),
-    Column("answer", expect_str()),
+    Column("answer", expect_answer()),
     Column("x_range", _positive_number),
     Column("y_range", _positive_number),
     Column("image", image=True),

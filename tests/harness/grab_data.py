@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import datasets
+import pyarrow as pa
+import pyarrow.parquet as pq
 from PIL import Image, ImageDraw
 from tqdm import tqdm
 
@@ -66,4 +68,30 @@ def build(rows: Sequence[Row], image_size: tuple[int, int] = (64, 48), progress:
 def write_parquet(rows: Sequence[Row], path: Path, image_size: tuple[int, int] = (64, 48)) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     build(rows, image_size).to_parquet(str(path))
+    return path
+
+
+def records(rows: Sequence[Row], image_size: tuple[int, int] = (64, 48)) -> list[dict]:
+    """The rows as plain dicts, each image an undecoded ``{"bytes", "path"}`` cell (to edit before writing)."""
+    return build(rows, image_size).cast_column("decoded_image", datasets.Image(decode=False)).to_list()
+
+
+def write_records(rows: Sequence[dict], path: Path) -> Path:
+    """Write GRAB-schema dicts (from :func:`records`, possibly edited) as a parquet file; an image cell with no bytes
+    keeps its ``path`` as written (pyarrow writes it: ``datasets`` would look for the file, relative to the working
+    directory)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(datasets.Dataset.from_list(list(rows), features=GRAB_FEATURES).data.table, str(path))
+    return path
+
+
+def with_invalid_utf8(path: Path, row: int, column: str, raw: bytes) -> Path:
+    """Rewrite the parquet file at ``path`` so that string ``column`` holds the bytes ``raw`` (not UTF-8) at ``row``;
+    pyarrow writes string data without checking it, as other writers may."""
+    table = pq.read_table(str(path))
+    values = [value.encode() if isinstance(value, str) else value for value in table.column(column).to_pylist()]
+    values[row] = raw
+    index = table.schema.get_field_index(column)
+    table = table.set_column(index, table.schema.field(index), pa.array(values, type=pa.binary()).view(pa.string()))
+    pq.write_table(table, str(path))
     return path
