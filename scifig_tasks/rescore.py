@@ -27,6 +27,15 @@ this package does not provide, or a logged sample whose document differs from th
 data: the message names the task, the ``doc_id`` and the variable to set). lmms-eval 0.7.3 logs the same
 ``doc_hash`` for every document (the hash of ``null``), so documents are compared by the logged ``target`` and the
 prompt (``input``) rebuilt from the document; a real ``doc_hash`` is compared as well.
+
+A damaged log is refused too (:mod:`scifig_tasks.core.sample_logs`): every task's samples file must hold each
+document the results file counts (``n-samples`` from ``config.offset``) exactly once, and a VLMEvalKit prediction
+file each question of the dataset once; the message names the file and the missing or repeated doc ids. With
+``--allow-partial`` what is there is scored (a copy of a line is scored once): the printed table says n and
+"partial", ``rescore_diff.json`` and the re-scored results file (``scifig_rescore.partial``) or scores file
+(``partial``) record the counts, and the exit status is 1, as for samples the judge could not score: the numbers
+are not the run's. A doc id logged twice with different contents, or one the run did not evaluate, is refused even
+then.
 """
 
 from __future__ import annotations
@@ -49,6 +58,7 @@ from scifig_tasks.core import provenance
 from scifig_tasks.core.errors import DataError
 from scifig_tasks.core.mmsci import PAPER_DENOMINATOR
 from scifig_tasks.core.protocol import GLOBAL_VARIABLE, PROTOCOLS, variable
+from scifig_tasks.core.sample_logs import LogCheck, check_ids, check_log, distinct
 from scifig_tasks.report.runs import RECORDS_SUFFIX, RESULTS_SUFFIX, SCORES_SUFFIX, read_jsonl, read_results
 
 NULL_DOC_HASH = hashlib.sha256(b"null").hexdigest()
@@ -61,6 +71,7 @@ PREDICTION_SUFFIXES = ("tsv", "xlsx", "json", "pkl")
 DIFF_FILE = "rescore_diff.json"
 WORKERS = 4
 """Samples scored at once (lmms-eval's ``process_docs_parallel`` default); the judge client bounds its own calls."""
+ALLOW_PARTIAL = "--allow-partial scores what is there (marked partial)"
 
 
 class RescoreRefused(RuntimeError):
@@ -78,25 +89,23 @@ class TaskDiff:
     members: list[str] = field(default_factory=list)
     """A group's tasks (their changed samples are listed under each task)."""
     changed_count: int | None = None
+    expected: int | None = None
+    """Samples the run scored (``None``: not recorded); ``samples`` is how many were scored again."""
+    partial: dict[str, Any] | list[str] | None = None
+    """A task scored from a damaged log (``--allow-partial``): its missing and repeated ids; a group: its partial
+    tasks."""
 
     @property
     def n_changed(self) -> int:
         return len(self.changed) if self.changed_count is None else self.changed_count
 
     def as_json(self) -> dict[str, Any]:
+        counts: dict[str, Any] = {"samples": self.samples, "expected": self.expected}
+        if self.partial:
+            counts["partial"] = self.partial
         if self.members:
-            return {
-                "samples": self.samples,
-                "metrics": self.metrics,
-                "tasks": self.members,
-                "changed_samples": self.n_changed,
-            }
-        return {
-            "samples": self.samples,
-            "metrics": self.metrics,
-            "changed_samples": self.n_changed,
-            "changed": self.changed,
-        }
+            return {**counts, "metrics": self.metrics, "tasks": self.members, "changed_samples": self.n_changed}
+        return {**counts, "metrics": self.metrics, "changed_samples": self.n_changed, "changed": self.changed}
 
 
 @dataclass
@@ -110,6 +119,8 @@ class RescoredRun:
     judge_failed: dict[str, int] = field(default_factory=dict)
     environment_changes: list[str] = field(default_factory=list)
     """What differs between the environment the run recorded and this one (:func:`environment_changes`)."""
+    partial: list[str] = field(default_factory=list)
+    """One line per log scored although damaged (``--allow-partial``): the file and what was missing or repeated."""
 
 
 def environment_changes(recorded: Any, current: Mapping[str, Any]) -> list[str]:
@@ -174,6 +185,47 @@ def _overall(table: Any) -> float | None:
 def _metric_pairs(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     before, after = headline(old), headline(new)
     return {key: {"old": before.get(key), "new": after.get(key)} for key in sorted({*before, *after})}
+
+
+# ---- damaged logs --------------------------------------------------------------------------------------------------
+
+
+def refusal(check: LogCheck, counted_by: str) -> str:
+    """Why a damaged log is refused, in one line: the file, the task, the missing or repeated ids, what to do.
+    ``counted_by`` says where the expected samples come from (``<date>_results.json counts``)."""
+    where = f"{check.origin}: task {check.task}: {check.problems()}"
+    if check.conflicting:
+        return f"{where}: keep the right line of each (or run the model again)"
+    if check.foreign:
+        return f"{where}: the log is not this run's ({check.expected} samples {counted_by}); use the run's own log"
+    if check.expected is None:
+        return f"{where}; {ALLOW_PARTIAL}"
+    return (
+        f"{where}: the log holds {check.logged} of the {check.expected} samples {counted_by}; restore the log from "
+        f"the run, or {ALLOW_PARTIAL}"
+    )
+
+
+def partial_line(check: LogCheck) -> str:
+    """The warning for a damaged log scored anyway (``--allow-partial``)."""
+    of = "" if check.expected is None else f" of the {check.expected}"
+    return (
+        f"{check.origin}: task {check.task}: {check.problems()}; scored the {check.logged}{of} samples that are there "
+        "(--allow-partial)"
+    )
+
+
+def accept(checks: Sequence[LogCheck], counted_by: str, allow_partial: bool) -> list[str]:
+    """Refuse every damaged log (one line each) unless ``allow_partial`` and it can be scored; return the warnings of
+    the damaged logs scored anyway."""
+    refused = [refusal(c, counted_by) for c in checks if not c.complete and not (allow_partial and c.scorable)]
+    if refused:
+        raise RescoreRefused("\n".join(refused))
+    return [partial_line(check) for check in checks if not check.complete]
+
+
+def _partial(check: LogCheck) -> dict[str, Any] | None:
+    return None if check.complete else {"missing": list(check.missing), "duplicated": list(check.repeated)}
 
 
 # ---- protocol --------------------------------------------------------------------------------------------------------
@@ -399,9 +451,15 @@ def _aggregate(
 
 
 def rescore_lmms(
-    path: Path, out: Path, wanted: Sequence[str] | None, protocol: str | None, workers: int = WORKERS
+    path: Path,
+    out: Path,
+    wanted: Sequence[str] | None,
+    protocol: str | None,
+    workers: int = WORKERS,
+    allow_partial: bool = False,
 ) -> RescoredRun:
-    """Score an lmms-eval results file's sample logs again; write the run in lmms-eval's format under ``out``."""
+    """Score an lmms-eval results file's sample logs again; write the run in lmms-eval's format under ``out``. A
+    damaged log is refused unless ``allow_partial`` (:func:`accept`)."""
     from tqdm import tqdm
 
     results = read_results(path)
@@ -427,6 +485,9 @@ def rescore_lmms(
         if scifig_source(leaves[name].config) is None:
             raise _refuse_unknown(name, files[name], "its task config names no scifig data source")
     logged = {name: read_jsonl(files[name]) for name in tasks}
+    checks = {name: check_log(name, logged[name], results, str(files[name])) for name in tasks}
+    partial = accept([checks[name] for name in tasks], f"{path.name} counts", allow_partial)
+    logged = {name: distinct((sample.get("doc_id"), sample) for sample in logged[name]) for name in tasks}
     bootstrap = int((results.get("config") or {}).get("bootstrap_iters", 100000))
     scored: dict[str, list[dict[str, Any]]] = {}
     rescored: dict[str, list[dict[str, Any]]] = {}
@@ -444,6 +505,9 @@ def rescore_lmms(
     if target.resolve() == path.resolve():
         raise RescoreRefused(f"{path}: --out would overwrite the run itself; choose another folder")
     document = _results_document(results, new_tasks, new_groups if show_groups else {}, selected, path, protocol)
+    damaged = {name: checks[name].as_json() for name in tasks if not checks[name].complete}
+    if damaged:
+        document["scifig_rescore"]["partial"] = damaged
     changes = environment_changes(results.get(provenance.KEY), document[provenance.KEY])
     written = [target]
     from lmms_eval.utils import handle_non_serializable
@@ -460,7 +524,7 @@ def rescore_lmms(
     new_entries = {**new_tasks, **new_groups}
     diffs: dict[str, TaskDiff] = {}
     for name in tasks:
-        diff = TaskDiff(name, len(logged[name]))
+        diff = TaskDiff(name, len(logged[name]), expected=checks[name].expected, partial=_partial(checks[name]))
         diff.metrics = _metric_pairs(old_entries.get(name, {}), new_entries.get(name, {}))
         metric_names = _metric_names(leaves[name])
         for sample, old_sample in zip(rescored[name], logged[name], strict=True):
@@ -472,14 +536,17 @@ def rescore_lmms(
         diffs[name] = diff
     for name in sorted(groups):
         members = sorted(_members(results, name) & set(tasks))
+        expected = [diffs[m].expected for m in members]
         diff = TaskDiff(name, sum(diffs[m].samples for m in members), members=members)
+        diff.expected = None if None in expected else sum(e for e in expected if e is not None)
+        diff.partial = [m for m in members if diffs[m].partial] or None
         diff.metrics = _metric_pairs(old_entries.get(name, {}), new_entries.get(name, {}))
         diff.changed_count = sum(diffs[m].n_changed for m in members)
         diffs[name] = diff
     from scifig_tasks.cli import judge_failures
 
     failed = judge_failures({"results": new_tasks, "groups": new_groups})
-    return RescoredRun(path, written, model_dir, [diffs[name] for name in sorted(diffs)], failed, changes)
+    return RescoredRun(path, written, model_dir, [diffs[name] for name in sorted(diffs)], failed, changes, partial)
 
 
 def _results_document(
@@ -550,8 +617,10 @@ def _dataset_class(name: str) -> type:
     raise RescoreRefused(f"{name}: not a scifig VLMEvalKit dataset")
 
 
-def rescore_vlmeval(path: Path, model: str, dataset: str, out: Path) -> RescoredRun:
-    """Score a VLMEvalKit prediction file again with its dataset class's ``evaluate``, into ``out/<model>/``."""
+def rescore_vlmeval(path: Path, model: str, dataset: str, out: Path, allow_partial: bool = False) -> RescoredRun:
+    """Score a VLMEvalKit prediction file again with its dataset class's ``evaluate``, into ``out/<model>/``. A file
+    that lacks or repeats questions of the dataset is refused unless ``allow_partial`` (:func:`accept`): then the
+    questions predicted are scored and the scores file records ``partial``."""
     from scifig_tasks.vlmeval.datasets import read_predictions
 
     model_dir = out / model
@@ -562,31 +631,57 @@ def rescore_vlmeval(path: Path, model: str, dataset: str, out: Path) -> Rescored
     data = _dataset_class(dataset)(dataset=dataset)
     replies = read_predictions(str(path))
     _check_vlmeval_rows(path, dataset, data.data)
+    all_indices = [str(index) for index in data.data["index"]]
+    check = check_ids(dataset, str(path), all_indices, _prediction_rows(path), key="index")
+    partial = accept([check], f"of {dataset}", allow_partial)
+    if partial:  # score the questions predicted
+        data.data = data.data[data.data["index"].astype(str).isin(replies)].reset_index(drop=True)
     shutil.copyfile(path, copied)
     data.evaluate(str(copied))
     stem = str(path).rsplit(".", 1)[0]
     new_stem = str(copied).rsplit(".", 1)[0]
     old_scores = _json_or_none(Path(f"{stem}{SCORES_SUFFIX}"))
     new_scores = _json_or_none(Path(f"{new_stem}{SCORES_SUFFIX}")) or {}
+    if partial:
+        new_scores["partial"] = check.as_json()
+        Path(f"{new_stem}{SCORES_SUFFIX}").write_text(json.dumps(new_scores, indent=1), encoding="utf-8")
     old_records = read_jsonl(Path(f"{stem}{RECORDS_SUFFIX}")) if Path(f"{stem}{RECORDS_SUFFIX}").is_file() else []
     new_records = read_jsonl(Path(f"{new_stem}{RECORDS_SUFFIX}"))
-    diff = TaskDiff(dataset, len(new_records))
+    diff = TaskDiff(dataset, len(new_records), expected=check.expected, partial=_partial(check))
     diff.metrics = _metric_pairs((old_scores or {}).get("metrics", {}), new_scores.get("metrics", {}))
+    old_by_index = dict(zip(all_indices, old_records, strict=False))  # the run's records follow the whole dataset
     indices = [str(index) for index in data.data["index"]]
-    for position, (old, new) in enumerate(zip(old_records, new_records, strict=False)):
-        entry = changed_sample(
-            indices[position],
-            {"breakdown": old},
-            {"breakdown": new},
-            new.get("prediction", replies.get(indices[position])),
-        )
+    for index, new in zip(indices, new_records, strict=False):
+        if index not in old_by_index:
+            continue
+        entry = changed_sample(index, {"breakdown": old_by_index[index]}, {"breakdown": new}, new.get("prediction"))
         if entry is not None:
             entry["index"] = entry.pop("doc_id")
+            if entry["output"] is None:
+                entry["output"] = replies.get(index)
             diff.changed.append(entry)
     written = [copied, Path(f"{new_stem}{SCORES_SUFFIX}"), Path(f"{new_stem}{RECORDS_SUFFIX}")]
     failed = _count_judge_failed(new_scores.get("breakdown"))
     changes = environment_changes((old_scores or {}).get(provenance.KEY), new_scores.get(provenance.KEY) or {})
-    return RescoredRun(path, written, model_dir, [diff], {dataset: failed} if failed else {}, changes)
+    return RescoredRun(path, written, model_dir, [diff], {dataset: failed} if failed else {}, changes, partial)
+
+
+def _prediction_rows(path: Path) -> list[tuple[str, dict[str, str]]]:
+    """Every row of a VLMEvalKit prediction file as ``(index, row)``, repeated indices kept (the file read as
+    :func:`scifig_tasks.vlmeval.datasets.read_predictions` reads it, which keeps one reply per index)."""
+    import pandas as pd
+
+    suffix = path.suffix.lstrip(".").lower()
+    if suffix == "tsv":
+        table = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
+    elif suffix == "xlsx":
+        table = pd.read_excel(path, dtype=str, keep_default_na=False)
+    elif suffix == "json":
+        table = pd.DataFrame(json.loads(path.read_text(encoding="utf-8")))
+    else:
+        table = pd.read_pickle(path)
+    rows = table.to_dict("records") if "index" in table.columns else []
+    return [(str(row["index"]), {str(key): str(value) for key, value in row.items()}) for row in rows]
 
 
 def _check_vlmeval_rows(path: Path, dataset: str, data: Any) -> None:
@@ -675,32 +770,44 @@ def _number(value: Any) -> str:
     return "-" if value is None else f"{value:.4f}"
 
 
+def _n(diff: TaskDiff) -> str:
+    """The samples scored: ``n``, or ``n of N, partial`` for a damaged log (``?`` when the run did not record N)."""
+    if not diff.partial:
+        return str(diff.samples)
+    return f"{diff.samples} of {'?' if diff.expected is None else diff.expected}, partial"
+
+
 def summary(runs: list[RescoredRun]) -> str:
-    """The printed table: per task and headline metric, old and new value, and the number of changed samples."""
-    rows = ["| task | metric | old | new | changed samples |", "|---|---|---:|---:|---:|"]
+    """The printed table: per task and headline metric, old and new value, the samples scored (n, and "partial"
+    for a damaged log) and the number of changed samples."""
+    rows = ["| task | metric | old | new | n | changed samples |", "|---|---|---:|---:|---:|---:|"]
     for run in runs:
         for diff in run.diffs:
-            first = True
+            counts = f"{_n(diff)} | {diff.n_changed} of {diff.samples}"
             for metric, pair in diff.metrics.items():
-                count = f"{diff.n_changed} of {diff.samples}" if first else ""
-                rows.append(f"| {diff.task} | {metric} | {_number(pair['old'])} | {_number(pair['new'])} | {count} |")
-                first = False
-            if first:
-                rows.append(f"| {diff.task} | - | - | - | {diff.n_changed} of {diff.samples} |")
+                rows.append(f"| {diff.task} | {metric} | {_number(pair['old'])} | {_number(pair['new'])} | {counts} |")
+                counts = " | "
+            if not diff.metrics:
+                rows.append(f"| {diff.task} | - | - | - | {counts} |")
     return "\n".join(rows)
 
 
 def rescore(
-    paths: Sequence[Path], out: Path, protocol: str | None = None, tasks: Sequence[str] | None = None
+    paths: Sequence[Path],
+    out: Path,
+    protocol: str | None = None,
+    tasks: Sequence[str] | None = None,
+    allow_partial: bool = False,
 ) -> list[RescoredRun]:
-    """Score every run under ``paths`` again into ``out``; return what was written and the differences."""
+    """Score every run under ``paths`` again into ``out``; return what was written and the differences. Damaged
+    logs are refused unless ``allow_partial``."""
     set_protocol(protocol)
     results, predictions = find_runs(paths)
-    runs = [rescore_lmms(path, out, tasks, protocol) for path in results]
+    runs = [rescore_lmms(path, out, tasks, protocol, allow_partial=allow_partial) for path in results]
     for path, model, dataset in predictions:
         if tasks and dataset not in tasks:
             continue
-        runs.append(rescore_vlmeval(path, model, dataset, out))
+        runs.append(rescore_vlmeval(path, model, dataset, out, allow_partial))
     write_diffs(runs)
     return runs
 
@@ -717,9 +824,10 @@ def _command(args: argparse.Namespace) -> int:
     _quiet_lmms_eval()
     tasks = [name for name in (args.tasks or "").split(",") if name] or None
     try:
-        runs = rescore(args.runs, args.out, args.protocol, tasks)
+        runs = rescore(args.runs, args.out, args.protocol, tasks, args.allow_partial)
     except (RescoreRefused, DataError) as exc:
-        print(f"scifig rescore: REFUSED: {exc}", file=sys.stderr)
+        for line in str(exc).splitlines():
+            print(f"scifig rescore: REFUSED: {line}", file=sys.stderr)
         return 1
     print(summary(runs))
     for run in runs:
@@ -732,13 +840,15 @@ def _command(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
     print(f"differences: {', '.join(str(run.model_dir / DIFF_FILE) for run in runs[:1])}" if runs else "")
+    partial = [line for run in runs for line in run.partial]
+    for line in partial:
+        print(f"scifig rescore: PARTIAL: {line}", file=sys.stderr)
     failed = {task: count for run in runs for task, count in run.judge_failed.items()}
     if failed:
         from scifig_tasks.core.judge import failure_summary
 
         print(failure_summary("scifig rescore", failed), file=sys.stderr)
-        return 1
-    return 0
+    return 1 if failed or partial else 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -763,6 +873,12 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
         help="score with this protocol (SCIFIG_PROTOCOL); default: the environment's setting",
     )
     parser.add_argument("--tasks", default=None, help="comma-separated tasks or groups of the run (default: all)")
+    parser.add_argument(
+        "--allow-partial",
+        action="store_true",
+        help="score a damaged log (samples missing or repeated) from what is there; the tables say n and "
+        '"partial", and the exit status is 1',
+    )
 
 
 DESCRIPTION = """\
@@ -774,7 +890,8 @@ by SCIFIG_JUDGE_*.
 
 Writes the re-scored run in the framework's own format under OUT/<model>/ (readable by scifig report) and
 OUT/<model>/rescore_diff.json: each task's headline metrics before and after and every sample whose verdict
-changed."""
+changed. A samples file that lacks or repeats documents the results file counts is refused, naming the file and the
+doc ids; --allow-partial scores what is there, marked partial (exit status 1)."""
 
 EPILOG = """\
 examples:
