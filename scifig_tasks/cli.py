@@ -4,9 +4,11 @@
   task folder as ``--include_path`` (unless one is given, as ``--include_path DIR`` or ``--include_path=DIR``), and
   — unlike ``lmms-eval``, which exits 0 whatever happened — exits non-zero when a task is not found, data is bad,
   scoring raised or any sample could not be judged (:func:`judge_failures`; the summary line names the tasks).
-  API keys never reach the screen or the output folder (:mod:`scifig_tasks.core.secrets`): they are masked as
-  ``<NAME_OF_THE_VARIABLE>`` in what lmms-eval prints and, after the run, in the files it wrote under
-  ``--output_path`` (a model server echoing the key in an error otherwise lands in the samples file).
+  API keys and URL credentials (``user:password@`` in an environment value or an argument such as
+  ``--model_args base_url=...``) never reach the screen or the output folder (:mod:`scifig_tasks.core.secrets`):
+  they are masked as ``<NAME_OF_THE_VARIABLE>`` in what lmms-eval prints and, after the run, in the files it wrote
+  under ``--output_path`` (a model server echoing the key otherwise lands in the samples file; lmms-eval stores the
+  model arguments in the results file).
   ``--preset NAME`` expands a model preset (:mod:`scifig_tasks.core.presets`) to lmms-eval arguments; explicit
   arguments win. ``scifig eval --help`` prints this command's help, then lmms-eval's options.
 * ``scifig demo --out DIR`` generates a small GRAB set with the generator (``--per-task`` questions per task,
@@ -141,7 +143,8 @@ def eval_command(argv: Sequence[str]) -> int:
     except PresetError as exc:
         print(f"scifig eval: FAILED: {exc}", file=sys.stderr)
         return 1
-    with masked_output(secrets_of(os.environ), _option(argv, "--output_path")):
+    # the environment's keys and URL credentials, and those of URLs in the arguments (--model_args base_url=...)
+    with masked_output(secrets_of(os.environ, command_line=argv), _option(argv, "--output_path")):
         try:
             outcomes = run_lmms_eval(argv)
         except EvalFailed as exc:
@@ -245,9 +248,9 @@ sub-tasks). The options are lmms-eval's, passed to it unchanged (listed below); 
 --include_path unless you give one.
 
 Differences from running lmms-eval directly: the exit status is 1 when a task was not found, data was bad, scoring
-failed or any sample could not be scored by the LLM judge (lmms-eval exits 0 whatever happened); API keys are
-masked, shown as <NAME_OF_THE_VARIABLE>, on the screen and in the files written under --output_path; --preset
-fills in the model options from a model preset."""
+failed or any sample could not be scored by the LLM judge (lmms-eval exits 0 whatever happened); API keys and the
+credentials of URLs (user:password@) are masked, shown as <NAME_OF_THE_VARIABLE>, on the screen and in the files
+written under --output_path; --preset fills in the model options from a model preset."""
 
 EVAL_EPILOG = """\
 examples:

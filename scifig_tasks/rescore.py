@@ -59,6 +59,7 @@ from scifig_tasks.core.errors import DataError
 from scifig_tasks.core.mmsci import PAPER_DENOMINATOR
 from scifig_tasks.core.protocol import GLOBAL_VARIABLE, PROTOCOLS, variable
 from scifig_tasks.core.sample_logs import LogCheck, check_ids, check_log, distinct
+from scifig_tasks.core.secrets import masked_output, secrets_of
 from scifig_tasks.report.runs import RECORDS_SUFFIX, RESULTS_SUFFIX, SCORES_SUFFIX, read_jsonl, read_results
 
 NULL_DOC_HASH = hashlib.sha256(b"null").hexdigest()
@@ -821,6 +822,11 @@ def _quiet_lmms_eval() -> None:
 
 
 def _command(args: argparse.Namespace) -> int:
+    with masked_output(secrets_of(os.environ), args.out):  # the logs it copies may hold a key a server echoed
+        return _rescore_command(args)
+
+
+def _rescore_command(args: argparse.Namespace) -> int:
     _quiet_lmms_eval()
     tasks = [name for name in (args.tasks or "").split(",") if name] or None
     try:

@@ -67,7 +67,7 @@ from tqdm.auto import tqdm
 
 from scifig_tasks.core.configs import read_config
 from scifig_tasks.core.errors import ConfigError
-from scifig_tasks.core.secrets import mask, secrets_of
+from scifig_tasks.core.secrets import mask, secrets_of, url_credentials
 
 logger = logging.getLogger("scifig.judge")
 
@@ -283,12 +283,6 @@ def endpoint_host(base_url: str) -> str:
     return urlsplit(base_url).netloc.rsplit("@", 1)[-1]
 
 
-def _userinfo(base_url: str) -> list[str]:
-    """The ``user:password`` and ``password`` written in a URL, if any (secrets: never stored or shown)."""
-    parts = urlsplit(base_url)
-    return [value for value in (parts.password, f"{parts.username}:{parts.password}") if parts.password and value]
-
-
 def _endpoint(base_url: str) -> str:
     """The base URL without any user:password part, for messages."""
     parts = urlsplit(base_url)
@@ -370,7 +364,7 @@ class JudgeClient:
         self._slow_after = min(SLOW_NOTICE_S, config.timeout_s / 2)
         self._in_flight: dict[Path, Future[JudgeResult]] = {}
         extra = [config.api_key] if config.api_key else []
-        self._secrets = secrets_of(os.environ, [*extra, *_userinfo(config.base_url)])
+        self._secrets = secrets_of(os.environ, [*extra, *url_credentials(config.base_url)])
         self._flavour = _httpx_flavour()
         self._sdk = _sdk_client(self)
 

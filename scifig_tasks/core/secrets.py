@@ -1,33 +1,79 @@
-"""API keys never reach the screen, the logs or the files a run writes (``scifig eval``, ``scifig vlmeval``).
+"""API keys and URL credentials never reach the screen, the logs or any file scifig writes (``scifig eval``,
+``scifig vlmeval``, ``scifig report``, the judge cache).
 
-Rule: a secret is the value (8 characters or more) of every environment variable whose name ends in ``KEY``,
-``TOKEN``, ``SECRET`` or ``PASSWORD`` (``OPENAI_API_KEY``, ``HF_TOKEN``), plus any key a command line or config
-file names. It is replaced by ``<NAME>`` (the variable's name; ``<secret>`` for one without a name) in everything
-printed through ``sys.stdout`` / ``sys.stderr`` and every log record while a run lasts, and afterwards in the files
-the run wrote. Output that bypasses Python's streams (native code, child processes) is not filtered.
+Rule: a secret is
+
+* the value of every environment variable whose name ends in ``KEY``, ``TOKEN``, ``SECRET`` or ``PASSWORD``
+  (``OPENAI_API_KEY``, ``HF_TOKEN``), labelled ``<NAME>``, plus any key a command line or config file names,
+  labelled ``<secret>``;
+* the credentials written in a URL (``scheme://user:password@host``) in any environment value (``OPENAI_API_BASE``,
+  ``SCIFIG_JUDGE_BASE_URL``) or command-line value (``--model_args base_url=...``, a config file's ``api_base``):
+  the password, ``user:password`` (both as written and percent-decoded) and the HTTP Basic credential
+  ``base64(user:password)`` that HTTP clients send for such a URL; a URL with a user and no password
+  (``https://TOKEN@host``) holds a token, so the user counts. Labelled ``<NAME credentials>`` (the variable's name),
+  ``<url credentials>`` for a command-line value.
+
+Values shorter than 8 characters are not secrets (they would mask ordinary words). Masking replaces every secret by
+its label, longest first, in everything printed through ``sys.stdout`` / ``sys.stderr`` and every log record while a
+run lasts, in every string of a record before it is written (:func:`mask_value`) and in the files a run wrote
+(:func:`mask_file`: text byte for byte, pickles loaded, masked and dumped again, zip containers such as ``.xlsx``
+member by member). A command :func:`declared` its command line's secrets while it runs, so a writer that sees only
+the environment (the judge cache) masks them too. Output that bypasses Python's streams (native code, child
+processes) is not filtered.
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import logging
+import os
+import pickle
 import re
+import shutil
 import sys
+import tempfile
 import time
+import zipfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, BinaryIO, TextIO
+from urllib.parse import unquote
+from xml.sax.saxutils import escape
 
 SECRET_NAME = re.compile(r"(?:^|_)(?:KEY|TOKEN|SECRET|PASSWORD)$", re.IGNORECASE)
 MIN_SECRET_CHARS = 8
 """Shorter values are not masked: they would mask ordinary words."""
 UNNAMED = "<secret>"
+UNNAMED_URL = "<url credentials>"
+URL_USERINFO = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://([^\s/?#\"'<>,]*)@")
+"""``scheme://USERINFO@``: the userinfo ends at the netloc's last ``@`` (as ``urllib.parse.urlsplit`` reads it)."""
 
 
-def secrets_of(environ: Mapping[str, str], extra: Iterable[str] = ()) -> dict[str, str]:
-    """``secret -> <NAME>`` for the environment's secrets and the ``extra`` values, longest first (so a secret that
-    contains another is masked whole)."""
-    found = {value: UNNAMED for value in extra}
+def url_credentials(value: str) -> list[str]:
+    """The credentials written in the URLs of ``value``: the password, ``user:password`` (as written and
+    percent-decoded) and ``base64(user:password)``; for a URL with a user and no password, the user (a token)."""
+    found: list[str] = []
+    for match in URL_USERINFO.finditer(value):
+        user, colon, password = match.group(1).partition(":")
+        for login, word in dict.fromkeys([(user, password), (unquote(user), unquote(password))]):
+            found += [word, f"{login}:{word}"] if colon else [login]
+            found.append(base64.b64encode(f"{login}:{word}".encode()).decode())
+    return found
+
+
+def secrets_of(
+    environ: Mapping[str, str], extra: Iterable[str] = (), command_line: Iterable[str] = ()
+) -> dict[str, str]:
+    """``secret -> label`` for the environment's secrets (named keys and URL credentials), the ``extra`` values
+    (keys named elsewhere), the URL credentials in the ``command_line`` values and the secrets :func:`declared` by
+    the running command, longest first (so a secret that contains another is masked whole). A value found twice
+    keeps the most precise label (a variable's name)."""
+    found = dict(_declared)
+    found |= {secret: UNNAMED_URL for value in command_line for secret in url_credentials(value)}
+    found |= {value: UNNAMED for value in extra}
+    for name, value in sorted(environ.items()):
+        found |= {secret: f"<{name} credentials>" for secret in url_credentials(value)}
     found |= {value: f"<{name}>" for name, value in sorted(environ.items()) if SECRET_NAME.search(name)}
     return {
         value: label
@@ -36,11 +82,48 @@ def secrets_of(environ: Mapping[str, str], extra: Iterable[str] = ()) -> dict[st
     }
 
 
+_declared: dict[str, str] = {}
+
+
+@contextlib.contextmanager
+def declared(secrets: Mapping[str, str]) -> Iterator[None]:
+    """Within the block, :func:`secrets_of` also returns ``secrets`` (a command line's keys and URL credentials), so
+    a writer that sees only the environment (the judge cache, a dataset's records) masks them too."""
+    saved = dict(_declared)
+    _declared.update(secrets)
+    try:
+        yield
+    finally:
+        _declared.clear()
+        _declared.update(saved)
+
+
 def mask(text: str, secrets: Mapping[str, str]) -> str:
     """``text`` with every secret replaced by its label."""
     for secret, label in secrets.items():
         text = text.replace(secret, label)
     return text
+
+
+def mask_value(value: Any, secrets: Mapping[str, str]) -> Any:
+    """``value`` with every string in it masked: a string, the keys and items of mappings, lists, tuples and sets,
+    the cells, index and columns of a pandas ``DataFrame`` / ``Series``; anything else is returned as it is."""
+    if not secrets:
+        return value
+    if isinstance(value, str):
+        return mask(value, secrets)
+    if isinstance(value, Mapping):
+        return {mask_value(key, secrets): mask_value(item, secrets) for key, item in value.items()}
+    if type(value) in (list, tuple, set):
+        return type(value)(mask_value(item, secrets) for item in value)
+    pandas = sys.modules.get("pandas")  # a pandas object exists only where pandas was imported
+    if pandas is not None and isinstance(value, pandas.DataFrame | pandas.Series):
+        value = value.map(lambda cell: mask_value(cell, secrets))
+        value.index = value.index.map(lambda label: mask_value(label, secrets))
+        if hasattr(value, "columns"):
+            value.columns = value.columns.map(lambda label: mask_value(label, secrets))
+        return value
+    return value
 
 
 class MaskedStream:
@@ -77,30 +160,80 @@ def mask_log_records(secrets: Mapping[str, str]) -> None:
     logging.setLogRecordFactory(factory)
 
 
+def mask_file(path: Path, secrets: Mapping[str, str]) -> bool:
+    """Mask the secrets in the file ``path`` in place (written anew only when it changes); return whether it changed.
+
+    A zip container (``.xlsx``, whose strings are compressed) is masked member by member, the labels XML-escaped in
+    ``.xml`` members; a pickle (``.pkl``, whose strings are length-prefixed) is loaded, masked (:func:`mask_value`)
+    and dumped again; any other file byte for byte (UTF-8). A link's target is masked."""
+    if not secrets:
+        return False
+    path = path.resolve()
+    if zipfile.is_zipfile(path):
+        with zipfile.ZipFile(path) as archive:
+            members = [(info, archive.read(info)) for info in archive.infolist()]
+        masked = [(info, _mask_bytes(data, secrets, xml=info.filename.endswith(".xml"))) for info, data in members]
+        if masked == members:
+            return False
+
+        def write_zip(handle: BinaryIO) -> None:
+            with zipfile.ZipFile(handle, "w") as archive:
+                for info, data in masked:
+                    archive.writestr(info, data)
+
+        _replace(path, write_zip)
+        return True
+    data = path.read_bytes()
+    if not any(secret.encode() in data for secret in secrets):
+        return False
+    if path.suffix == ".pkl":
+        value = mask_value(pickle.loads(data), secrets)
+        _replace(path, lambda handle: pickle.dump(value, handle))
+        return True
+    path.write_bytes(_mask_bytes(data, secrets))
+    return True
+
+
+def _mask_bytes(data: bytes, secrets: Mapping[str, str], xml: bool = False) -> bytes:
+    for secret, label in secrets.items():
+        data = data.replace(secret.encode(), (escape(label) if xml else label).encode())
+    return data
+
+
+def _replace(path: Path, write: Callable[[BinaryIO], None]) -> None:
+    """Replace ``path`` by what ``write`` writes (same permissions; never a half-written file)."""
+    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            write(handle)
+        shutil.copymode(path, temporary)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
 def mask_files(
     root: Path, secrets: Mapping[str, str], since: float | None = None, select: Callable[[Path], bool] | None = None
 ) -> list[Path]:
-    """Mask the secrets in the files under ``root`` (modified at or after ``since``, chosen by ``select``); return the
-    files changed."""
-    changed = []
+    """Mask the secrets in the files under ``root`` (modified at or after ``since``, chosen by ``select``) with
+    :func:`mask_file`; return the files changed (a file reached through several links is masked once)."""
+    changed, seen = [], set()
     for path in sorted(root.rglob("*")) if secrets and root.is_dir() else []:
-        if not path.is_file() or (since is not None and path.stat().st_mtime < since):
+        if not path.is_file() or path.resolve() in seen:
             continue
-        if select is not None and not select(path):
+        if (since is not None and path.stat().st_mtime < since) or (select is not None and not select(path)):
             continue
-        data = original = path.read_bytes()
-        for secret, label in secrets.items():
-            data = data.replace(secret.encode(), label.encode())
-        if data != original:
-            path.write_bytes(data)
+        seen.add(path.resolve())
+        if mask_file(path, secrets):
             changed.append(path)
     return changed
 
 
 @contextlib.contextmanager
 def masked_output(secrets: Mapping[str, str], output_path: str | Path | None = None) -> Iterator[None]:
-    """Mask the secrets in ``sys.stdout`` / ``sys.stderr`` inside the block, then in the files written under
-    ``output_path`` meanwhile."""
+    """Mask the secrets in ``sys.stdout`` / ``sys.stderr`` inside the block (where they are also :func:`declared`),
+    then in the files written under ``output_path`` meanwhile."""
     if not secrets:
         yield
         return
@@ -108,7 +241,8 @@ def masked_output(secrets: Mapping[str, str], output_path: str | Path | None = N
     saved = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = MaskedStream(sys.stdout, secrets), MaskedStream(sys.stderr, secrets)
     try:
-        yield
+        with declared(secrets):
+            yield
     finally:
         sys.stdout.flush()
         sys.stderr.flush()

@@ -14,7 +14,8 @@ folder or its *_results.json files; several files of one model merge) and VLMEva
 
 Writes OUT/report.html, OUT/report.md and OUT/figures/*.png and, when the run logged its samples (lmms-eval's
 --log_samples), OUT/samples.html: every sample with its figure, prompt, model output and how it was scored,
-filterable."""
+filterable. API keys and URL credentials of the environment (as scifig eval masks them) are masked in everything
+written, also when the results come from a plain lmms-eval run whose samples hold a key a server echoed."""
 
 EPILOG = """\
 examples:

@@ -17,6 +17,7 @@ each dataset under the lmms-eval task name it corresponds to (:data:`VLMEVAL_TAS
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +25,8 @@ from typing import Any
 
 from scifig_tasks.core.errors import DataError
 from scifig_tasks.core.provenance import KEY
+from scifig_tasks.core.sample_logs import report_note, scores_note
+from scifig_tasks.core.secrets import mask, mask_value, secrets_of
 from scifig_tasks.core.sources import SCIFIBENCH
 
 SCIFIBENCH_SPLITS = SCIFIBENCH.splits
@@ -159,6 +162,8 @@ def _vlmeval(path: Path, runs: dict[str, Run]) -> None:
     run.task_versions[path] = {task: str(data.get("version", "-"))}
     run.entries[task] = {f"{name},none": value for name, value in data["metrics"].items()}
     run.entries[task][f"{DETAIL_METRIC.get(task, 'breakdown')},none"] = data["breakdown"]
+    if isinstance(data.get("partial"), dict):  # scifig rescore --allow-partial
+        run.notes.append(scores_note(task, data["partial"], path))
     records = path.with_name(path.name[: -len(SCORES_SUFFIX)] + RECORDS_SUFFIX)
     if records.is_file():
         run.samples[task] = [
@@ -173,7 +178,10 @@ def _vlmeval(path: Path, runs: dict[str, Run]) -> None:
 
 
 def load_runs(paths: Iterable[Path]) -> list[Run]:
-    """Read every results file (and its samples) and group them by model, in order of first appearance."""
+    """Read every results file (and its samples) and group them by model, in order of first appearance; every string
+    read is masked with the environment's secrets (:mod:`scifig_tasks.core.secrets`), so nothing built from the runs
+    shows a key, not even in part: a plain lmms-eval run masks nothing, and a server echoing a key puts it in the
+    samples."""
     runs: dict[str, Run] = {}
     for path in results_files(list(paths)):
         if path.name.endswith(SCORES_SUFFIX):
@@ -200,4 +208,11 @@ def load_runs(paths: Iterable[Path]) -> list[Run]:
                 run.task_versions.setdefault(path, {})[task] = str(data["versions"][task])
             if task in samples:
                 run.samples[task] = samples[task]
+                if note := report_note(task, samples[task], data, path):  # a damaged log says "partial"
+                    run.notes.append(note)
+    secrets = secrets_of(os.environ)
+    for run in runs.values():
+        run.model, run.notes = mask(run.model, secrets), mask_value(run.notes, secrets)
+        run.entries, run.samples = mask_value(run.entries, secrets), mask_value(run.samples, secrets)
+        run.environments = mask_value(run.environments, secrets)
     return list(runs.values())

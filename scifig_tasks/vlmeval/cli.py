@@ -3,9 +3,11 @@
 * ``scifig vlmeval ARGS...`` registers the scifig dataset classes (:func:`scifig_tasks.vlmeval.register`) and runs
   VLMEvalKit's own runner (``vlmeval/run.py``'s ``main``) in this process with ``ARGS`` unchanged (``--data``,
   ``--model``, ``--config``, ``--work-dir``, ...). Differences from ``python run.py``: predictions are written as TSV
-  unless ``PRED_FORMAT`` is set (exact text, no spreadsheet conversions); API keys are masked in every log record and
-  in the run's status and log files (VLMEvalKit logs the key of its OpenAI wrapper); and the command exits non-zero
-  when a requested dataset has no metrics (VLMEvalKit logs the failure and exits 0).
+  unless ``PRED_FORMAT`` is set (exact text, no spreadsheet conversions); API keys and URL credentials
+  (:mod:`scifig_tasks.core.secrets`) are masked in every log record and, after the run (also one that failed), in
+  every file it wrote under the work dir: predictions, ``_scifig_records.jsonl``, scores, status, logs, pickles
+  (VLMEvalKit logs the key of its OpenAI wrapper; a server echoing a key puts it in the model's replies); and the
+  command exits non-zero when a requested dataset has no metrics (VLMEvalKit logs the failure and exits 0).
 * ``scifig export-tsv [--data NAME ...] [--out DIR]`` writes the VLMEvalKit TSV of each dataset (default: all, into
   VLMEvalKit's data folder ``$LMUData`` or ``~/LMUData``) from the Hub or the ``SCIFIG_*_DATA`` local data.
 """
@@ -16,11 +18,12 @@ import argparse
 import json
 import os
 import sys
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from scifig_tasks.core.secrets import mask_files, mask_log_records, secrets_of
+from scifig_tasks.core.secrets import declared, mask_files, mask_log_records, secrets_of
 from scifig_tasks.vlmeval import tsv
 
 
@@ -28,19 +31,28 @@ class VlmevalFailed(RuntimeError):
     """VLMEvalKit finished without metrics for every requested dataset."""
 
 
+KEY_OPTIONS = ("--key", "--judge-key")
+
+
 def secrets(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """What to mask (:mod:`scifig_tasks.core.secrets`): the environment's secrets, ``--key`` / ``--judge-key``
-    values and the ``"key"`` entries of a ``--config`` file."""
+    values, the ``"key"`` / ``"api_key"`` entries of a ``--config`` file, and the credentials of a URL written in
+    any argument (``--base-url``, ``--judge-base-url``) or config value (``"api_base"``)."""
     argv = list(argv)
-    extra: set[str] = set()
-    for flag in ("--key", "--judge-key"):
-        if flag in argv and argv.index(flag) + 1 < len(argv):
-            extra.add(argv[argv.index(flag) + 1])
-    if "--config" in argv and argv.index("--config") + 1 < len(argv):
-        config = Path(argv[argv.index("--config") + 1])
-        if config.exists():
-            extra |= set(_config_keys(json.loads(config.read_text())))
-    return secrets_of(os.environ if environ is None else environ, extra)
+    extra = {value for option in KEY_OPTIONS for value in _values(argv, option)}
+    command_line = list(argv)
+    for name in _values(argv, "--config"):
+        if Path(name).is_file():
+            config = json.loads(Path(name).read_text())
+            extra |= set(_config_keys(config))
+            command_line += list(_strings(config))
+    return secrets_of(os.environ if environ is None else environ, extra, command_line)
+
+
+def _values(argv: list[str], option: str) -> list[str]:
+    """Every value of ``option`` in ``argv``, given as ``option VALUE`` or ``option=VALUE``."""
+    found = [argv[index + 1] for index, arg in enumerate(argv[:-1]) if arg == option]
+    return found + [arg.split("=", 1)[1] for arg in argv if arg.startswith(f"{option}=")]
 
 
 def _config_keys(node: Any) -> Iterable[str]:
@@ -55,8 +67,16 @@ def _config_keys(node: Any) -> Iterable[str]:
             yield from _config_keys(value)
 
 
-def _is_run_log(path: Path) -> bool:
-    return path.name == "status.json" or path.suffix == ".log"
+def _strings(node: Any) -> Iterable[str]:
+    if isinstance(node, str):
+        yield node
+    elif isinstance(node, dict | list):
+        for value in node.values() if isinstance(node, dict) else node:
+            yield from _strings(value)
+
+
+def _work_dir(args: argparse.Namespace) -> Path:
+    return Path(os.environ.get("MMEVAL_ROOT") or args.work_dir)
 
 
 def _requested(args: argparse.Namespace) -> tuple[list[str], list[str]]:
@@ -104,19 +124,19 @@ def run_vlmeval(argv: Sequence[str]) -> None:
     register()
     import vlmeval.run as vlmeval_run
 
-    saved = sys.argv
+    saved, started, args = sys.argv, time.time() - 1.0, None  # file times may be rounded down
     sys.argv = ["run.py", *argv]
     try:
-        args = vlmeval_run.parse_args()
-        vlmeval_run.load_env()
-        vlmeval_run.main()
+        with declared(masked):  # the judge cache and the records mask the command line's keys too
+            args = vlmeval_run.parse_args()
+            vlmeval_run.load_env()
+            vlmeval_run.main()
     finally:
         sys.argv = saved
-    work_dir = Path(os.environ.get("MMEVAL_ROOT") or args.work_dir)
+        if args is not None:  # every file the run wrote in its work dir: predictions, records, scores, logs, pickles
+            mask_files(_work_dir(args), masked, since=started)
+    work_dir = _work_dir(args)
     models, datasets = _requested(args)
-    for model in models:
-        mask_files(work_dir / model, masked, select=_is_run_log)
-    mask_files(work_dir / "logs", masked, select=_is_run_log)
     problems = _check(work_dir, models, datasets, args.mode)
     if problems:
         raise VlmevalFailed("; ".join(problems))
@@ -145,8 +165,9 @@ SciFig_PlotTwist*, SciFig_MMSCI_* (scifig export-tsv --help lists them all). The
 it unchanged (listed below).
 
 Differences from running VLMEvalKit's run.py: predictions are written as TSV (exact text, no spreadsheet
-conversions) unless PRED_FORMAT is set; API keys are masked in its logs and status files; the exit status is 1 when
-a requested dataset ends without metrics (VLMEvalKit exits 0)."""
+conversions) unless PRED_FORMAT is set; API keys and the credentials of URLs (user:password@) are masked in its logs
+and in every file it writes under the work dir (predictions, records, scores, status); the exit status is 1 when a
+requested dataset ends without metrics (VLMEvalKit exits 0)."""
 
 VLMEVAL_EPILOG = """\
 examples:

@@ -19,7 +19,9 @@ The judge (SciFIBench ambiguous outputs, Plot Twist reformatting) is configured 
 
 ``evaluate`` writes ``<prediction file>_scifig_records.jsonl`` (one scored record per question, with the reply) and
 ``<prediction file>_scifig_scores.json`` (the metrics, the breakdown, the task version and the environment block of
-:mod:`scifig_tasks.core.provenance`), and returns the metrics as plain numbers.
+:mod:`scifig_tasks.core.provenance`), the environment's secrets masked in both (:mod:`scifig_tasks.core.secrets`: a
+server echoing a key puts it in the replies; ``scifig vlmeval`` also masks the keys its command line names), and
+returns the metrics as plain numbers.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from vlmeval.smp import LMUDataRoot, toliststr
 from scifig_tasks.core import grab, plot_twist, scifibench
 from scifig_tasks.core.judge import configured_concurrency, get_judge
 from scifig_tasks.core.provenance import KEY, environment
+from scifig_tasks.core.secrets import mask_value, secrets_of
 from scifig_tasks.core.sources import SCIFIBENCH
 from scifig_tasks.core.versions import TASK_VERSIONS
 from scifig_tasks.vlmeval import tsv
@@ -108,13 +111,14 @@ class SciFigDataset(ImageBaseDataset):
         with ThreadPoolExecutor(max_workers=max(SCORING_THREADS, configured_concurrency() or 0)) as pool:
             records = list(pool.map(scored, lines))
         metrics, details = self.summarise(records)
-        stem = str(eval_file).rsplit(".", 1)[0]
+        stem, secrets = str(eval_file).rsplit(".", 1)[0], secrets_of(os.environ)
         with open(f"{stem}_scifig_records.jsonl", "w", encoding="utf-8") as handle:
             for record in records:
-                handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+                handle.write(json.dumps(mask_value(record, secrets), ensure_ascii=False) + "\n")
         with open(f"{stem}_scifig_scores.json", "w", encoding="utf-8") as handle:
             scores = {"dataset": self.dataset_name, "version": TASK_VERSIONS[self.BENCHMARK], "metrics": metrics}
-            json.dump({**scores, "breakdown": details, KEY: environment("vlmeval")}, handle, indent=1)
+            scores |= {"breakdown": details, KEY: environment("vlmeval")}
+            json.dump(mask_value(scores, secrets), handle, indent=1)
         return metrics
 
     def score(self, line: Mapping[str, Any], reply: str | None) -> dict[str, Any]:
