@@ -18,6 +18,7 @@ from PIL import Image
 from scifig_tasks.core import grab_mc, mmsci
 from scifig_tasks.core import plot_twist as pt
 from scifig_tasks.core.judge import JudgeClient, JudgeConfig
+from tests.harness.lmms import served_env
 from tests.harness.openai_server import ChatRequest, Reply
 from tests.harness.scifibench_data import Question, build, write_splits
 
@@ -59,15 +60,9 @@ def test_scifibench_reports_judge_failures_apart_from_none_found(
     data = write_splits({"CS_Figure2Caption": build(questions)}, tmp_path / "scifibench")
     model = openai_server(lambda request: SCIFIBENCH[first_image_red(request)][1])
     judge = openai_server(judge_policy)
-    env = {
-        **lmms_env,
-        "SCIFIG_SCIFIBENCH_DATA": str(data),
-        "OPENAI_API_BASE": model.base_url,
-        "OPENAI_API_KEY": "sk-test",
-        "SCIFIG_JUDGE_BASE_URL": judge.base_url,
-        "SCIFIG_JUDGE_MODEL": "fake-judge",
-        "SCIFIG_JUDGE_MAX_RETRIES": "1",
-    }
+    env = served_env(
+        lmms_env, model.base_url, judge.base_url, SCIFIG_SCIFIBENCH_DATA=str(data), SCIFIG_JUDGE_MAX_RETRIES="1"
+    )
     args = ["--model", "openai", "--model_args", "model_version=fake-vlm,max_retries=1,retry_backoff_s=0"]
     args += ["--tasks", "scifibench_cs_figure2caption", "--log_samples"]
 

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.harness.grab_data import Row, question_text, write_parquet
+from tests.harness.lmms import served_env
 from tests.harness.openai_server import ChatRequest, Reply, by_question, echoing_key, fixed_latency
 from tests.harness.scifibench_data import Question, build, write_splits
 
@@ -111,15 +112,9 @@ def test_scifibench_judge_saying_n_a_is_flagged_and_asked_again(
     data = write_splits({"CS_Figure2Caption": build([Question("f2c", a) for a in answers])}, tmp_path / "scifibench")
     model = openai_server(lambda request: "It could be A or B.")  # the rules refuse: every output goes to the judge
     judge = openai_server(lambda request: Reply(text="N/A"))
-    env = {
-        **lmms_env,
-        "SCIFIG_SCIFIBENCH_DATA": str(data),
-        "OPENAI_API_BASE": model.base_url,
-        "OPENAI_API_KEY": "sk-test",
-        "SCIFIG_JUDGE_BASE_URL": judge.base_url,
-        "SCIFIG_JUDGE_MODEL": "fake-judge",
-        "SCIFIG_JUDGE_MAX_RETRIES": "1",
-    }
+    env = served_env(
+        lmms_env, model.base_url, judge.base_url, SCIFIG_SCIFIBENCH_DATA=str(data), SCIFIG_JUDGE_MAX_RETRIES="1"
+    )
     args = ["eval", *GRAB_ARGS, "--tasks", "scifibench_cs_figure2caption", "--log_samples"]
     run = run_cli("scifig", args, env, tmp_path / "out")
 
@@ -209,14 +204,7 @@ def test_identical_judge_requests_in_flight_are_sent_once(tmp_path: Path, openai
     data = write_splits({"CS_Figure2Caption": build(questions)}, tmp_path / "scifibench")
     model = openai_server(lambda request: "It could be A or B.")  # one judge prompt for all 20 questions
     judge = openai_server(fixed_latency(lambda request: Reply(text="A"), 0.5))
-    env = {
-        **lmms_env,
-        "SCIFIG_SCIFIBENCH_DATA": str(data),
-        "OPENAI_API_BASE": model.base_url,
-        "OPENAI_API_KEY": "sk-test",
-        "SCIFIG_JUDGE_BASE_URL": judge.base_url,
-        "SCIFIG_JUDGE_MODEL": "fake-judge",
-    }
+    env = served_env(lmms_env, model.base_url, judge.base_url, SCIFIG_SCIFIBENCH_DATA=str(data))
     args = ["eval", *GRAB_ARGS, "--tasks", "scifibench_cs_figure2caption", "--log_samples"]
     run = run_cli("scifig", args, env, tmp_path / "out")
 

@@ -104,7 +104,20 @@ def test_scifig_eval_stores_no_url_credentials(tmp_path: Path, openai_server, lm
     assert sample["breakdown"]["extracted"] == "15 (session Basic <SCIFIG_JUDGE_BASE_URL credentials>)"
 
 
-def test_scifig_report_of_a_plain_lmms_eval_run_holds_no_secret(
+def scifig(args: list[str], env: dict[str, str]) -> tuple[int, str]:
+    """Run ``scifig ARGS``; its exit status and output."""
+    completed = subprocess.run(
+        [sys.executable, "-m", "scifig_tasks.cli", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=CLI_TIMEOUT_S,
+        stdin=subprocess.DEVNULL,
+    )
+    return completed.returncode, completed.stdout + completed.stderr
+
+
+def test_scifig_report_and_rescore_of_a_plain_lmms_eval_run_hold_no_secret(
     tmp_path: Path, openai_server, lmms_env, run_cli
 ) -> None:
     model, judge = openai_server(echoing_key(answer)), openai_server(echoing_key(answer))
@@ -118,17 +131,8 @@ def test_scifig_report_of_a_plain_lmms_eval_run_holds_no_secret(
     assert set(leaks([lmms.output_path], secrets)) == {"model key", f"{JUDGE_USER} Basic"}
 
     out = tmp_path / "report"
-    report = subprocess.run(
-        [sys.executable, "-m", "scifig_tasks.cli", "report", str(lmms.output_path), "--out", str(out)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=CLI_TIMEOUT_S,
-        stdin=subprocess.DEVNULL,
-    )
-
-    output = report.stdout + report.stderr
-    assert report.returncode == 0, output[-4000:]
+    returncode, output = scifig(["report", str(lmms.output_path), "--out", str(out)], env)
+    assert returncode == 0, output[-4000:]
     assert {path.name for path in out.iterdir()} >= {"report.md", "report.html", "samples.html"}
     assert leaks([out], secrets) == {}
     assert not [name for name, secret in secrets.items() if secret in output]
@@ -136,16 +140,8 @@ def test_scifig_report_of_a_plain_lmms_eval_run_holds_no_secret(
     assert "15 (session <OPENAI_API_KEY>)" in page
 
     rescored = tmp_path / "rescored"  # scifig rescore copies the logs it scores: masked as it writes them
-    rescore = subprocess.run(
-        [sys.executable, "-m", "scifig_tasks.cli", "rescore", str(lmms.output_path), "--out", str(rescored)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=CLI_TIMEOUT_S,
-        stdin=subprocess.DEVNULL,
-    )
-    output = rescore.stdout + rescore.stderr
-    assert rescore.returncode == 0, output[-4000:]
+    returncode, output = scifig(["rescore", str(lmms.output_path), "--out", str(rescored)], env)
+    assert returncode == 0, output[-4000:]
     assert list(rescored.rglob("*_samples_*.jsonl"))
     assert leaks([rescored], secrets) == {}
     assert not [name for name, secret in secrets.items() if secret in output]

@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -80,3 +81,15 @@ def lmms_env(tmp_path: Path) -> dict[str, str]:
 @pytest.fixture
 def run_cli() -> Any:
     return run
+
+
+def served_env(base: Mapping[str, str], model_url: str, judge_url: str, **extra: str) -> dict[str, str]:
+    """``base`` (an :func:`offline_env`) with a local model server and a local judge configured, plus ``extra``."""
+    return {
+        **base,
+        "OPENAI_API_BASE": model_url,
+        "OPENAI_API_KEY": "sk-test",
+        "SCIFIG_JUDGE_BASE_URL": judge_url,
+        "SCIFIG_JUDGE_MODEL": "fake-judge",
+        **extra,
+    }
