@@ -3,7 +3,8 @@
 * ``scifig eval ARGS...`` runs lmms-eval's own CLI in this process with ``ARGS`` unchanged, adds this package's
   task folder as ``--include_path`` (unless one is given, as ``--include_path DIR`` or ``--include_path=DIR``), and
   — unlike ``lmms-eval``, which exits 0 whatever happened — exits non-zero when a task is not found, data is bad,
-  scoring raised or any sample could not be judged (:func:`judge_failures`; the summary line names the tasks).
+  scoring raised or any sample could not be judged
+  (:func:`~scifig_tasks.core.judge.judge_failures`; the summary line names the tasks).
   API keys and URL credentials (``user:password@`` in an environment value or an argument such as
   ``--model_args base_url=...``) never reach the screen or the output folder (:mod:`scifig_tasks.core.secrets`):
   they are masked as ``<NAME_OF_THE_VARIABLE>`` in what lmms-eval prints and, after the run, in the files it wrote
@@ -34,7 +35,7 @@ import importlib
 import os
 import sys
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -102,37 +103,6 @@ def _option(argv: Sequence[str], name: str) -> str | None:
     return value
 
 
-def judge_failures(results: Mapping[str, Any]) -> dict[str, int]:
-    """Samples the LLM judge could not score, per task (groups are skipped: they re-count their tasks' samples).
-
-    A task reports them as ``flags.judge.judge_failed`` in its ``breakdown`` metric (every benchmark) and, for MMSci
-    captioning, as ``status.judge_failed`` of each judged metric (FActScore, G-Eval) in ``caption_report``; a task
-    counts the largest of these, i.e. the samples left without at least one judged score.
-    """
-    groups = set(results.get("groups", {}))
-    counts: dict[str, int] = {}
-    for task, metrics in results.get("results", {}).items():
-        if task in groups:
-            continue
-        found = [0]
-        for key, value in metrics.items():
-            metric = key.split(",")[0]
-            if metric == "breakdown" and isinstance(value, dict):
-                found.append(_count(value.get("flags"), "judge", "judge_failed"))
-            elif metric == "caption_report" and isinstance(value, dict):
-                judged = value.get("judged")
-                found += [_count(m, "status", "judge_failed") for m in (judged or {}).values() if isinstance(m, dict)]
-        if max(found):
-            counts[task] = max(found)
-    return counts
-
-
-def _count(tree: Any, *keys: str) -> int:
-    for key in keys:
-        tree = tree.get(key) if isinstance(tree, dict) else None
-    return tree if isinstance(tree, int) else 0
-
-
 def eval_command(argv: Sequence[str]) -> int:
     """``scifig eval``: run lmms-eval with keys masked; 1 when it failed or any sample could not be judged."""
     from scifig_tasks.core.presets import PresetError
@@ -153,13 +123,13 @@ def eval_command(argv: Sequence[str]) -> int:
         except Exception:
             traceback.print_exc()
             return 1
+        from scifig_tasks.core.judge import failure_summary, judge_failures
+
         failed: dict[str, int] = {}
         for results in outcomes:
             for task, count in judge_failures(results).items():
                 failed[task] = failed.get(task, 0) + count
         if failed:
-            from scifig_tasks.core.judge import failure_summary
-
             print(failure_summary("scifig eval", failed), file=sys.stderr)
             return 1
     return 0

@@ -544,7 +544,7 @@ def rescore_lmms(
         diff.metrics = _metric_pairs(old_entries.get(name, {}), new_entries.get(name, {}))
         diff.changed_count = sum(diffs[m].n_changed for m in members)
         diffs[name] = diff
-    from scifig_tasks.cli import judge_failures
+    from scifig_tasks.core.judge import judge_failures
 
     failed = judge_failures({"results": new_tasks, "groups": new_groups})
     return RescoredRun(path, written, model_dir, [diffs[name] for name in sorted(diffs)], failed, changes, partial)

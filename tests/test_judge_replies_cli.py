@@ -23,6 +23,7 @@ from tests.harness.grab_data import Row, question_text, write_parquet
 from tests.harness.lmms import served_env
 from tests.harness.openai_server import ChatRequest, Reply, by_question, echoing_key, fixed_latency
 from tests.harness.scifibench_data import Question, build, write_splits
+from tests.harness.vlmeval import run_vlmeval
 
 MODEL_KEY = "sk-model-echoed-7f3a-NEVER-STORED"
 JUDGE_KEY = "sk-judge-echoed-91bc-NEVER-STORED"
@@ -103,6 +104,19 @@ def test_replies_that_are_not_answers_fail_loudly_and_are_never_cached(
     assert rerun.returncode == 0, rerun.output[-4000:]
     assert judge.count == N_GRAB
     assert regroup["accuracy,none"] == 1.0
+
+
+def test_scifig_vlmeval_exits_1_when_replies_are_not_answers(tmp_path: Path, openai_server, lmms_env) -> None:
+    env = grab_setup(tmp_path, openai_server, lmms_env)
+    judge = openai_server(lambda request: Reply(text="N/A"))
+    env |= {"SCIFIG_JUDGE_BASE_URL": judge.base_url, "SCIFIG_JUDGE_MAX_RETRIES": "1"}
+    data = {"SciFig_GRAB_LLMExtract": "SciFigGRABLLMExtract"}
+    completed, _ = run_vlmeval(tmp_path, env["OPENAI_API_BASE"], env, data)
+
+    output = completed.stdout + completed.stderr
+    assert completed.returncode == 1, output[-4000:]  # before: 0, every sample scored wrong and nothing said
+    assert f"scifig vlmeval: {N_GRAB} samples could not be judged (judge_failed: grab_llm_extract {N_GRAB})" in output
+    assert cache_entries(env) == []
 
 
 def test_scifibench_judge_saying_n_a_is_flagged_and_asked_again(

@@ -722,6 +722,37 @@ def failure_summary(command: str, failed: Mapping[str, int]) -> str:
     )
 
 
+def judge_failures(results: Mapping[str, Any]) -> dict[str, int]:
+    """Samples the LLM judge could not score, per task (groups are skipped: they re-count their tasks' samples).
+
+    A task reports them as ``flags.judge.judge_failed`` in its ``breakdown`` metric (every benchmark) and, for MMSci
+    captioning, as ``status.judge_failed`` of each judged metric (FActScore, G-Eval) in ``caption_report``; a task
+    counts the largest of these, i.e. the samples left without at least one judged score.
+    """
+    groups = set(results.get("groups", {}))
+    counts: dict[str, int] = {}
+    for task, metrics in results.get("results", {}).items():
+        if task in groups:
+            continue
+        found = [0]
+        for key, value in metrics.items():
+            metric = key.split(",")[0]
+            if metric == "breakdown" and isinstance(value, dict):
+                found.append(_count(value.get("flags"), "judge", "judge_failed"))
+            elif metric == "caption_report" and isinstance(value, dict):
+                judged = value.get("judged")
+                found += [_count(m, "status", "judge_failed") for m in (judged or {}).values() if isinstance(m, dict)]
+        if max(found):
+            counts[task] = max(found)
+    return counts
+
+
+def _count(tree: Any, *keys: str) -> int:
+    for key in keys:
+        tree = tree.get(key) if isinstance(tree, dict) else None
+    return tree if isinstance(tree, int) else 0
+
+
 def get_judge(environ: Mapping[str, str] | None = None) -> JudgeClient | None:
     """The process-wide client for the configured judge, or None when judging is off or not configured."""
     config = JudgeConfig.from_env(environ)

@@ -7,7 +7,8 @@
   (:mod:`scifig_tasks.core.secrets`) are masked in every log record and, after the run (also one that failed), in
   every file it wrote under the work dir: predictions, ``_scifig_records.jsonl``, scores, status, logs, pickles
   (VLMEvalKit logs the key of its OpenAI wrapper; a server echoing a key puts it in the model's replies); and the
-  command exits non-zero when a requested dataset has no metrics (VLMEvalKit logs the failure and exits 0).
+  command exits non-zero when a requested dataset has no metrics (VLMEvalKit logs the failure and exits 0) or any
+  sample could not be judged (its last line counts them per task, as ``scifig eval`` does).
 * ``scifig export-tsv [--data NAME ...] [--out DIR]`` writes the VLMEvalKit TSV of each dataset (default: all, into
   VLMEvalKit's data folder ``$LMUData`` or ``~/LMUData``) from the Hub or the ``SCIFIG_*_DATA`` local data.
 """
@@ -109,9 +110,23 @@ def _check(work_dir: Path, models: list[str], datasets: list[str], mode: str) ->
     return problems
 
 
-def run_vlmeval(argv: Sequence[str]) -> None:
+def judge_failures_since(work_dir: Path, started: float) -> dict[str, int]:
+    """Samples the LLM judge could not score, per dataset, in the scores files written under ``work_dir`` since
+    ``started`` (read as :mod:`scifig_tasks.report.runs` reads them, counted as ``scifig eval`` counts them)."""
+    from scifig_tasks.core.judge import judge_failures
+    from scifig_tasks.report.runs import SCORES_SUFFIX, load_runs
+
+    written = [path for path in work_dir.rglob(f"*{SCORES_SUFFIX}") if path.stat().st_mtime >= started]
+    failed: dict[str, int] = {}
+    for run in load_runs(written) if written else []:
+        for task, count in judge_failures({"results": run.entries}).items():
+            failed[task] = failed.get(task, 0) + count
+    return failed
+
+
+def run_vlmeval(argv: Sequence[str]) -> dict[str, int]:
     """Register the scifig datasets and run VLMEvalKit's ``run.py`` main; raise :class:`VlmevalFailed` when a
-    requested dataset has no metrics."""
+    requested dataset has no metrics. Returns the samples the judge could not score, per task."""
     from scifig_tasks.vlmeval import register
 
     try:
@@ -140,13 +155,19 @@ def run_vlmeval(argv: Sequence[str]) -> None:
     problems = _check(work_dir, models, datasets, args.mode)
     if problems:
         raise VlmevalFailed("; ".join(problems))
+    return judge_failures_since(work_dir, started)
 
 
 def _vlmeval(args: argparse.Namespace) -> int:
     try:
-        run_vlmeval(args.rest)
+        failed = run_vlmeval(args.rest)
     except VlmevalFailed as exc:
         print(f"scifig vlmeval: FAILED: {exc}", file=sys.stderr)
+        return 1
+    if failed:
+        from scifig_tasks.core.judge import failure_summary
+
+        print(failure_summary("scifig vlmeval", failed), file=sys.stderr)
         return 1
     return 0
 
@@ -167,7 +188,7 @@ it unchanged (listed below).
 Differences from running VLMEvalKit's run.py: predictions are written as TSV (exact text, no spreadsheet
 conversions) unless PRED_FORMAT is set; API keys and the credentials of URLs (user:password@) are masked in its logs
 and in every file it writes under the work dir (predictions, records, scores, status); the exit status is 1 when a
-requested dataset ends without metrics (VLMEvalKit exits 0)."""
+requested dataset ends without metrics (VLMEvalKit exits 0) or any sample could not be judged."""
 
 VLMEVAL_EPILOG = """\
 examples:
