@@ -19,6 +19,7 @@ from PIL import Image
 
 import scifig_tasks
 from scifig_tasks.core.provenance import checkout
+from scifig_tasks.core.versions import TASK_VERSIONS
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -116,7 +117,8 @@ def test_demo_scores_a_local_grab_set_through_lmms_eval(tmp_path: Path, lmms_env
     assert '<img src="figures/grab_bars.png"' in dom and '<img src="figures/grab_complexity.png"' in dom
     # and so does the report, per results file
     environment_table = (report / "report.md").read_text().split("## Environment: what made these numbers")[1]
-    assert f"| {results_file.name} | grab 2.0, grab_functions 2.0," in environment_table
+    grab_version = TASK_VERSIONS["grab"]
+    assert f"| {results_file.name} | grab {grab_version}, grab_functions {grab_version}," in environment_table
     assert f"scifig {scifig_tasks.__version__}, " in environment_table and "lmms-eval 0.7." in environment_table
 
 
