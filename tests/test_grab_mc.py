@@ -111,14 +111,17 @@ def test_prompt_wording() -> None:
 )
 def test_scoring_uses_the_resolver_without_guessing(output: str, correct: bool, method: str) -> None:
     options = ["A) 1", "B) 2", "C) 3", "D) 4", "E) 5"]
-    score = score_mc(output, options, "C", judge=None)
+    score = score_mc(output, options, "C", judge=None, question=GRADIENT)
     assert score.correct is correct and score.resolution.method == method
 
 
 def test_breakdown_counts_resolution_methods() -> None:
     options = ["A) 1", "B) 2", "C) 3", "D) 4", "E) 5"]
     doc = {"pid": 0, "category": "Extrema", "mc_answer": "C"}
-    records = [sample_record(doc, score_mc(output, options, "C", None)) for output in ("C", "D", "", "B or C")]
+    records = [
+        sample_record(doc, score_mc(output, options, "C", None, question=GRADIENT))
+        for output in ("C", "D", "", "B or C")
+    ]
     table = breakdown(records)
     assert table["overall"]["all"]["n"] == 4 and table["overall"]["all"]["correct"] == 1
     assert table["flags"]["resolution"] == {"rule": 2, "unresolved": 2}

@@ -101,7 +101,8 @@ def test_grab_mc_breakdown_counts_judge_use(openai_server, tmp_path: Path) -> No
     with local_judge(judge_server.base_url, tmp_path) as judge:
         records = [
             grab_mc.sample_record(
-                {"pid": pid, "category": "Counting", "mc_answer": "B"}, grab_mc.score_mc(out, options, "B", judge)
+                {"pid": pid, "category": "Counting", "mc_answer": "B"},
+                grab_mc.score_mc(out, options, "B", judge, question="How many lines are there?"),
             )
             for pid, out in enumerate(outputs)
         ]

@@ -137,9 +137,12 @@ class McScore:
     resolution: Resolution
 
 
-def score_mc(output: str | None, options: Sequence[str], answer_letter: str, judge: JudgeClient | None) -> McScore:
-    """Resolve the output's letter (rules, then the judge for refused outputs) and compare it with the answer."""
-    resolution = audit.prepare(resolve(output, options, judge=judge), output, len(options), judge)
+def score_mc(
+    output: str | None, options: Sequence[str], answer_letter: str, judge: JudgeClient | None, *, question: str
+) -> McScore:
+    """Resolve the output's letter to ``question`` (rules, then the judge for refused outputs) and compare it with
+    the answer."""
+    resolution = audit.prepare(resolve(output, options, judge=judge, question=question), output, len(options), judge)
     return McScore(correct=resolution.letter == answer_letter, resolution=resolution)
 
 

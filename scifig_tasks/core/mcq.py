@@ -38,6 +38,7 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import islice
 from typing import TYPE_CHECKING, Literal
 
 from scifig_tasks.core.outputs import END_OF_TURN_MARKERS, output_status
@@ -78,6 +79,8 @@ class _Commitment:
     end: int
     kind: str
     final: bool = False
+    own_text_end: int | None = None
+    """Where the option's own text that follows the label ends, if it does (its letters are no mentions)."""
 
 
 # --- reading ---------------------------------------------------------------------------------------------------------
@@ -87,9 +90,16 @@ _SPECIAL_TOKENS = re.compile(
 )
 
 
+_INVISIBLE = re.compile("[\u200b-\u200f\u2060\ufeff\u00ad]")
+"""Zero-width spaces and joiners, direction marks, word joiners, byte-order marks and soft hyphens: never part of a
+label (``\u200bC`` is ``C``)."""
+
+
 def clean_output(output: str) -> str:
-    """The output without reasoning blocks and end-of-sequence tokens (a linear scan, whatever the tags)."""
-    text = output
+    """The output without reasoning blocks, end-of-sequence tokens and invisible characters (a linear scan, whatever
+    the tags). Reasoning is everything up to the last ``</think>``; an unclosed ``<think>`` runs to the next
+    ``<answer>`` tag (the answer was given outside any completed reasoning) or to the end."""
+    text = _INVISIBLE.sub("", output)
     lower = text.lower()
     closing = lower.rfind("</think")
     if closing >= 0:
@@ -98,8 +108,24 @@ def clean_output(output: str) -> str:
         lower = text.lower()
     opening = lower.find("<think")
     if opening >= 0:
-        text = text[:opening]
-    return _SPECIAL_TOKENS.sub(" ", text).strip()
+        answer = lower.find("<answer>", opening)
+        text = text[:opening] + (text[answer:] if answer >= 0 else "")
+    return _LATEX_TEXT.sub(r"\1", _SPECIAL_TOKENS.sub(" ", text)).strip()
+
+
+_LATEX_TEXT = re.compile(r"\\(?:text|textbf|textrm|mathrm|mathbf)\{([^{}]{0,40})\}|\\[()]")
+"""Text inside LaTeX (``\\( \\text{E} \\)`` reads as ``E``): the command and the inline-math brackets go."""
+
+
+def _stray_close(output: str) -> str:
+    """The text before a final ``</think>`` that closes no ``<think>`` and has nothing after it (``C</think>``): some
+    chat templates open the reasoning in the prompt, and a model may state its label and close it at once."""
+    text = _INVISIBLE.sub("", output)
+    lower = text.lower()
+    closing, bracket = lower.rfind("</think"), lower.rfind(">")
+    if closing < 0 or bracket < closing or "<think" in lower or _SPECIAL_TOKENS.sub("", text[bracket + 1 :]).strip():
+        return ""
+    return _SPECIAL_TOKENS.sub(" ", text[:closing]).strip()
 
 
 _TOKEN = re.compile(r"-?\d+(?:\.\d+)?|[^\W\d_]+")
@@ -215,6 +241,8 @@ class _Grammar:
     text_statement: re.Pattern[str]
     alternatives: re.Pattern[str]
     hedge_after: re.Pattern[str]
+    lower_opening: re.Pattern[str]
+    lower_statement: re.Pattern[str]
 
 
 @lru_cache(maxsize=32)
@@ -222,9 +250,12 @@ def _grammar(n_options: int) -> _Grammar:
     letters = "".join(chr(ord("A") + index) for index in range(n_options))
     letter = rf"(?-i:(?P<letter>[{letters}])){_NOT_A_WORD}"
     label = rf"{_OPEN}(?:{_NOUN}\s{{1,3}}{_OPEN})?{letter}{_CLOSE}"
+    lower_letter = rf"(?-i:(?P<letter>[{letters.lower()}])){_NOT_A_WORD}"
+    lower_label = rf"{_OPEN}(?:{_NOUN}\s{{1,3}}{_OPEN})?{lower_letter}{_CLOSE}"
     copula = (
         r"[*_\"']{0,2}\s{0,3}(?:is(?:\s{1,3}(?:therefore|thus|clearly|then|indeed|definitely))?\b|would\s{1,3}be\b"
         r"|should\s{1,3}be\b|must\s{1,3}be\b|will\s{1,3}be\b|=|:|-|–|—)[*_:\t ]{0,4}"
+        r"(?:(?:closest|nearest)\s{1,3}to\s{1,3})?"
     )
     nouns = "answer|choice|option|caption|match|selection|response|selected|letter"
     about = r"(?:\s{1,3}(?:to|for|of)\s{1,3}(?:the|this)\s{1,3}(?:question|problem))?"
@@ -233,9 +264,14 @@ def _grammar(n_options: int) -> _Grammar:
     text_head = rf"\b(?=[AaCcOoMmSsRrLl])(?:{nouns}){about}\b"
     verdict = (
         r"(?:\s{1,3}(?:is|seems|appears)\s{1,3}(?:to\s{1,3}be\s{1,3})?(?:the\s{1,3})?(?:most\s{1,3}|best\s{1,3}|only\s{1,3})?"
-        r"(?:correct|right|best|answer|appropriate|accurate|suitable|closest|true|match|fitting|valid)\b"
+        r"(?:correct|right(?!\s{1,3}(?:angled?|triangle|side|hand|half|panel|corner|edge|part|column|image|figure"
+        r"|subplot|plot|graph|chart|of|to)\b)|best|answer|appropriate|accurate|suitable|closest|true|match|fitting"
+        r"|valid)\b"
         r"|\s{1,3}(?:best|most\s{1,3}closely|most\s{1,3}accurately)\s{1,3}"
-        r"(?:matches|fits|describes|represents|corresponds|captures|aligns)\b)"
+        r"(?:matches|fits|describes|represents|corresponds|captures|aligns)\b"
+        r"|\s{1,3}(?:describes|matches|fits|represents|captures|depicts)(?:\s{1,3}(?:the|this|given|provided)){0,2}"
+        r"(?:\s{1,3}(?:figure|image|caption|graph|chart|plot|diagram|question|description|data))?"
+        r"\s{1,3}(?:the\s{1,3})?(?:best|most\s{1,3}(?:closely|accurately|precisely))\b)"
     )
     statements = (
         (
@@ -285,6 +321,15 @@ def _grammar(n_options: int) -> _Grammar:
             re.compile(rf"{letter}(?<![A-Za-z0-9].){_CLOSE}{verdict}", re.IGNORECASE),
         ),
         (
+            "pronoun statement",
+            ("it", "this", "that"),
+            re.compile(
+                rf"\b(?=[IiTt])(?:it|this|that)(?:\s{{1,3}}is|['’]s|\s{{1,3}}(?:would|must|should)\s{{1,3}}be)"
+                rf"\s{{1,3}}{label}(?=[^\S\n]{{0,2}}(?:[.!]|\n|$))",
+                re.IGNORECASE,
+            ),
+        ),
+        (
             "choice verb",
             ("choose", "chose", "select", "pick", "go", "opt"),
             re.compile(
@@ -307,14 +352,18 @@ def _grammar(n_options: int) -> _Grammar:
             ("\\boxed",),
             re.compile(
                 rf"\\boxed\{{\s{{0,2}}(?:\\text(?:bf)?\{{)?\s{{0,2}}{label}"
-                rf"(?:[.:]?\s{{0,2}}\}}|(?<=[).:\]])\}}?\s{{0,3}}[^{{}}=+*/<>^_\n]{{0,60}}\}})"
+                rf"(?:[.:]?\s{{0,2}}\}}|(?<=[).:\]])\}}?\s{{0,3}}[^{{}}=+*/<>^_\n]{{0,60}}\}}|(?<=[)\]])[^\n]{{0,60}}?\}})"
             ),
         ),
     )
     return _Grammar(
         letters=letters,
         other_mention={letter: _other_mention(letters, letter) for letter in letters},
-        enumeration=re.compile(rf"^[^\S\n]{{0,4}}[*_(\[]{{0,3}}([{letters}])[)\].:]", re.MULTILINE),
+        enumeration=re.compile(
+            rf"(?:^|(?<=[.!?]\s))[^\S\n]{{0,4}}[*_#(\[]{{0,4}}(?:(?i:option|choice|caption|image|figure)\s{{1,3}}"
+            rf"[*_(\[]{{0,3}})?([{letters}])[*_]{{0,2}}[)\].:]",
+            re.MULTILINE,
+        ),
         opening=re.compile(
             rf"[\s#>*_(\[{{\"'`]{{0,6}}(?:(?:answer|option|choice|caption|image|figure)\s{{0,3}}[:\-]?\s{{0,3}}"
             rf"[*_(\[]{{0,3}})?{letter}(?P<close>{_CLOSE})",
@@ -326,8 +375,17 @@ def _grammar(n_options: int) -> _Grammar:
             rf"(?<![A-Za-z0-9])[{letters}]{_CLOSE}\s{{0,3}}(?:or|/)\s{{0,3}}(?:option\s{{1,3}})?{_OPEN}[{letters}](?![A-Za-z0-9])"
         ),
         hedge_after=re.compile(
-            rf"\s{{0,3}}(?:/|&|\bor\b|\band\b)\s{{0,3}}{_OPEN}(?:option\s{{1,3}})?(?-i:[{letters}])(?![A-Za-z0-9])",
+            rf"\s{{0,3}}(?:(?:/|&|\bor\b|\band\b)\s{{0,3}}{_OPEN}(?:option\s{{1,3}})?(?-i:[{letters}])(?![A-Za-z0-9])"
+            rf"|,\s{{0,3}}(?:and\s{{1,3}})?[(\[]?(?:option\s{{1,3}})?(?-i:[{letters}])[)\]])",
             re.IGNORECASE,
+        ),
+        lower_opening=re.compile(
+            rf"[\s#>*_(\[{{\"'`]{{0,6}}(?:(?:answer|option|choice)\s{{0,3}}(?:is\s{{1,3}})?[:\-]?\s{{0,3}}[*_(\[]{{0,3}})?"
+            rf"{lower_letter}{_CLOSE}[.:]?",
+            re.IGNORECASE,
+        ),
+        lower_statement=re.compile(
+            rf"(?:{head}{copula}|\b(?=[IiBbAaWw])(?:is|be|are|was)\s{{1,3}}[*_]{{0,2}}){lower_label}", re.IGNORECASE
         ),
     )
 
@@ -351,9 +409,15 @@ def _other_mention(letters: str, letter: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![A-Za-z0-9_])(?:{'|'.join(others)})(?![A-Za-z0-9_])")
 
 
+_OPERATOR_AFTER = re.compile(r"[^\S\n]{0,2}(?:[=+^×]|\*(?!\*)|[<>](?=[\s=\d]))")
+
+
 def _letter_ends_label(text: str, end: int) -> bool:
-    """A label ends at a delimiter, a line end or a space (the article case is checked by :func:`_is_article`)."""
+    """A label ends at a delimiter, a line end or a space (the article case is checked by :func:`_is_article`); a
+    letter before an operator is a variable (``E = I / d^2``)."""
     rest = text[end : end + 2]
+    if _OPERATOR_AFTER.match(text, end):
+        return False
     return not rest or rest[0] in ".,;:!)]}*\"'`<$|" or rest[0].isspace()
 
 
@@ -387,9 +451,18 @@ def _quoted_option(words: list[str], options: list[list[str]]) -> int | None:
     return found.pop() if len(found) == 1 else None
 
 
-def _names_its_text(text: str, end: int, option: list[str]) -> bool:
-    """A label followed by its own option's full text ("is (D) 60°"): the pairing makes it an answer."""
-    return bool(option) and _object_words(text, end)[: len(option)] == option
+def _own_text_end(text: str, end: int, option: list[str]) -> int | None:
+    """Where a label's own option text ends when the full text follows the label ("is (D) 60°", "(B) Option D in
+    the figure"): the pairing makes the label an answer, and the letters inside that text are no mentions."""
+    if not option:
+        return None
+    window = text[end : end + 400]
+    cut = _OBJECT_CUT.search(window)
+    window = _LATEX_COMMAND.sub(lambda command: " " * len(command.group()), window[: cut.start()] if cut else window)
+    words = list(islice(_TOKEN.finditer(window), len(option)))
+    if [word.group().lower() for word in words] != option:
+        return None
+    return end + words[-1].end()
 
 
 def _object_words(text: str, start: int) -> list[str]:
@@ -415,8 +488,10 @@ def _candidates(pattern: re.Pattern[str], text: str, budget: list[int]) -> Itera
         yield match
 
 
-def _commitments(text: str, grammar: _Grammar, options: list[list[str]]) -> tuple[list[_Commitment], bool]:
-    """Every commitment in ``text``, and whether a would-be commitment was hedged with an alternative."""
+def _commitments(
+    text: str, grammar: _Grammar, options: list[list[str]], lower_case: bool
+) -> tuple[list[_Commitment], bool]:
+    """Every commitment in ``text``, and whether a would-be commitment was hedged with an alternative or a list."""
     found: list[_Commitment] = []
     hedged = False
     budget = [MAX_STATEMENTS]
@@ -430,15 +505,25 @@ def _commitments(text: str, grammar: _Grammar, options: list[list[str]]) -> tupl
                 continue
             if _asked(text, match.end()) or _qualified(text, match.start(), kind in _VERB_KINDS):
                 continue
-            if grammar.hedge_after.match(text, match.end()):
+            letter = match.group("letter")
+            own_text = _own_text_end(text, match.end(), options[grammar.letters.index(letter)])
+            if kind == "labelled option" and own_text is None:
+                continue
+            if _hedged(text, match.end(), own_text, grammar, letter):
                 hedged = True
                 continue
-            letter = match.group("letter")
-            if kind == "labelled option" and not _names_its_text(
-                text, match.end(), options[grammar.letters.index(letter)]
-            ):
+            final = bool(match.groupdict().get("final"))
+            found.append(_Commitment(letter, match.start(), match.end(), kind, final, own_text))
+    if lower_case:
+        for match in _candidates(grammar.lower_statement, text, budget):
+            letter = match.group("letter").upper()
+            own_text = _own_text_end(text, match.end(), options[grammar.letters.index(letter)])
+            if own_text is None or _asked(text, match.end()) or _qualified(text, match.start()):
                 continue
-            found.append(_Commitment(letter, match.start(), match.end(), kind, bool(match.groupdict().get("final"))))
+            if _hedged(text, match.end(), own_text, grammar, letter):
+                hedged = True
+                continue
+            found.append(_Commitment(letter, match.start(), match.end(), "lower-case label", False, own_text))
     for match in _candidates(grammar.text_statement, text, budget):
         if _qualified(text, match.start()) or _asked(text, match.end()):
             continue
@@ -450,21 +535,56 @@ def _commitments(text: str, grammar: _Grammar, options: list[list[str]]) -> tupl
         if index is not None and not _qualified(text, match.start()):
             found.append(_Commitment(grammar.letters[index], match.start(), match.end(), "boxed option"))
     enumerated = _enumerated(text, grammar)
-    opening = grammar.opening.match(text)
-    if opening and not enumerated and not _is_article(text, opening.start("letter")):
-        rest = text[opening.end() : opening.end() + 8]
-        delimited = bool(opening.group("close").strip("_")) or not rest.strip() or rest[0] in ".:\n"
-        if delimited or re.match(r"[^\S\n]{0,3}(?:\n|[-–—]\s)", rest):
-            if grammar.hedge_after.match(text, opening.end()):
-                hedged = True
-            else:
-                letter = opening.group("letter")
-                found.append(_Commitment(letter, opening.start("letter"), opening.end(), "opening label"))
     if not enumerated:
+        opening = _opening_label(text, grammar, options, lower_case)
+        if opening == "hedged":
+            hedged = True
+        elif opening is not None:
+            found.append(opening)
         index = _opening_quote(text[:2000], options)
         if index is not None:
             found.append(_Commitment(grammar.letters[index], 0, _first_sentence_end(text), "quoted option"))
     return found, hedged
+
+
+def _hedged(text: str, end: int, own_text: int | None, grammar: _Grammar, letter: str) -> bool:
+    """The label (ending at ``end``, its option's own text at ``own_text``) is followed by an alternative ("B or C",
+    "B/C") or by a list: the next line starts with another option's label ("Answer: B) ...\nC) ...")."""
+    if grammar.hedge_after.match(text, end) or (own_text and grammar.hedge_after.match(text, own_text)):
+        return True
+    line_end = text.find("\n", own_text or end, (own_text or end) + 400)
+    if line_end < 0:
+        return False
+    item = grammar.enumeration.match(text, line_end + 1)
+    return item is not None and item.group(1) != letter
+
+
+def _opening_label(
+    text: str, grammar: _Grammar, options: list[list[str]], lower_case: bool
+) -> _Commitment | Literal["hedged"] | None:
+    """The label the output opens with, delimited (``C``, ``C)``, ``C.``, ``C`` + new line, ``C C``, ``**C**``); with
+    ``lower_case``, a lower-case label that stands alone on the first line (``answer: b``) or is followed by its
+    option's own text (``(d) rough``)."""
+    opening = grammar.opening.match(text)
+    if opening and not _is_article(text, opening.start("letter")):
+        letter = opening.group("letter")
+        rest = text[opening.end() : opening.end() + 8]
+        own_text = _own_text_end(text, opening.end(), options[grammar.letters.index(letter)])
+        delimited = bool(opening.group("close").strip("_")) or not rest.strip() or rest[0] in ".:\n"
+        repeated = re.match(rf"[^\S\n]{{1,3}}[*_(\[]{{0,3}}{letter}[*_)\]]{{0,3}}\.?[^\S\n]*(?:\n|$)", rest)
+        if delimited or repeated or re.match(r"[^\S\n]{0,3}(?:\n|[-–—]\s)", rest):
+            if _hedged(text, opening.end(), own_text, grammar, letter):
+                return "hedged"
+            return _Commitment(letter, opening.start("letter"), opening.end(), "opening label", False, own_text)
+    opening = grammar.lower_opening.match(text) if lower_case else None
+    if opening:
+        letter = opening.group("letter").upper()
+        own_text = _own_text_end(text, opening.end(), options[grammar.letters.index(letter)])
+        if own_text is not None or re.match(r"[^\S\n]*(?:\n|$)", text[opening.end() :]):
+            if _hedged(text, opening.end(), own_text, grammar, letter):
+                return "hedged"
+            return _Commitment(letter, opening.start("letter"), opening.end(), "lower-case label", False, own_text)
+    return None
 
 
 def _enumerated(text: str, grammar: _Grammar) -> bool:
@@ -505,17 +625,33 @@ def _contains(haystack: list[str], needle: list[str]) -> bool:
     return any(haystack[start : start + width] == needle for start in range(len(haystack) - width + 1))
 
 
-def resolve_by_rules(output: str | None, options: Sequence[str]) -> Resolution:
-    """Apply the grammar; ``method`` is ``"rule"`` when the output commits to one letter, else ``"unresolved"``."""
+_LOWER_CASE_LABEL = re.compile(r"(?<![A-Za-z0-9])\(?[a-z]\)|^[^\S\n]*[a-z][.:][^\S\n]", re.MULTILINE)
+
+
+def lower_case_labels_free(question: str, options: Sequence[str]) -> bool:
+    """Whether nothing in the question or its options uses lower-case labels (``(c)``, ``c)``, ``c.`` opening a
+    line): only then can a lower-case label in the output name an option (in MMSci setting III and in captions that
+    name panels, ``(c)`` is a sub-figure)."""
+    return not any(_LOWER_CASE_LABEL.search(text) for text in (question, *options))
+
+
+def resolve_by_rules(output: str | None, options: Sequence[str], *, question: str | None = None) -> Resolution:
+    """Apply the grammar; ``method`` is ``"rule"`` when the output commits to one letter, else ``"unresolved"``.
+
+    ``question``: the question text the model saw. Lower-case labels are read only when it is given and neither it
+    nor the options use lower-case labels (:func:`lower_case_labels_free`).
+    """
     status = output_status(output)
     if status != "ok":
         return Resolution(None, "unresolved", status)
     text = clean_output(output or "")
-    if not text:
-        return Resolution(None, "unresolved", "reasoning only")
     grammar = _grammar(len(options))
+    option_words = [_tokens(strip_label(option)) for option in options]
+    lower_case = question is not None and lower_case_labels_free(question, options)
+    if not text:
+        return _stray_close_label(output or "", grammar, option_words, lower_case)
     try:
-        commitments, hedged = _commitments(text, grammar, [_tokens(strip_label(option)) for option in options])
+        commitments, hedged = _commitments(text, grammar, option_words, lower_case)
     except _Repetitive:
         return Resolution(None, "unresolved", "repetitive output")
     if hedged or (not commitments and grammar.alternatives.search(text)):
@@ -534,6 +670,7 @@ def resolve_by_rules(output: str | None, options: Sequence[str]) -> Resolution:
             return Resolution(None, "unresolved", f"conflicting answers {sorted(letters)}")
         ordered = [last]
     first, letter = ordered[0], last.letter
+    text = _without_own_texts(text, ordered)
     if not _mentions_other(text, grammar, letter, last.start, len(text)):
         mentioned = _mentions_other(text, grammar, letter, 0, last.start)
         return Resolution(letter, "rule", f"{last.kind} (closing)" if mentioned else last.kind)
@@ -543,6 +680,25 @@ def resolve_by_rules(output: str | None, options: Sequence[str]) -> Resolution:
     if in_first_sentence and not _mentions_other(text, grammar, letter, 0, end):
         return Resolution(letter, "rule", f"{first.kind} (opening)")
     return Resolution(None, "unresolved", "answer amid other options")
+
+
+def _without_own_texts(text: str, commitments: list[_Commitment]) -> str:
+    """``text`` with the option texts that follow committed labels blanked: "(B) Option D in the figure" is B."""
+    for commitment in commitments:
+        if commitment.own_text_end is not None:
+            width = commitment.own_text_end - commitment.end
+            text = text[: commitment.end] + " " * width + text[commitment.own_text_end :]
+    return text
+
+
+def _stray_close_label(output: str, grammar: _Grammar, options: list[list[str]], lower_case: bool) -> Resolution:
+    """An output whose only text is a label before a stray ``</think>`` (``C</think>``) states that label; any other
+    output with nothing outside its reasoning is ``reasoning only``."""
+    first_line = _stray_close(output).split("\n", 1)[0]
+    opening = _opening_label(first_line, grammar, options, lower_case) if first_line else None
+    if isinstance(opening, _Commitment) and not first_line[opening.own_text_end or opening.end :].strip(" .*_)]"):
+        return Resolution(opening.letter, "rule", "opening label before </think>")
+    return Resolution(None, "unresolved", "reasoning only")
 
 
 # --- the judge --------------------------------------------------------------------------------------------------------
@@ -587,12 +743,15 @@ def judge_use(method: str, reason: str) -> JudgeUse:
     return "not_used"
 
 
-def resolve(output: str | None, options: Sequence[str], judge: JudgeClient | None = None) -> Resolution:
+def resolve(
+    output: str | None, options: Sequence[str], judge: JudgeClient | None = None, *, question: str | None = None
+) -> Resolution:
     """Rules first; the judge (paper prompt) only for outputs the rules refuse; unresolved otherwise.
 
-    Outputs with nothing to read (empty, request failed, reasoning only) never go to the judge.
+    Outputs with nothing to read (empty, request failed, reasoning only) never go to the judge. ``question``: as
+    for :func:`resolve_by_rules` (it decides whether lower-case labels can name options).
     """
-    ruled = resolve_by_rules(output, options)
+    ruled = resolve_by_rules(output, options, question=question)
     if ruled.method == "rule" or ruled.reason in ("empty", "request_failed", "reasoning only") or judge is None:
         return ruled
     result = judge.complete(

@@ -83,7 +83,8 @@ def resolve_answer(doc: Mapping[str, Any], output: str | None, judge: JudgeClien
     (``SCIFIG_PROTOCOL=paper`` / ``SCIFIG_MMSCI_PROTOCOL=paper``: a bare label, else gpt-4o-mini's reading)."""
     if protocol("mmsci") == "paper":
         return mcq_paper.resolve_mmsci(output, question_with_options(doc["question"], doc["options"]), judge)
-    resolution = mcq.resolve(output, resolver_options(doc["setting"], doc["options"]), judge)
+    options = resolver_options(doc["setting"], doc["options"])
+    resolution = mcq.resolve(output, options, judge, question=doc["question"])
     return audit.prepare(resolution, output, len(doc["options"]), judge)
 
 

@@ -121,11 +121,13 @@ def c2f_segments(
     return segments
 
 
-def resolve_answer(output: str | None, options: Sequence[str], judge: JudgeClient | None) -> Resolution:
-    """The letter an output gives, by the protocol in force (scifig's rules first by default, or the paper's)."""
+def resolve_answer(doc: Mapping[str, Any], output: str | None, judge: JudgeClient | None) -> Resolution:
+    """The letter an output gives to the question ``doc``, by the protocol in force (scifig's rules first by default,
+    or the paper's)."""
+    options = doc["Options"]
     if protocol("scifibench") == "paper":
         return mcq_paper.resolve_scifibench(output, options, judge)
-    return audit.prepare(mcq.resolve(output, options, judge), output, len(options), judge)
+    return audit.prepare(mcq.resolve(output, options, judge, question=doc["Question"]), output, len(options), judge)
 
 
 def sample_record(doc: Mapping[str, Any], resolution: Resolution) -> dict[str, Any]:

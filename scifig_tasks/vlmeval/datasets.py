@@ -226,7 +226,7 @@ class SciFigSciFIBench(SciFigDataset):
 
     def score(self, line: Mapping[str, Any], reply: str | None) -> dict[str, Any]:
         doc = self.doc(line)
-        return scifibench.sample_record(doc, scifibench.resolve_answer(reply, doc["Options"], get_judge()))
+        return scifibench.sample_record(doc, scifibench.resolve_answer(doc, reply, get_judge()))
 
     def summarise(self, records: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
         table = scifibench.breakdown(records, get_judge())

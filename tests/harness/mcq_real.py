@@ -8,6 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 FIXTURE_DIR = Path(__file__).resolve().parents[1] / "fixtures" / "mcq_outputs"
+COLLECTIONS = {"first": FIXTURE_DIR, "tuning": FIXTURE_DIR / "tuning", "held_out": FIXTURE_DIR / "held_out"}
+"""The first collection (the rules were written against it), and the second collection's two halves: the rules were
+tuned on ``tuning``; ``held_out`` was not looked at while they were written (see the fixture's README)."""
 LOWER_CASE_LABEL_SOURCES = frozenset({"psunlpgroup/VisOnlyQA"})
 """Sources whose prompts label options (a)-(e): outside scifig's upper-case label grammar."""
 
@@ -21,30 +24,48 @@ class RealOutput:
     output: str
     label: str | None
     basis: str
+    question: str = ""
+    collection: str = "first"
 
     @property
     def labelled_options(self) -> list[str]:
         """The options as SciFIBench stores them: ``A) text``."""
         return [f"{chr(65 + index)}) {text}" for index, text in enumerate(self.options)]
 
+    @property
+    def prompt(self) -> str:
+        """The question with its options labelled as the source's prompt labels them (``(a)`` for VisOnlyQA): what
+        decides whether the resolver may read lower-case labels."""
+        if self.source in LOWER_CASE_LABEL_SOURCES:
+            listed = [f"({chr(97 + index)}) {text}" for index, text in enumerate(self.options)]
+        else:
+            listed = self.labelled_options
+        return "\n".join([self.question, *listed])
 
-def load_real_outputs() -> list[RealOutput]:
+
+def load_real_outputs(collection: str | None = None) -> list[RealOutput]:
+    """Every output of one collection (``first``, ``tuning``, ``held_out``), or of all of them."""
     items = []
-    for path in sorted(FIXTURE_DIR.glob("*.jsonl")):
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-            row = json.loads(line)
-            try:
-                items.append(
-                    RealOutput(
-                        row["id"],
-                        row["source"],
-                        row["model"],
-                        tuple(row["options"]),
-                        row["output"],
-                        row["label"],
-                        row["basis"],
+    for name, directory in COLLECTIONS.items():
+        if collection not in (None, name):
+            continue
+        for path in sorted(directory.glob("*.jsonl")):
+            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+                row = json.loads(line)
+                try:
+                    items.append(
+                        RealOutput(
+                            row["id"],
+                            row["source"],
+                            row["model"],
+                            tuple(row["options"]),
+                            row["output"],
+                            row["label"],
+                            row["basis"],
+                            row["question"],
+                            name,
+                        )
                     )
-                )
-            except KeyError as missing:
-                raise AssertionError(f"{path.name} line {number}: no {missing} field") from None
+                except KeyError as missing:
+                    raise AssertionError(f"{path.name} line {number}: no {missing} field") from None
     return items

@@ -1,14 +1,17 @@
 """How scifig's multiple-choice rules, lmms-eval's ``extract_mcq_answer`` and VLMEvalKit's ``can_infer`` do on
 outputs that public models really produced, side by side, and how long the worst adversarial output takes.
 
-Corpus: ``tests/fixtures/mcq_outputs`` (515 outputs from 6 public repositories, each labelled by hand with the letter
-it states or none) plus the chatty SciFIBench/MMSci-style families of ``tests/harness/mcq_corpus.CHATTY``.
+Corpus: ``tests/fixtures/mcq_outputs`` (outputs from public repositories, each labelled by hand with the letter it
+states or none; see its README): the first collection, which the rules were written against, and the second
+collection's two halves, ``tuning`` (the rules were tuned on it) and ``held_out`` (never looked at while they were
+written); plus the chatty SciFIBench/MMSci-style families of ``tests/harness/mcq_corpus.CHATTY``.
 
 For each extractor: wrong resolutions (a letter other than the label, or any letter where none is stated; count and
 % of all outputs), the share of answer-stating outputs resolved correctly, and the judge calls a rules-first
-protocol would need (outputs left unresolved that have something to read). Targets for scifig: at most 0.2% wrong
-and at least 90% resolved. Rows: every output, the outputs of prompts with upper-case labels (scifig's benchmarks;
-VisOnlyQA labels ``(a)``-``(e)``), each source, and the chatty families.
+protocol would need (outputs left unresolved that have something to read). Targets for scifig: 0 wrong and at least
+90% resolved on upper-case label prompts (scifig's benchmarks; VisOnlyQA labels ``(a)``-``(e)``), in every
+collection. scifig's rules see the question as the source's prompt gave it (it decides whether lower-case labels
+can name options); the other extractors see the output and the option letters, as in their frameworks.
 
 Run: ``python -m tests.perf.bench_mcq_resolver``.
 """
@@ -25,19 +28,27 @@ from scifig_tasks.core.outputs import output_status
 from tests.harness.mcq_corpus import CHATTY, CHATTY_OPTIONS
 from tests.harness.mcq_real import LOWER_CASE_LABEL_SOURCES, load_real_outputs
 
-Resolver = Callable[[str, list[str]], str | None]
-
 
 @dataclass(frozen=True)
 class Item:
+    collection: str
     group: str
     output: str
     options: tuple[str, ...]
     label: str | None
+    question: str | None
 
     @property
     def labelled(self) -> list[str]:
         return [f"{chr(65 + index)}) {text}" for index, text in enumerate(self.options)]
+
+
+Resolver = Callable[[Item], str | None]
+COLLECTIONS = {
+    "first": "first collection (the rules were written against it)",
+    "tuning": "second collection, tuning half",
+    "held_out": "second collection, held-out half (never tuned on)",
+}
 
 
 @dataclass
@@ -61,7 +72,7 @@ class Tally:
     def row(self, name: str) -> str:
         share = f"{100 * self.right / self.stated:.1f}%" if self.stated else "-"
         return (
-            f"{name:<30}{self.n:>6}{self.wrong:>7}{100 * self.wrong / self.n:>8.2f}%"
+            f"{name:<34}{self.n:>6}{self.wrong:>7}{100 * self.wrong / self.n:>8.2f}%"
             f"{f'{self.right}/{self.stated}':>11}{share:>8}{self.judge_calls:>8}"
         )
 
@@ -69,19 +80,21 @@ class Tally:
 def corpus() -> list[Item]:
     items = [
         Item(
+            real.collection,
             "lower-case labels" if real.source in LOWER_CASE_LABEL_SOURCES else real.source,
             real.output,
             real.options,
             real.label,
+            real.prompt,
         )
         for real in load_real_outputs()
     ]
-    items += [Item("chatty families", output, CHATTY_OPTIONS, label) for output, label in CHATTY]
+    items += [Item("chatty", "chatty families", output, CHATTY_OPTIONS, label, None) for output, label in CHATTY]
     return items
 
 
-def scifig(output: str, options: list[str]) -> str | None:
-    return resolve_by_rules(output, options).letter
+def scifig(item: Item) -> str | None:
+    return resolve_by_rules(item.output, item.labelled, question=item.question).letter
 
 
 def lmms_eval_extract() -> Resolver | None:
@@ -89,7 +102,7 @@ def lmms_eval_extract() -> Resolver | None:
         from lmms_eval.tasks._task_utils.mcq_extract import extract_mcq_answer
     except ImportError:
         return None
-    return lambda output, options: extract_mcq_answer(output, [chr(65 + i) for i in range(len(options))]) or None
+    return lambda item: extract_mcq_answer(item.output, [chr(65 + i) for i in range(len(item.options))]) or None
 
 
 def vlmeval_can_infer() -> Resolver | None:
@@ -98,9 +111,9 @@ def vlmeval_can_infer() -> Resolver | None:
     except ImportError:
         return None
 
-    def resolve(output: str, options: list[str]) -> str | None:
-        choices = {option[0]: option[3:] for option in options}
-        found = can_infer(output, choices)
+    def resolve(item: Item) -> str | None:
+        choices = {chr(65 + index): text for index, text in enumerate(item.options)}
+        found = can_infer(item.output, choices)
         return found if found in choices else None
 
     return resolve
@@ -109,7 +122,7 @@ def vlmeval_can_infer() -> Resolver | None:
 def tally(resolver: Resolver, items: Iterable[Item]) -> Tally:
     result = Tally()
     for item in items:
-        result.add(resolver(item.output, item.labelled), item)
+        result.add(resolver(item), item)
     return result
 
 
@@ -125,29 +138,44 @@ def worst_adversarial() -> tuple[str, float]:
     return worst, timings[worst]
 
 
+def report(resolver: Resolver, items: list[Item]) -> None:
+    header = f"{'outputs':<34}{'n':>6}{'wrong':>7}{'wrong %':>9}{'resolved':>11}{'share':>8}{'judge':>8}"
+    print(header)
+    print("-" * len(header))
+    second = [item for item in items if item.collection in ("tuning", "held_out")]
+    if second:
+        print(tally(resolver, second).row("second collection, both halves"))
+    for collection, title in COLLECTIONS.items():
+        members = [item for item in items if item.collection == collection]
+        if not members:
+            continue
+        upper = [item for item in members if item.group != "lower-case labels"]
+        print(f"{title}")
+        print(tally(resolver, upper).row("  upper-case label prompts"))
+        if len(upper) < len(members):
+            print(tally(resolver, members).row("  all, with (a)-(e) prompts"))
+        for group in sorted({item.group for item in members}):
+            print(tally(resolver, [item for item in members if item.group == group]).row(f"    {group}"))
+    print(tally(resolver, [item for item in items if item.collection == "chatty"]).row("chatty families"))
+
+
 def main() -> None:
     argparse.ArgumentParser(description=__doc__.split("\n")[0]).parse_args()
     items = corpus()
-    real = [item for item in items if item.group != "chatty families"]
-    upper = [item for item in real if item.group != "lower-case labels"]
-    header = f"{'outputs':<30}{'n':>6}{'wrong':>7}{'wrong %':>9}{'resolved':>11}{'share':>8}{'judge':>8}"
+    real = [item for item in items if item.collection != "chatty"]
+    counts = ", ".join(f"{name} {sum(item.collection == name for item in real)}" for name in COLLECTIONS)
+    print(f"real outputs: {len(real)} ({counts}); chatty: {len(items) - len(real)}")
     resolvers = [
         ("scifig rules", scifig),
         ("lmms-eval extract_mcq_answer", lmms_eval_extract()),
         ("VLMEvalKit can_infer", vlmeval_can_infer()),
     ]
-    print(f"real outputs: {len(real)} from {len({i.group for i in real})} groups; chatty: {len(items) - len(real)}")
     for name, resolver in resolvers:
         print(f"\n{name}")
         if resolver is None:
             print("  not installed")
             continue
-        print(header)
-        print("-" * len(header))
-        print(tally(resolver, real).row("all real outputs"))
-        print(tally(resolver, upper).row("upper-case label prompts"))
-        for group in sorted({item.group for item in items}):
-            print(tally(resolver, [item for item in items if item.group == group]).row(f"  {group}"))
+        report(resolver, items)
     start = time.perf_counter()
     tally(scifig, items)
     elapsed = time.perf_counter() - start

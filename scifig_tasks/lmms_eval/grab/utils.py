@@ -95,7 +95,7 @@ def grab_mc_doc_to_messages(doc: dict[str, Any], lmms_eval_specific_kwargs: dict
 
 
 def grab_mc_process_results(doc: dict[str, Any], results: list[str | None]) -> dict[str, Any]:
-    score = grab_mc.score_mc(results[0], doc["options"], doc["mc_answer"], get_judge())
+    score = grab_mc.score_mc(results[0], doc["options"], doc["mc_answer"], get_judge(), question=doc["question"])
     return {"accuracy": float(score.correct), "breakdown": grab_mc.sample_record(doc, score)}
 
 

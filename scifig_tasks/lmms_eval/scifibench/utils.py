@@ -86,7 +86,7 @@ def scifibench_c2f_doc_to_messages(
 
 
 def scifibench_process_results(doc: dict[str, Any], results: list[str | None]) -> dict[str, Any]:
-    resolution = scifibench.resolve_answer(results[0], doc["Options"], get_judge())
+    resolution = scifibench.resolve_answer(doc, results[0], get_judge())
     record = scifibench.sample_record(doc, resolution)
     return {"accuracy": float(record["correct"]), "breakdown": record}
 
