@@ -8,7 +8,7 @@ import time
 import pytest
 
 from scifig_tasks.core.judge import JudgeResult
-from scifig_tasks.core.mcq import judge_prompt, parse_judge_reply, resolve, resolve_by_rules
+from scifig_tasks.core.mcq import judge_prompt, lower_case_labels_free, parse_judge_reply, resolve, resolve_by_rules
 from tests.harness.mcq_corpus import CHATTY
 
 OPTIONS = [
@@ -47,6 +47,23 @@ RESOLVED = {
     "the answer is a plot of the loss": "A",  # a truncated quote of option A only
     "The answer is A. Caption D is wrong.": "A",  # the answer opens the output: later mentions do not matter
     "Answer: B. Answer: C. Final answer: C": "C",  # a closing final answer settles an earlier one
+    # plain statements
+    "Caption D describes the figure best, because the axes match.": "D",
+    "It is D.": "D",
+    "Comparing the captions, the right option would be A.": "A",
+    "C C": "C",
+    "Question: Which caption? Choices: (A) a plot (B) the architecture (C) runtime (D) flow (E) cost Answer: A": "A",
+    "Question: Which caption?\nChoices:\n(A) a plot\n(B) the architecture\n(C) runtime\nAnswer: A": "A",
+    "The answer is closest to option (E): expected lookup cost": "E",
+    "A is the right angle of the triangle, so the answer is D.": "D",  # "right angle" is no verdict
+    "Let E = I / d^2, so E = 3. The answer is (C).": "C",  # a letter before an operator is a variable
+    "Answer: \\( \\text{E} \\)": "E",
+    "So, the final answer is $\\boxed{\\textbf{(A)}\\ 70^{\\circ}}.$": "A",
+    # reasoning wrappers and invisible characters
+    "<think>A or B? Caption D fits the axes. <answer>D</answer>": "D",  # the tag is outside completed reasoning
+    "C</think>\n": "C",
+    "\u200bC": "C",
+    "\ufeffB) the architecture of the proposed network": "B",
 }
 
 REFUSED = {
@@ -64,6 +81,15 @@ REFUSED = {
     "answer: d": "no answer stated",  # a lower-case letter is not read (in MMSci "(d)" names a sub-figure)
     "Caption A fits the axes. The answer is D. Caption B fits the legend.": "answer amid other options",
     "Answer: A. " * 80: "repetitive output",
+    # enumerations and walks through the options state no single answer
+    "So the matching captions are:\nB) the architecture\nC) comparison of runtime\nD) flow curves": "alternatives",
+    "Answer: B) the architecture of the proposed network .\nC) comparison of runtime on three datasets .": (
+        "alternatives"
+    ),
+    "The matching captions are B) the architecture of the proposed network, C) comparison of runtime": ("alternatives"),
+    "Option C: shows the runtime. Option D: shows the flow duration.": "several options echoed",
+    "Option C: shows the runtime.\nOption D: shows the flow duration.": "several options echoed",
+    "I think the answer is C because of the axes.\nSo C.</think>": "reasoning only",  # no label opens it
 }
 
 
@@ -77,6 +103,42 @@ def test_resolves_outputs_that_commit_to_one_answer(output: str) -> None:
 def test_refuses_outputs_without_a_single_answer(output: str) -> None:
     resolution = resolve_by_rules(output, OPTIONS)
     assert (resolution.letter, resolution.method, resolution.reason) == (None, "unresolved", REFUSED[output])
+
+
+def test_a_label_followed_by_its_own_text_is_that_option_whatever_letters_the_text_names() -> None:
+    options = ["A) Option C in the figure", "B) Option D in the figure", "C) none", "D) both"]
+    assert resolve_by_rules("(B) Option D in the figure", options).letter == "B"
+    assert resolve_by_rules("The answer is (B) Option D in the figure.", options).letter == "B"
+    assert resolve_by_rules("(B) Option D", options).letter is None  # the text is not B's: D is mentioned
+
+
+LOWER_CASE = {
+    "(d) north-south flow duration curves for the basin": "D",  # confirmed by the option's own text
+    "answer: b": "B",  # the whole first line
+    "b": "B",
+    "(a)\n\nThe curve decreases over training.": "A",
+    "The answer is (c) comparison of runtime on three datasets.": "C",
+    "(b) shows the layers of the network.": None,  # a panel of the figure, not the option's text
+    "The answer is (b).": None,  # neither opening the output nor confirmed by its text
+    "a plot of the loss": "A",  # the quoted text of option A, as before
+}
+
+
+@pytest.mark.parametrize("output", sorted(LOWER_CASE))
+def test_lower_case_labels_name_options_only_where_the_question_uses_none(output: str) -> None:
+    question = "Which caption best matches the image?"
+    assert resolve_by_rules(output, OPTIONS, question=question).letter == LOWER_CASE[output]
+    if output in ("answer: b", "b", "(a)\n\nThe curve decreases over training."):  # the label alone decides
+        assert resolve_by_rules(output, OPTIONS).letter is None  # the question unknown: upper case only
+        assert resolve_by_rules(output, OPTIONS, question="Panels (a) and (b) show the loss.").letter is None
+        assert resolve_by_rules(output, [*OPTIONS[:4], "E) (c) runtime"], question=question).letter is None
+
+
+def test_lower_case_labels_free() -> None:
+    assert lower_case_labels_free("Which caption best matches the image?", OPTIONS)
+    assert not lower_case_labels_free("Which option describes sub-figure (c)?", OPTIONS)
+    assert not lower_case_labels_free("Pick one.", ["A) b) the second panel", "B) x"])
+    assert not lower_case_labels_free("Pick one:\na. first\nb. second", [])
 
 
 @pytest.mark.parametrize(("output", "stated"), CHATTY, ids=[output[:40] for output, _ in CHATTY])

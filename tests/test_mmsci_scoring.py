@@ -73,6 +73,30 @@ def test_resolution_through_the_shared_resolver(setting: str, answer: str, outpu
     assert record["resolution"] == ("unresolved" if letter is None else "rule")
 
 
+@pytest.mark.parametrize(
+    ("setting", "options", "output", "letter"),
+    [
+        ("fig2cap", OPTIONS, "(d) XRD pattern.", "D"),
+        ("fig2cap", OPTIONS, "answer: b", "B"),
+        ("fig2cap", ["(a) Raman spectra; (b) XRD.", *OPTIONS[1:]], "answer: b", None),  # a caption names panels
+        ("subfig2cap", OPTIONS, "(d) XRD pattern.", None),  # the question names sub-figure (b)
+        ("subcap2fig", SUBFIGURES, "(c)", None),  # setting III keeps upper-case labels only
+        ("subcap2fig", SUBFIGURES, "b", None),
+        ("subcap2fig", SUBFIGURES, "C", "C"),
+    ],
+)
+def test_lower_case_labels_are_read_only_where_nothing_in_the_question_uses_them(
+    setting: str, options: list[str], output: str, letter: str | None
+) -> None:
+    question = {
+        "fig2cap": mmsci.FIG2CAP_QUESTION,
+        "subfig2cap": mmsci.SUBFIG2CAP_QUESTION.format(label="b"),
+        "subcap2fig": mmsci.SUBCAP2FIG_QUESTION.format(subcaption="Raman spectra."),
+    }[setting]
+    doc = {**_doc(setting, "A", options), "question": question}
+    assert mmsci.resolve_answer(doc, output, judge=None).letter == letter
+
+
 def _records() -> list[dict]:
     records = []
     for index, (setting, answer, output, _) in enumerate(CASES):

@@ -149,6 +149,8 @@ def strip_label(option: str) -> str:
 
 _OPEN = r"[*_(\[{\"'`]{0,4}"
 _CLOSE = r"[*_)\]}\"'`]{0,4}"
+_OPENING_CLOSE = r"[*_)\]}\"'`>]{0,4}"
+"""Around a label that opens the output, angle brackets are markup too (``<B>``)."""
 _NOUN = r"(?:option|choice|caption|image|figure|letter|answer)"
 _NOT_A_WORD = r"(?![A-Za-z0-9]|-\w|\+)"
 
@@ -365,8 +367,8 @@ def _grammar(n_options: int) -> _Grammar:
             re.MULTILINE,
         ),
         opening=re.compile(
-            rf"[\s#>*_(\[{{\"'`]{{0,6}}(?:(?:answer|option|choice|caption|image|figure)\s{{0,3}}[:\-]?\s{{0,3}}"
-            rf"[*_(\[]{{0,3}})?{letter}(?P<close>{_CLOSE})",
+            rf"[\s#>*_(\[{{\"'`<]{{0,6}}(?:(?:answer|option|choice|caption|image|figure)\s{{0,3}}[:\-]?\s{{0,3}}"
+            rf"[*_(\[<]{{0,3}})?{letter}(?P<close>{_OPENING_CLOSE})",
             re.IGNORECASE,
         ),
         statements=statements,
@@ -380,8 +382,8 @@ def _grammar(n_options: int) -> _Grammar:
             re.IGNORECASE,
         ),
         lower_opening=re.compile(
-            rf"[\s#>*_(\[{{\"'`]{{0,6}}(?:(?:answer|option|choice)\s{{0,3}}(?:is\s{{1,3}})?[:\-]?\s{{0,3}}[*_(\[]{{0,3}})?"
-            rf"{lower_letter}{_CLOSE}[.:]?",
+            rf"[\s#>*_(\[{{\"'`<]{{0,6}}(?:(?:answer|option|choice)\s{{0,3}}(?:is\s{{1,3}})?[:\-]?\s{{0,3}}[*_(\[<]{{0,3}})?"
+            rf"{lower_letter}{_OPENING_CLOSE}[.:]?",
             re.IGNORECASE,
         ),
         lower_statement=re.compile(
@@ -507,7 +509,7 @@ def _commitments(
                 continue
             letter = match.group("letter")
             own_text = _own_text_end(text, match.end(), options[grammar.letters.index(letter)])
-            if kind == "labelled option" and own_text is None:
+            if kind == "labelled option" and own_text is None and not _closes_sentence(text, match):
                 continue
             if _hedged(text, match.end(), own_text, grammar, letter):
                 hedged = True
@@ -544,7 +546,46 @@ def _commitments(
         index = _opening_quote(text[:2000], options)
         if index is not None:
             found.append(_Commitment(grammar.letters[index], 0, _first_sentence_end(text), "quoted option"))
+    concluding = _concluding_value(text, options)
+    if concluding is not None:
+        index, start = concluding
+        found.append(_Commitment(grammar.letters[index], start, len(text), "concluding value"))
     return found, hedged
+
+
+_CONCLUSION = re.compile(
+    r"[*_\s]{0,4}(?:therefore|thus|hence|so|in\s{1,3}conclusion|in\s{1,3}summary)\b", re.IGNORECASE
+)
+_COPULA = re.compile(
+    r"\b(?:is|are|was|equals)\s{1,3}(?:(?:approximately|about|around|roughly|nearly)\s{1,3})?|\s=\s{1,3}", re.IGNORECASE
+)
+
+
+def _concluding_value(text: str, options: list[list[str]]) -> tuple[int, int] | None:
+    """The option whose full text is what the output's last sentence says something *is* ("Therefore, the surface
+    temperature is 350.93 K.", "The length of AC is 6."): only in a sentence that concludes (``Therefore``, ``Thus``,
+    ``So`` ...) or that is the whole output, unnegated and unconditional. Returns the option and where the sentence
+    starts."""
+    body = text.rstrip()
+    ends = [match.end() for match in _SENTENCE_END.finditer(body, max(0, len(body) - 600)) if match.end() < len(body)]
+    start = ends[-1] if ends else (0 if len(body) <= 600 else None)
+    if start is None:
+        return None
+    sentence = body[start:]
+    if not (start == 0 and not _SENTENCE_END.search(body[:-1]) or _CONCLUSION.match(sentence)):
+        return None
+    if _NEGATION.search(sentence) or _CONDITIONAL.search(sentence):
+        return None
+    stated = {_quoted_option(_object_words(sentence, copula.end()), options) for copula in _COPULA.finditer(sentence)}
+    stated.discard(None)
+    return (stated.pop(), start) if len(stated) == 1 else None
+
+
+def _closes_sentence(text: str, match: re.Match[str]) -> bool:
+    """A bracketed or bold label that ends its sentence ("The arrow points to structure (E).")."""
+    position = match.start("letter")
+    marked = text[position - 1 : position] in ("(", "[", "*")
+    return marked and bool(re.match(rf"{_CLOSE}[^\S\n]{{0,2}}(?:[.!]|\n|$)", text[position + 1 : position + 8]))
 
 
 def _hedged(text: str, end: int, own_text: int | None, grammar: _Grammar, letter: str) -> bool:
