@@ -2,7 +2,8 @@
 never resolved to a letter they do not state: through the core, the real lmms-eval CLI and VLMEvalKit's runner.
 
 Labels were written by reading each output (see the fixture's README), not by the resolver. The judge is off, so
-every resolution comes from the rules: a wrong one would be a rule's fault.
+every resolution comes from the rules: a wrong one would be a rule's fault. Each output is scored with the question
+its source's prompt gave (it decides whether lower-case labels can name options).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from PIL import Image
 
 from scifig_tasks.core.mcq import resolve_by_rules
 from tests.harness.mcq_corpus import CHATTY, CHATTY_OPTIONS
-from tests.harness.mcq_real import RealOutput, load_real_outputs
+from tests.harness.mcq_real import COLLECTIONS, LOWER_CASE_LABEL_SOURCES, RealOutput, load_real_outputs
 from tests.harness.openai_server import ChatRequest
 from tests.harness.scifibench_data import FEATURES, png, write_splits
 from tests.harness.vlmeval import run_vlmeval
@@ -26,14 +27,16 @@ REAL = load_real_outputs()
 ITEMS = [
     *REAL,
     *(
-        RealOutput(f"chatty/{i}", "chatty", "-", CHATTY_OPTIONS, o, label, "letter")
+        RealOutput(f"chatty/{i}", "chatty", "-", CHATTY_OPTIONS, o, label, "letter", "Which caption fits?", "chatty")
         for i, (o, label) in enumerate(CHATTY)
     ),
 ]
 
 
 def test_the_fixture_is_what_its_readme_says() -> None:
-    assert len(REAL) >= 400 and len(ITEMS) < 1000  # the image colours below name up to 1,000 items
+    assert len(REAL) >= 800 and len(ITEMS) < 10_000  # the image colours and widths below name up to 10,000 items
+    for collection in COLLECTIONS:
+        assert len([item for item in REAL if item.collection == collection]) >= 100, collection
     assert len({item.source for item in REAL}) >= 4
     assert len({(item.source, item.model) for item in REAL}) >= 8
     assert len({item.id for item in REAL}) == len(REAL)
@@ -42,7 +45,7 @@ def test_the_fixture_is_what_its_readme_says() -> None:
         assert (item.label is None) == (item.basis == "none"), item.id
     multi_sentence = sum(item.output.count(". ") + item.output.count("\n") >= 1 for item in REAL)
     assert multi_sentence > len(REAL) / 2
-    readme = (Path(__file__).parent / "fixtures" / "mcq_outputs" / "README.md").read_text()
+    readme = (Path(__file__).parent / "fixtures" / "mcq_outputs" / "README.md").read_text(encoding="utf-8")
     for source in {item.source for item in REAL}:
         assert source in readme, source
 
@@ -54,35 +57,54 @@ def wrong_resolutions(predicted: dict[str, str | None]) -> list[tuple[str, str |
     ]
 
 
+def resolved(item: RealOutput) -> str | None:
+    return resolve_by_rules(item.output, item.labelled_options, question=item.prompt).letter
+
+
 def test_the_rules_never_read_a_letter_the_output_does_not_state() -> None:
-    predicted = {item.id: resolve_by_rules(item.output, item.labelled_options).letter for item in ITEMS}
+    predicted = {item.id: resolved(item) for item in ITEMS}
     assert wrong_resolutions(predicted) == []
-    assert sum(letter is not None for letter in predicted.values()) > len(ITEMS) / 2  # the rules do resolve
+
+
+def test_the_rules_resolve_nine_in_ten_stated_answers_in_every_collection() -> None:
+    """Upper-case label prompts (scifig's benchmarks): the first collection, the tuning half and the held-out half."""
+    for collection in COLLECTIONS:
+        stated = [
+            item
+            for item in REAL
+            if item.collection == collection and item.label and item.source not in LOWER_CASE_LABEL_SOURCES
+        ]
+        share = sum(resolved(item) == item.label for item in stated) / len(stated)
+        assert share >= 0.9, (collection, round(share, 3))
 
 
 # ---- through the frameworks: one SciFIBench Figure->Caption question per output ------------------------------------
 
 
 def pixel_id(index: int) -> tuple[int, int, int]:
-    """A flat colour naming the item, in steps of 24 per channel: it survives the JPEG re-encoding an API client
-    may apply."""
+    """A flat colour naming the item's last three digits, in steps of 24 per channel: it survives the JPEG
+    re-encoding an API client may apply (the thousands are the image's width: :func:`image_size`)."""
     return tuple(12 + 24 * ((index // 10**place) % 10) for place in range(3))  # type: ignore[return-value]
 
 
-def item_of(rgb: tuple[int, int, int]) -> RealOutput:
-    digits = [round((value - 12) / 24) for value in rgb]
-    return ITEMS[digits[0] + 10 * digits[1] + 100 * digits[2]]
+def image_size(index: int) -> tuple[int, int]:
+    return 64 + 8 * (index // 1000), 48
+
+
+def item_of(image: Image.Image) -> RealOutput:
+    digits = [round((value - 12) / 24) for value in image.getpixel((image.width // 2, image.height // 2))]
+    return ITEMS[digits[0] + 10 * digits[1] + 100 * digits[2] + 1000 * ((image.width - 64) // 8)]
 
 
 def write_data(directory: Path) -> Path:
     rows = [
         {
             "ID": index,
-            "Question": "Which caption best matches the image?",
+            "Question": item.prompt,
             "Options": item.labelled_options,
             "Answer": item.label or "A",
             "Category": item.source,
-            "Images": [{"bytes": png(pixel_id(index), (64, 48)), "path": None}],
+            "Images": [{"bytes": png(pixel_id(index), image_size(index)), "path": None}],
         }
         for index, item in enumerate(ITEMS)
     ]
@@ -97,12 +119,12 @@ def reply_with_the_recorded_output(request: ChatRequest) -> str:
             if part.get("type") == "image_url":
                 data = base64.b64decode(part["image_url"]["url"].split(",", 1)[1])
                 image = Image.open(io.BytesIO(data)).convert("RGB")
-                return item_of(image.getpixel((image.width // 2, image.height // 2))).output
+                return item_of(image).output
     raise AssertionError("a request without an image")
 
 
 def core_counts() -> Counter:
-    return Counter(resolve_by_rules(item.output, item.labelled_options).method for item in ITEMS)
+    return Counter(resolve_by_rules(item.output, item.labelled_options, question=item.prompt).method for item in ITEMS)
 
 
 def test_real_outputs_through_the_lmms_eval_cli(tmp_path: Path, openai_server, lmms_env, run_cli) -> None:

@@ -5,29 +5,41 @@ scifig reads the letter by the small grammar below whenever the output commits t
 (same prompt) only for the outputs the grammar refuses; an output still unresolved counts wrong and is flagged.
 Each paper's own procedure is one switch away (``SCIFIG_PROTOCOL=paper``, :mod:`scifig_tasks.core.mcq_paper`).
 
-Reading. Reasoning is dropped (everything up to the last ``</think>``; an unclosed ``<think>`` to the end), and so are
-end-of-sequence tokens. A *label* is an option letter standing alone, upper case, maybe in markup or after a noun:
-``C``, ``(C)``, ``**C**``, ``[C]``, ``option C``. A letter used as a word is no label: the article in ``A plot of``,
-``B-spline``, ``C++``.
+Reading. Reasoning is dropped (everything up to the last ``</think>``; an unclosed ``<think>`` to the next
+``<answer>`` tag or the end), and so are end-of-sequence tokens, invisible characters (zero-width space, BOM) and
+LaTeX text wrappers (``\\( \\text{E} \\)`` is ``E``). A *label* is an option letter standing alone, upper case, maybe
+in markup or after a noun: ``C``, ``(C)``, ``**C**``, ``[C]``, ``option C``. A letter used as a word is no label: the
+article in ``A plot of``, ``B-spline``, ``C++``, a variable before an operator (``E = I / d^2``).
+
+Lower-case labels (``(d)``, ``answer: b``) name options only where nothing in the question or its options uses
+lower-case labels (:func:`lower_case_labels_free`; in MMSci setting III and in captions naming panels, ``(c)`` is a
+sub-figure), and only where the label opens the output alone on its line or is followed by its option's own text.
 
 Commitments, the only places a letter is taken from:
 
 * the *opening*: the output starts with a label and a delimiter (``C``, ``C)``, ``C.``, ``C:``, ``C`` + new line,
-  ``**C**``), unless the output enumerates options (two lines that start with different labels);
+  ``**C**``, ``<C>``, a repeated ``C C``), unless the output enumerates options (two lines or sentences that start
+  with different labels, ``Option C: ... Option D: ...``);
 * an *answer statement*: an answer noun, a copula and a label (``The correct caption is D``, ``**Answer**: C``,
-  ``Correct option: C``, ``Selected: B``), an answer heading over a label (``### Answer`` / ``C``), a label and a
-  verdict (``Thus, D is correct.``, ``Option B is the best match``), a choice verb (``I would choose B``),
-  ``<answer>C</answer>``, ``\\boxed{C}``;
+  ``Correct option: C``, ``The answer is closest to option (J)``), an answer heading over a label (``### Answer`` /
+  ``C``), a label and a verdict (``Thus, D is correct.``, ``Option B is the best match``, ``Caption D describes the
+  figure best``), a pronoun and a label that ends the sentence (``It is D.``), a bracketed label that ends a
+  statement (``... is (E).``), a choice verb (``I would choose B``), ``<answer>C</answer>``, ``\\boxed{C}``;
 * a *quoted option*: the words of an answer statement, or the whole first sentence, are one option's text (in full,
-  or a truncation of at least three words that fits one option only).
+  or a truncation of at least three words that fits one option only); or the *concluding value*: the last sentence
+  concludes (``Therefore``, ``So`` ...) or is the whole output, and says that something is one option's full text
+  (``Therefore, the surface temperature is 350.93 K.``).
 
-Not commitments: a statement that is negated (``not option A``; ``A is incorrect`` has no verdict), conditional
-(``if the answer is A``), asked (``Is the answer A?``) or followed by an alternative (``B or C``, ``B/C``). Every
-other label is a *mention* (``caption A mentions ...``, a point ``$A$``).
+A label followed by its own option's text is that option, whatever letters the text names (``(B) Option D in the
+figure`` is B). Not commitments: a statement that is negated (``not option A``; ``A is incorrect`` has no verdict),
+conditional (``if the answer is A``), asked (``Is the answer A?``), followed by an alternative (``B or C``, ``B/C``,
+``B), C)``) or by a list (the next line starts with another option's label: ``So the matching captions are:`` /
+``B) ...`` / ``C) ...``). Every other label is a *mention* (``caption A mentions ...``, a point ``$A$``).
 
 Decision: the commitments must name one letter (a closing ``final answer`` settles an earlier disagreement), and the
 answer must be placed as one: in the first sentence with no other letter mentioned there (*opening*), or after every
-mention of another letter (*closing*). Anything else is refused (and goes to the judge).
+mention of another letter (*closing*). Anything else is refused (and goes to the judge). An output whose only text is
+a label before a stray ``</think>`` (``C</think>``) states that label.
 
 Every pattern repeats only a bounded number of times, so resolution is linear in the output's length.
 """
