@@ -64,6 +64,18 @@ RESOLVED = {
     "C</think>\n": "C",
     "\u200bC": "C",
     "\ufeffB) the architecture of the proposed network": "B",
+    # the answer, then a walk through the other options
+    "The figure shows layers. The correct answer is 'B': the architecture.\n\nOption 'A' is incorrect: no loss."
+    "\nOption 'C' is incorrect: no runtime.": "B",
+    "Caption D describes the figure best.\n\n'A': a loss curve, not shown.\n'C': runtimes, not shown.": "D",
+    "Option A, a plot of the loss over training steps, is the best choice.": "A",
+    "Answer: B\nOption A: a loss curve, not shown.\nOption C: runtimes, not shown.": "B",
+    "Therefore, Option E (expected lookup cost as a function of load factor) is the correct answer.": "E",
+    "The caption is most likely describing layers, so Option B (the architecture of the proposed network) is the "
+    "most likely.": "B",
+    # Chinese answer lines
+    "选项A中，错误。选项B中，正确。【答案】B <eoa>": "B",
+    "所以选C。": "C",
 }
 
 REFUSED = {
@@ -90,6 +102,11 @@ REFUSED = {
     "Option C: shows the runtime. Option D: shows the flow duration.": "several options echoed",
     "Option C: shows the runtime.\nOption D: shows the flow duration.": "several options echoed",
     "I think the answer is C because of the axes.\nSo C.</think>": "reasoning only",  # no label opens it
+    "A seems plausible. The answer is B.\n\nOption C: wrong.\nOption D: wrong.": "answer amid other options",
+    "The answer is B.\n\nOption A: wrong.\nOption C: also correct.": "conflicting answers ['B', 'C']",
+    "The figure shows layers. The answer is B.\n\nOption A: wrong.\nOption C: also plausible.\nOption D: wrong.": (
+        "answer amid other options"
+    ),
 }
 
 

@@ -257,6 +257,9 @@ class _Grammar:
     hedge_after: re.Pattern[str]
     lower_opening: re.Pattern[str]
     lower_statement: re.Pattern[str]
+    named_label: re.Pattern[str]
+    verdict_after: re.Pattern[str]
+    walk_item: re.Pattern[str]
 
 
 @lru_cache(maxsize=32)
@@ -281,6 +284,7 @@ def _grammar(n_options: int) -> _Grammar:
         r"(?:correct|right(?!\s{1,3}(?:angled?|triangle|side|hand|half|panel|corner|edge|part|column|image|figure"
         r"|subplot|plot|graph|chart|of|to)\b)|best|answer|appropriate|accurate|suitable|closest|true|match|fitting"
         r"|valid)\b"
+        r"|\s{1,3}(?:is|seems|appears)\s{1,3}(?:to\s{1,3}be\s{1,3})?the\s{1,3}most\s{1,3}likely\b"
         r"|\s{1,3}(?:best|most\s{1,3}closely|most\s{1,3}accurately)\s{1,3}"
         r"(?:matches|fits|describes|represents|corresponds|captures|aligns)\b"
         r"|\s{1,3}(?:describes|matches|fits|represents|captures|depicts)(?:\s{1,3}(?:the|this|given|provided)){0,2}"
@@ -326,13 +330,24 @@ def _grammar(n_options: int) -> _Grammar:
         (
             "answer statement",
             ("选", "答案"),
-            re.compile(rf"(?:选项|选择|故选|答案\s{{0,2}}(?:是|为|:|：))\s{{0,2}}{label}"),
+            re.compile(
+                rf"(?:选择|(?:[故应]|所以|因此)选项?|答案\s{{0,2}}(?:应该?是|是|为|:|：|】\s{{0,2}}[:：]?))\s{{0,2}}{label}"
+            ),
         ),
         # the label comes first here: starting at its letter keeps the scan fast ("Option B is ..." reads as "B is ...")
         (
             "answer verdict",
             ("is", "seem", "appear", "best", "most"),
             re.compile(rf"{letter}(?<![A-Za-z0-9].){_CLOSE}{verdict}", re.IGNORECASE),
+        ),
+        (
+            "answer verdict",
+            ("correct", "true"),
+            re.compile(
+                rf"{letter}(?<![A-Za-z0-9].){_CLOSE}\s{{0,2}}[:\-–—]\s{{0,3}}(?:also\s{{1,3}})?(?:the\s{{1,3}})?"
+                r"(?:correct|true)\b",
+                re.IGNORECASE,
+            ),
         ),
         (
             "pronoun statement",
@@ -398,6 +413,17 @@ def _grammar(n_options: int) -> _Grammar:
             rf"{lower_letter}{_OPENING_CLOSE}[.:]?",
             re.IGNORECASE,
         ),
+        named_label=re.compile(
+            rf"(?:\b(?=[OoCcAa])(?:option|choice|answer)\s{{1,3}}['\"‘“(\[]{{0,2}}|[(\[]){letter}['\"’”)\]]{{0,2}}",
+            re.IGNORECASE,
+        ),
+        walk_item=re.compile(
+            rf"(?:^|(?<=[.!?]\s))[^\S\n]{{0,4}}[*_#(\[\-•]{{0,4}}[^\S\n]{{0,2}}"
+            rf"(?:(?i:option|choice|answer)\s{{1,3}}(?=[*_(\['\"‘“]{{0,3}}[{letters}](?![A-Za-z0-9]))"
+            rf"|(?=[*_(\['\"‘“]{{0,3}}[{letters}]['\"’”*_]{{0,3}}[)\].:]))[*_(\['\"‘“]{{0,3}}([{letters}])(?![A-Za-z0-9])",
+            re.MULTILINE,
+        ),
+        verdict_after=re.compile(rf"[\s)\]'\"’”*_]{{0,4}},?{verdict}", re.IGNORECASE),
         lower_statement=re.compile(
             rf"(?:{head}{copula}|\b(?=[IiBbAaWw])(?:is|be|are|was)\s{{1,3}}[*_]{{0,2}}){lower_label}", re.IGNORECASE
         ),
@@ -432,7 +458,7 @@ def _letter_ends_label(text: str, end: int) -> bool:
     rest = text[end : end + 2]
     if _OPERATOR_AFTER.match(text, end):
         return False
-    return not rest or rest[0] in ".,;:!)]}*\"'`<$|" or rest[0].isspace()
+    return not rest or rest[0] in ".,;:!)]}*\"'`<$|。，；：！）】" or rest[0].isspace()
 
 
 def _asked(text: str, end: int) -> bool:
@@ -470,13 +496,18 @@ def _own_text_end(text: str, end: int, option: list[str]) -> int | None:
     the figure"): the pairing makes the label an answer, and the letters inside that text are no mentions."""
     if not option:
         return None
-    window = text[end : end + 400]
+    start = _OWN_TEXT_LEAD.match(text, end).end()
+    window = text[start : start + 400]
     cut = _OBJECT_CUT.search(window)
     window = _LATEX_COMMAND.sub(lambda command: " " * len(command.group()), window[: cut.start()] if cut else window)
     words = list(islice(_TOKEN.finditer(window), len(option)))
     if [word.group().lower() for word in words] != option:
         return None
-    return end + words[-1].end()
+    return start + words[-1].end()
+
+
+_OWN_TEXT_LEAD = re.compile(r"[^\S\n]{0,3}[.:,)\]'\"‘’“”*_\-–—]{0,3}[^\S\n]{0,3}[(\['\"‘“]?")
+"""What may stand between a label and its option's text: ``A. Deep vein thrombosis``, ``'B', 'Decreased ...'``."""
 
 
 def _object_words(text: str, start: int) -> list[str]:
@@ -538,6 +569,16 @@ def _commitments(
                 hedged = True
                 continue
             found.append(_Commitment(letter, match.start(), match.end(), "lower-case label", False, own_text))
+    for match in islice(grammar.named_label.finditer(text), MAX_STATEMENTS):
+        letter = match.group("letter")
+        own_text = _own_text_end(text, match.end(), options[grammar.letters.index(letter)])
+        verdict = grammar.verdict_after.match(text, own_text) if own_text is not None else None
+        if verdict is None or _asked(text, verdict.end()) or _qualified(text, match.start()):
+            continue
+        if _hedged(text, match.end(), own_text, grammar, letter):
+            hedged = True
+            continue
+        found.append(_Commitment(letter, match.start(), verdict.end(), "answer verdict", False, own_text))
     for match in _candidates(grammar.text_statement, text, budget):
         if _qualified(text, match.start()) or _asked(text, match.end()):
             continue
@@ -602,9 +643,12 @@ def _closes_sentence(text: str, match: re.Match[str]) -> bool:
 
 def _hedged(text: str, end: int, own_text: int | None, grammar: _Grammar, letter: str) -> bool:
     """The label (ending at ``end``, its option's own text at ``own_text``) is followed by an alternative ("B or C",
-    "B/C") or by a list: the next line starts with another option's label ("Answer: B) ...\nC) ...")."""
+    "B/C"), or is a list item followed by more: the next line starts with another option's label ("Answer: B) ...\n
+    C) ..."; after a bare ``Answer: B`` such lines walk through the other options)."""
     if grammar.hedge_after.match(text, end) or (own_text and grammar.hedge_after.match(text, own_text)):
         return True
+    if not text[:end].rstrip("*_ ").endswith((")", "]")):
+        return False
     line_end = text.find("\n", own_text or end, (own_text or end) + 400)
     if line_end < 0:
         return False
@@ -732,7 +776,29 @@ def resolve_by_rules(output: str | None, options: Sequence[str], *, question: st
     in_first_sentence = not _SENTENCE_END.search(text, 0, first.start)
     if in_first_sentence and not _mentions_other(text, grammar, letter, 0, end):
         return Resolution(letter, "rule", f"{first.kind} (opening)")
+    walk = _walk_through_others(text, grammar, letter, last.end)
+    if walk is not None and not _mentions_other(text, grammar, letter, 0, walk):
+        return Resolution(letter, "rule", f"{last.kind} (before a walk through the other options)")
     return Resolution(None, "unresolved", "answer amid other options")
+
+
+def _walk_through_others(text: str, grammar: _Grammar, letter: str, after: int) -> int | None:
+    """Where a walk through the other options begins after ``after``: items that open a line or sentence with
+    another option's label (``Option 'A' is incorrect.``, ``'B': Oral terbinafine ...``, ``C) ...``), naming two
+    other options at least (one where there are two options)."""
+    items = [item for item in grammar.walk_item.finditer(text, after) if item.group(1) != letter]
+    if len({item.group(1) for item in items}) < min(2, len(grammar.letters) - 1):
+        return None
+    if any(_APPROVED.match(text, item.end()) for item in items):
+        return None  # "Option C: also correct": the walk approves another option
+    return items[0].start()
+
+
+_APPROVED = re.compile(
+    r"['\"’”*_)\]]{0,3}[.:\-–—]?\s{0,3}(?:(?:is|would\s{1,3}be|could\s{1,3}be|seems)\s{1,3})?(?:also\s{1,3})?"
+    r"(?:the\s{1,3})?(?:correct|right|true|best|answer|plausible|possible)\b",
+    re.IGNORECASE,
+)
 
 
 def _without_own_texts(text: str, commitments: list[_Commitment]) -> str:
