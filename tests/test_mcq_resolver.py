@@ -102,6 +102,9 @@ REFUSED = {
     "Option C: shows the runtime. Option D: shows the flow duration.": "several options echoed",
     "Option C: shows the runtime.\nOption D: shows the flow duration.": "several options echoed",
     "I think the answer is C because of the axes.\nSo C.</think>": "reasoning only",  # no label opens it
+    "So, the correct answer is 'A': 'expected lookup cost as a function of load factor'.": (
+        "conflicting answers ['A', 'E']"  # the label of one option with the text of another
+    ),
     "A seems plausible. The answer is B.\n\nOption C: wrong.\nOption D: wrong.": "answer amid other options",
     "The answer is B.\n\nOption A: wrong.\nOption C: also correct.": "conflicting answers ['B', 'C']",
     "The figure shows layers. The answer is B.\n\nOption A: wrong.\nOption C: also plausible.\nOption D: wrong.": (

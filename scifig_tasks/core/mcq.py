@@ -497,13 +497,16 @@ def _own_text_end(text: str, end: int, option: list[str]) -> int | None:
     if not option:
         return None
     start = _OWN_TEXT_LEAD.match(text, end).end()
-    window = text[start : start + 400]
-    cut = _OBJECT_CUT.search(window)
-    window = _LATEX_COMMAND.sub(lambda command: " " * len(command.group()), window[: cut.start()] if cut else window)
+    window = _LATEX_COMMAND.sub(lambda command: " " * len(command.group()), text[start : start + 400])
     words = list(islice(_TOKEN.finditer(window), len(option)))
     if [word.group().lower() for word in words] != option:
         return None
     return start + words[-1].end()
+
+
+def _other_option_text(text: str, end: int, options: list[list[str]]) -> int | None:
+    """The option whose full text follows a label at ``end`` when it is not the label's own (checked first)."""
+    return next((index for index, option in enumerate(options) if _own_text_end(text, end, option)), None)
 
 
 _OWN_TEXT_LEAD = re.compile(r"[^\S\n]{0,3}[.:,)\]'\"‘’“”*_\-–—]{0,3}[^\S\n]{0,3}[(\['\"‘“]?")
@@ -552,6 +555,9 @@ def _commitments(
                 continue
             letter = match.group("letter")
             own_text = _own_text_end(text, match.end(), options[grammar.letters.index(letter)])
+            other = None if own_text is not None else _other_option_text(text, match.end(), options)
+            if other is not None:  # "'A': <the text of option E>": two answers
+                found.append(_Commitment(grammar.letters[other], match.start(), match.end(), "quoted option"))
             if kind == "labelled option" and own_text is None and not _closes_sentence(text, match):
                 continue
             if _hedged(text, match.end(), own_text, grammar, letter):

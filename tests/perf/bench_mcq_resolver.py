@@ -11,7 +11,8 @@ For each extractor: wrong resolutions (a letter other than the label, or any let
 protocol would need (outputs left unresolved that have something to read). Targets for scifig: 0 wrong and at least
 90% resolved on upper-case label prompts (scifig's benchmarks; VisOnlyQA labels ``(a)``-``(e)``), in every
 collection. scifig's rules see the question as the source's prompt gave it (it decides whether lower-case labels
-can name options); the other extractors see the output and the option letters, as in their frameworks.
+can name options); the other extractors see the output and the option letters, as in their frameworks (lmms-eval's
+after its ``strip_thinking`` filter, which runs before answer extraction).
 
 Run: ``python -m tests.perf.bench_mcq_resolver``.
 """
@@ -99,10 +100,17 @@ def scifig(item: Item) -> str | None:
 
 def lmms_eval_extract() -> Resolver | None:
     try:
+        from lmms_eval.api.reasoning import strip_reasoning_tags
         from lmms_eval.tasks._task_utils.mcq_extract import extract_mcq_answer
     except ImportError:
         return None
-    return lambda item: extract_mcq_answer(item.output, [chr(65 + i) for i in range(len(item.options))]) or None
+    pairs = [["<think>", "</think>"], ["<thinking>", "</thinking>"]]  # its strip_thinking filter's defaults
+
+    def resolve(item: Item) -> str | None:
+        letters = [chr(65 + index) for index in range(len(item.options))]
+        return extract_mcq_answer(strip_reasoning_tags(item.output, pairs), letters) or None
+
+    return resolve
 
 
 def vlmeval_can_infer() -> Resolver | None:
