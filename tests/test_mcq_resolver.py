@@ -73,6 +73,8 @@ RESOLVED = {
     "Therefore, Option E (expected lookup cost as a function of load factor) is the correct answer.": "E",
     "The caption is most likely describing layers, so Option B (the architecture of the proposed network) is the "
     "most likely.": "B",
+    # an echoed option list, then the answer
+    "Therefore, the caption is:\n(A) a plot\n(B) the architecture\n(C) runtime\n\nThe correct answer is (B).": "B",
     # Chinese answer lines
     "选项A中，错误。选项B中，正确。【答案】B <eoa>": "B",
     "所以选C。": "C",
@@ -139,6 +141,7 @@ LOWER_CASE = {
     "(a)\n\nThe curve decreases over training.": "A",
     "The answer is (c) comparison of runtime on three datasets.": "C",
     "(b) shows the layers of the network.": None,  # a panel of the figure, not the option's text
+    "The curve is a plot of the loss over training steps, but the answer is (b).": None,  # "a" is the article
     "The answer is (b).": None,  # neither opening the output nor confirmed by its text
     "a plot of the loss": "A",  # the quoted text of option A, as before
 }

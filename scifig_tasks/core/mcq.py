@@ -538,10 +538,11 @@ def _candidates(pattern: re.Pattern[str], text: str, budget: list[int]) -> Itera
 
 def _commitments(
     text: str, grammar: _Grammar, options: list[list[str]], lower_case: bool
-) -> tuple[list[_Commitment], bool]:
-    """Every commitment in ``text``, and whether a would-be commitment was hedged with an alternative or a list."""
+) -> tuple[list[_Commitment], int]:
+    """Every commitment in ``text``, and where the last would-be commitment hedged with an alternative or a list
+    ends (-1 if none did)."""
     found: list[_Commitment] = []
-    hedged = False
+    hedged = -1
     budget = [MAX_STATEMENTS]
     lower = text.lower()
     for kind, keywords, pattern in grammar.statements:
@@ -561,7 +562,7 @@ def _commitments(
             if kind == "labelled option" and own_text is None and not _closes_sentence(text, match):
                 continue
             if _hedged(text, match.end(), own_text, grammar, letter):
-                hedged = True
+                hedged = max(hedged, match.end())
                 continue
             final = bool(match.groupdict().get("final"))
             found.append(_Commitment(letter, match.start(), match.end(), kind, final, own_text))
@@ -569,10 +570,12 @@ def _commitments(
         for match in _candidates(grammar.lower_statement, text, budget):
             letter = match.group("letter").upper()
             own_text = _own_text_end(text, match.end(), options[grammar.letters.index(letter)])
-            if own_text is None or _asked(text, match.end()) or _qualified(text, match.start()):
+            if not _marked(text, match.start("letter")) or own_text is None:
+                continue  # "is a blue octagon": a bare lower-case letter is a word
+            if _asked(text, match.end()) or _qualified(text, match.start()):
                 continue
             if _hedged(text, match.end(), own_text, grammar, letter):
-                hedged = True
+                hedged = max(hedged, match.end())
                 continue
             found.append(_Commitment(letter, match.start(), match.end(), "lower-case label", False, own_text))
     for match in islice(grammar.named_label.finditer(text), MAX_STATEMENTS):
@@ -582,7 +585,7 @@ def _commitments(
         if verdict is None or _asked(text, verdict.end()) or _qualified(text, match.start()):
             continue
         if _hedged(text, match.end(), own_text, grammar, letter):
-            hedged = True
+            hedged = max(hedged, match.end())
             continue
         found.append(_Commitment(letter, match.start(), verdict.end(), "answer verdict", False, own_text))
     for match in _candidates(grammar.text_statement, text, budget):
@@ -599,13 +602,13 @@ def _commitments(
     if not enumerated:
         opening = _opening_label(text, grammar, options, lower_case)
         if opening == "hedged":
-            hedged = True
+            hedged = max(hedged, 0)
         elif opening is not None:
             found.append(opening)
         index = _opening_quote(text[:2000], options)
         if index is not None:
             found.append(_Commitment(grammar.letters[index], 0, _first_sentence_end(text), "quoted option"))
-    concluding = _concluding_value(text, options)
+    concluding = _concluding_value(text, options, grammar)
     if concluding is not None:
         index, start = concluding
         found.append(_Commitment(grammar.letters[index], start, len(text), "concluding value"))
@@ -620,11 +623,23 @@ _COPULA = re.compile(
 )
 
 
-def _concluding_value(text: str, options: list[list[str]]) -> tuple[int, int] | None:
+_BRACKETED_LETTER = re.compile(r"[(\[][A-Za-z][)\]]")
+
+
+def _names_a_label(text: str, grammar: _Grammar) -> bool:
+    """Whether ``text`` names an option label: a bracketed letter, or an upper-case label (the article "A" aside)."""
+    # a label other than the first letter, or other than the last: together, any label
+    ends = {grammar.letters[0], grammar.letters[-1]}
+    return bool(_BRACKETED_LETTER.search(text)) or any(
+        _mentions_other(text, grammar, end, 0, len(text)) for end in ends
+    )
+
+
+def _concluding_value(text: str, options: list[list[str]], grammar: _Grammar) -> tuple[int, int] | None:
     """The option whose full text is what the output's last sentence says something *is* ("Therefore, the surface
     temperature is 350.93 K.", "The length of AC is 6."): only in a sentence that concludes (``Therefore``, ``Thus``,
-    ``So`` ...) or that is the whole output, unnegated and unconditional. Returns the option and where the sentence
-    starts."""
+    ``So`` ...) or that is the whole output, unnegated, unconditional and naming no label ("... is a plot, but the
+    answer is (b)" states a label, not a value). Returns the option and where the sentence starts."""
     body = text.rstrip()
     ends = [match.end() for match in _SENTENCE_END.finditer(body, max(0, len(body) - 600)) if match.end() < len(body)]
     start = ends[-1] if ends else (0 if len(body) <= 600 else None)
@@ -633,7 +648,7 @@ def _concluding_value(text: str, options: list[list[str]]) -> tuple[int, int] | 
     sentence = body[start:]
     if not (start == 0 and not _SENTENCE_END.search(body[:-1]) or _CONCLUSION.match(sentence)):
         return None
-    if _NEGATION.search(sentence) or _CONDITIONAL.search(sentence):
+    if _NEGATION.search(sentence) or _CONDITIONAL.search(sentence) or _names_a_label(sentence, grammar):
         return None
     stated = {_quoted_option(_object_words(sentence, copula.end()), options) for copula in _COPULA.finditer(sentence)}
     stated.discard(None)
@@ -645,6 +660,18 @@ def _closes_sentence(text: str, match: re.Match[str]) -> bool:
     position = match.start("letter")
     marked = text[position - 1 : position] in ("(", "[", "*")
     return marked and bool(re.match(rf"{_CLOSE}[^\S\n]{{0,2}}(?:[.!]|\n|$)", text[position + 1 : position + 8]))
+
+
+def _marked(text: str, position: int) -> bool:
+    """The lower-case letter at ``position`` is marked as a label: ``(b)``, ``b)``, ``b.``, ``b:``, ``**b**``."""
+    return text[position - 1 : position] in ("(", "[", "*", "<") or text[position + 1 : position + 2] in (
+        ")",
+        "]",
+        ".",
+        ":",
+        "*",
+        ">",
+    )
 
 
 def _hedged(text: str, end: int, own_text: int | None, grammar: _Grammar, letter: str) -> bool:
@@ -683,7 +710,8 @@ def _opening_label(
     if opening:
         letter = opening.group("letter").upper()
         own_text = _own_text_end(text, opening.end(), options[grammar.letters.index(letter)])
-        if own_text is not None or re.match(r"[^\S\n]*(?:\n|$)", text[opening.end() :]):
+        alone = re.match(r"[^\S\n]*(?:\n|$)", text[opening.end() :])
+        if alone or (own_text is not None and _marked(text, opening.start("letter"))):
             if _hedged(text, opening.end(), own_text, grammar, letter):
                 return "hedged"
             return _Commitment(letter, opening.start("letter"), opening.end(), "lower-case label", False, own_text)
@@ -757,7 +785,9 @@ def resolve_by_rules(output: str | None, options: Sequence[str], *, question: st
         commitments, hedged = _commitments(text, grammar, option_words, lower_case)
     except _Repetitive:
         return Resolution(None, "unresolved", "repetitive output")
-    if hedged or (not commitments and grammar.alternatives.search(text)):
+    if any(commitment.start >= hedged for commitment in commitments):
+        hedged = -1  # a commitment after the last hedge ("B or C? ... The answer is C.") decides
+    if hedged >= 0 or (not commitments and grammar.alternatives.search(text)):
         return Resolution(None, "unresolved", "alternatives")
     if not commitments:
         return Resolution(
@@ -774,6 +804,8 @@ def resolve_by_rules(output: str | None, options: Sequence[str], *, question: st
         ordered = [last]
     first, letter = ordered[0], last.letter
     text = _without_own_texts(text, ordered)
+    if lower_case:  # lower-case labels name options here, so "(b)" is a mention of B
+        text = _LOWER_MARKED.sub(lambda label: label.group().upper(), text)
     if not _mentions_other(text, grammar, letter, last.start, len(text)):
         mentioned = _mentions_other(text, grammar, letter, 0, last.start)
         return Resolution(letter, "rule", f"{last.kind} (closing)" if mentioned else last.kind)
@@ -805,6 +837,9 @@ _APPROVED = re.compile(
     r"(?:the\s{1,3})?(?:correct|right|true|best|answer|plausible|possible)\b",
     re.IGNORECASE,
 )
+
+
+_LOWER_MARKED = re.compile(r"(?<=[(\[])[a-z](?=[)\]])|(?<![A-Za-z0-9(\[])[a-z](?=\))")
 
 
 def _without_own_texts(text: str, commitments: list[_Commitment]) -> str:
