@@ -10,7 +10,7 @@ from pathlib import Path
 FIXTURE_DIR = Path(__file__).resolve().parents[1] / "fixtures" / "mcq_outputs"
 COLLECTIONS = {"first": FIXTURE_DIR, "tuning": FIXTURE_DIR / "tuning", "held_out": FIXTURE_DIR / "held_out"}
 """The first collection (the rules were written against it), and the second collection's two halves: the rules were
-tuned on ``tuning``; ``held_out`` was not looked at while they were written (see the fixture's README)."""
+tuned on ``tuning``; ``held_out`` was scored, not read, while they were written (see the fixture's README)."""
 LOWER_CASE_LABEL_SOURCES = frozenset({"psunlpgroup/VisOnlyQA"})
 """Sources whose prompts label options (a)-(e): outside scifig's upper-case label grammar."""
 
