@@ -20,7 +20,7 @@ from scifig_tasks.core.mcq import resolve_by_rules
 from tests.harness.mcq_corpus import CHATTY, CHATTY_OPTIONS
 from tests.harness.mcq_real import COLLECTIONS, LOWER_CASE_LABEL_SOURCES, RealOutput, load_real_outputs
 from tests.harness.openai_server import ChatRequest
-from tests.harness.scifibench_data import FEATURES, png, write_splits
+from tests.harness.scifibench_data import FEATURES, write_splits
 from tests.harness.vlmeval import run_vlmeval
 
 REAL = load_real_outputs()
@@ -81,19 +81,28 @@ def test_the_rules_resolve_nine_in_ten_stated_answers_in_every_collection() -> N
 # ---- through the frameworks: one SciFIBench Figure->Caption question per output ------------------------------------
 
 
-def pixel_id(index: int) -> tuple[int, int, int]:
-    """A flat colour naming the item's last three digits, in steps of 24 per channel: it survives the JPEG
-    re-encoding an API client may apply (the thousands are the image's width: :func:`image_size`)."""
-    return tuple(12 + 24 * ((index // 10**place) % 10) for place in range(3))  # type: ignore[return-value]
+def colour(number: int) -> tuple[int, int, int]:
+    """A flat colour naming a number below 1,000, in steps of 24 per channel: it survives the JPEG re-encoding and
+    resizing an API client may apply."""
+    return tuple(12 + 24 * ((number // 10**place) % 10) for place in range(3))  # type: ignore[return-value]
 
 
-def image_size(index: int) -> tuple[int, int]:
-    return 64 + 8 * (index // 1000), 48
+def number_of(rgb: tuple[int, int, int]) -> int:
+    return sum(round((value - 12) / 24) * 10**place for place, value in enumerate(rgb))
+
+
+def item_image(index: int) -> bytes:
+    """The item's number in two flat halves: the left names its last three digits, the right its thousands."""
+    image = Image.new("RGB", (64, 48), colour(index % 1000))
+    image.paste(colour(index // 1000), (32, 0, 64, 48))
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    return buffer.getvalue()
 
 
 def item_of(image: Image.Image) -> RealOutput:
-    digits = [round((value - 12) / 24) for value in image.getpixel((image.width // 2, image.height // 2))]
-    return ITEMS[digits[0] + 10 * digits[1] + 100 * digits[2] + 1000 * ((image.width - 64) // 8)]
+    left, right = (image.getpixel((image.width * quarter // 4, image.height // 2)) for quarter in (1, 3))
+    return ITEMS[number_of(left) + 1000 * number_of(right)]
 
 
 def write_data(directory: Path) -> Path:
@@ -104,7 +113,7 @@ def write_data(directory: Path) -> Path:
             "Options": item.labelled_options,
             "Answer": item.label or "A",
             "Category": item.source,
-            "Images": [{"bytes": png(pixel_id(index), image_size(index)), "path": None}],
+            "Images": [{"bytes": item_image(index), "path": None}],
         }
         for index, item in enumerate(ITEMS)
     ]

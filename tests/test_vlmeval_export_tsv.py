@@ -210,3 +210,30 @@ def test_registered_classes_read_the_tsv_and_reexport_when_data_changes(tmp_path
     assert [bytes.fromhex(data) for data in report["files"]] == [cell["bytes"] for cell in stored]
     assert report["answers"] == ["15", "2.50", "007"]
     assert report["answers_after"] == ["99"]
+
+
+def test_a_carriage_return_in_a_text_cell_stays_inside_its_row(tmp_path: Path) -> None:
+    """Published text can hold a bare carriage return ("$\\rightarrow$" read from JSON as CR + "ightarrow"): the
+    TSV quotes it, so VLMEvalKit's reader (pandas, tab separated) sees one row per question and the exact text."""
+    import pandas as pd
+
+    from tests.harness.scifibench_data import FEATURES, png
+
+    options = ["A) 2 Ag \rightarrow Zn", "B) two\r\nlines", "C) c", "D) d", "E) e"]
+    rows = [
+        {
+            "ID": index,
+            "Question": "Which caption best matches the image?",
+            "Options": options,
+            "Answer": "A",
+            "Category": "cs.CV",
+            "Images": [{"bytes": png((index, 0, 0)), "path": None}],
+        }
+        for index in range(3)
+    ]
+    data = write_splits({"CS_Figure2Caption": datasets.Dataset.from_list(rows, features=FEATURES)}, tmp_path / "sfb")
+    completed = export(tmp_path, {"SCIFIG_SCIFIBENCH_DATA": str(data)}, ["SciFig_SciFIBench_CS_Figure2Caption"])
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    table = pd.read_csv(tmp_path / "tsv" / "SciFig_SciFIBench_CS_Figure2Caption.tsv", sep="\t")
+    assert list(table["index"]) == [0, 1, 2]
+    assert list(table["A"]) == ["2 Ag \rightarrow Zn"] * 3 and list(table["B"]) == ["two\r\nlines"] * 3

@@ -42,8 +42,9 @@ from scifig_tasks.core.images import open_image, to_rgb
 from scifig_tasks.core.mcq import strip_label
 from scifig_tasks.core.sources import GRAB, MMSCI_CAPTIONING, MMSCI_MCQ, PLOT_TWIST, SCIFIBENCH
 
-FORMAT_VERSION = 1
-"""Bumped whenever the TSV layout changes, so cached TSVs are rewritten."""
+FORMAT_VERSION = 2
+"""Bumped whenever the TSV layout changes, so cached TSVs are rewritten (2: rows end in CRLF, so a field holding a
+carriage return is quoted)."""
 
 Row = Mapping[str, Any]
 Keep = Callable[[Row], bool] | None
@@ -329,7 +330,9 @@ def write_tsv(name: str, directory: Path) -> tuple[Path, int]:
     table = pd.DataFrame(list(rows(spec)), dtype=str)
     path = directory / f"{name}.tsv"
     partial = path.with_suffix(".tsv.partial")
-    table.to_csv(partial, sep="\t", index=False)
+    # a field is quoted when it holds a line terminator character: with "\r\n", a bare carriage return in a question
+    # (published text has them) is quoted too, where pandas' reader would otherwise end the row there
+    table.to_csv(partial, sep="\t", index=False, lineterminator="\r\n")
     partial.replace(path)
     _record_path(path).write_text(json.dumps(fingerprint(spec), indent=1))
     return path, len(table)
