@@ -249,6 +249,7 @@ _ARTICLE = frozenset({"a", "an", "the"})
 class _Grammar:
     letters: str
     other_mention: dict[str, re.Pattern[str]]
+    """For each letter, any label but that letter; under ``""``, any label."""
     enumeration: re.Pattern[str]
     opening: re.Pattern[str]
     statements: tuple[tuple[str, tuple[str, ...], re.Pattern[str]], ...]
@@ -387,7 +388,7 @@ def _grammar(n_options: int) -> _Grammar:
     )
     return _Grammar(
         letters=letters,
-        other_mention={letter: _other_mention(letters, letter) for letter in letters},
+        other_mention={letter: _other_mention(letters, letter) for letter in ("", *letters)},
         enumeration=re.compile(
             rf"(?:^|(?<=[.!?]\s))[^\S\n]{{0,4}}[*_#(\[]{{0,4}}(?:(?i:option|choice|caption|image|figure)\s{{1,3}}"
             rf"[*_(\[]{{0,3}})?([{letters}])[*_]{{0,2}}[)\].:]",
@@ -494,19 +495,27 @@ def _quoted_option(words: list[str], options: list[list[str]]) -> int | None:
 def _own_text_end(text: str, end: int, option: list[str]) -> int | None:
     """Where a label's own option text ends when the full text follows the label ("is (D) 60°", "(B) Option D in
     the figure"): the pairing makes the label an answer, and the letters inside that text are no mentions."""
-    if not option:
-        return None
-    start = _OWN_TEXT_LEAD.match(text, end).end()
-    window = _LATEX_COMMAND.sub(lambda command: " " * len(command.group()), text[start : start + 400])
-    words = list(islice(_TOKEN.finditer(window), len(option)))
-    if [word.group().lower() for word in words] != option:
-        return None
-    return start + words[-1].end()
+    return _text_end(*_words_after(text, end, len(option)), option)
 
 
 def _other_option_text(text: str, end: int, options: list[list[str]]) -> int | None:
-    """The option whose full text follows a label at ``end`` when it is not the label's own (checked first)."""
-    return next((index for index, option in enumerate(options) if _own_text_end(text, end, option)), None)
+    """The first option whose full text follows a label at ``end`` (called once the label's own text did not)."""
+    start, words = _words_after(text, end, max(map(len, options), default=0))
+    return next((index for index, option in enumerate(options) if _text_end(start, words, option)), None)
+
+
+def _words_after(text: str, end: int, count: int) -> tuple[int, list[re.Match[str]]]:
+    """Where the text after a label starts (past its delimiters) and its first ``count`` words (offsets from there)."""
+    start = _OWN_TEXT_LEAD.match(text, end).end()
+    window = _LATEX_COMMAND.sub(lambda command: " " * len(command.group()), text[start : start + 400])
+    return start, list(islice(_TOKEN.finditer(window), count))
+
+
+def _text_end(start: int, words: list[re.Match[str]], option: list[str]) -> int | None:
+    """Where ``option``'s full text ends if ``words`` (read from ``start``) begin with it."""
+    if not option or [word.group().lower() for word in words[: len(option)]] != option:
+        return None
+    return start + words[len(option) - 1].end()
 
 
 _OWN_TEXT_LEAD = re.compile(r"[^\S\n]{0,3}[.:,)\]'\"‘’“”*_\-–—]{0,3}[^\S\n]{0,3}[(\['\"‘“]?")
@@ -578,6 +587,8 @@ def _commitments(
                 hedged = max(hedged, match.end())
                 continue
             found.append(_Commitment(letter, match.start(), match.end(), "lower-case label", False, own_text))
+    # every "Option B" / "(B)" is a candidate here, most of them mentions: the scan stops after MAX_STATEMENTS of
+    # them rather than counting against the budget that refuses a repetitive output
     for match in islice(grammar.named_label.finditer(text), MAX_STATEMENTS):
         letter = match.group("letter")
         own_text = _own_text_end(text, match.end(), options[grammar.letters.index(letter)])
@@ -628,11 +639,7 @@ _BRACKETED_LETTER = re.compile(r"[(\[][A-Za-z][)\]]")
 
 def _names_a_label(text: str, grammar: _Grammar) -> bool:
     """Whether ``text`` names an option label: a bracketed letter, or an upper-case label (the article "A" aside)."""
-    # a label other than the first letter, or other than the last: together, any label
-    ends = {grammar.letters[0], grammar.letters[-1]}
-    return bool(_BRACKETED_LETTER.search(text)) or any(
-        _mentions_other(text, grammar, end, 0, len(text)) for end in ends
-    )
+    return bool(_BRACKETED_LETTER.search(text)) or _mentions_other(text, grammar, "", 0, len(text))
 
 
 def _concluding_value(text: str, options: list[list[str]], grammar: _Grammar) -> tuple[int, int] | None:
@@ -756,7 +763,8 @@ def _contains(haystack: list[str], needle: list[str]) -> bool:
     return any(haystack[start : start + width] == needle for start in range(len(haystack) - width + 1))
 
 
-_LOWER_CASE_LABEL = re.compile(r"(?<![A-Za-z0-9])\(?[a-z]\)|^[^\S\n]*[a-z][.:][^\S\n]", re.MULTILINE)
+_LOWER_CASE_LABEL = re.compile(r"(?<![A-Za-z0-9])[(\[]?([a-z])[)\]]|^[^\S\n]*([a-z])[.:][^\S\n]", re.MULTILINE)
+"""A lower-case label in a question or an output: ``(c)``, ``[c]``, ``c)``, or ``c.`` / ``c:`` opening a line."""
 
 
 def lower_case_labels_free(question: str, options: Sequence[str]) -> bool:
@@ -805,7 +813,7 @@ def resolve_by_rules(output: str | None, options: Sequence[str], *, question: st
     first, letter = ordered[0], last.letter
     text = _without_own_texts(text, ordered)
     if lower_case:  # lower-case labels name options here, so "(b)" is a mention of B
-        text = _LOWER_MARKED.sub(lambda label: label.group().upper(), text)
+        text = _LOWER_CASE_LABEL.sub(lambda label: label.group().upper(), text)
     if not _mentions_other(text, grammar, letter, last.start, len(text)):
         mentioned = _mentions_other(text, grammar, letter, 0, last.start)
         return Resolution(letter, "rule", f"{last.kind} (closing)" if mentioned else last.kind)
@@ -837,9 +845,6 @@ _APPROVED = re.compile(
     r"(?:the\s{1,3})?(?:correct|right|true|best|answer|plausible|possible)\b",
     re.IGNORECASE,
 )
-
-
-_LOWER_MARKED = re.compile(r"(?<=[(\[])[a-z](?=[)\]])|(?<![A-Za-z0-9(\[])[a-z](?=\))")
 
 
 def _without_own_texts(text: str, commitments: list[_Commitment]) -> str:
