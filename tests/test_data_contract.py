@@ -6,11 +6,13 @@ from pathlib import Path
 
 import datasets
 import pytest
+from PIL import Image, ImageFile
 
-from scifig_tasks.core.data import load_benchmark
+from scifig_tasks.core.data import load_benchmark, undecoded
 from scifig_tasks.core.errors import DataError
+from scifig_tasks.core.images import for_upload, to_rgb
 from scifig_tasks.core.sources import GRAB
-from tests.harness.bad_images import broken_stream, truncated_stream
+from tests.harness.bad_images import bad_checksum, broken_stream, declared_size, truncated_stream
 from tests.harness.grab_data import Row, build, write_parquet
 
 ROWS = [Row("properties", "3"), Row("function", "4", complexity=2), Row("series", "5"), Row("transform", "6")]
@@ -318,6 +320,26 @@ GRAB_BAD = {
         lambda ds: _rows_of(ds, [0, 1, 2, 3, 2]),
         (4, None, "repeats row 2 in full (every column is equal)"),
     ),
+    "PNG chunk checksum wrong": (
+        _set_image(2, bad_checksum),
+        (
+            2,
+            "decoded_image",
+            "image bytes are not a readable image (SyntaxError: broken PNG file (bad header checksum in b'IDAT'))",
+        ),
+    ),
+    "PNG declaring more pixels than the limit": (
+        _set_image(1, lambda png: declared_size(png, 20_000, 10_000)),
+        (
+            1,
+            "decoded_image",
+            "image bytes are not a readable image (ValueError: declared size 20000x10000 (200,000,000 pixels) is over "
+            "the 178,956,970-pixel limit (a decompression bomb, or a figure to downscale before evaluating))",
+        ),
+    ),
+}
+
+GRAB_BAD_PIXELS = {
     "PNG data stream broken, header fine": (
         _set_image(1, broken_stream),
         (
@@ -342,14 +364,36 @@ GRAB_BAD = {
 def test_grab_keys_repeats_and_undecodable_images(
     case: str, lenient: bool, tmp_path: Path, grab_env, monkeypatch
 ) -> None:
-    from PIL import ImageFile
-
     monkeypatch.setattr(ImageFile, "LOAD_TRUNCATED_IMAGES", lenient)  # lmms-eval sets it to True at import
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", None)  # as some frameworks set it: scifig's bound holds
     change, (row, column, problem) = GRAB_BAD[case]
     path = _save_parquet(change(build(ROWS)), tmp_path / "bad" / "GRAB.parquet")
     grab_env(path)
 
     _raises_at(GRAB, None, path, row, column, problem)
+
+
+@pytest.mark.parametrize("lenient", [False, True], ids=["pil-default", "lmms-eval-lenient"])
+@pytest.mark.parametrize("decode", [to_rgb, for_upload], ids=["pixel-model", "api-model"])
+@pytest.mark.parametrize("case", sorted(GRAB_BAD_PIXELS))
+def test_broken_pixel_data_stops_the_request_with_the_data_check_error(
+    case: str, decode, lenient: bool, tmp_path: Path, grab_env, monkeypatch
+) -> None:
+    """Pixels are decoded when the request is built, not at load: the structure is fine, so the data load, and the
+    pixels of every other row decode; the broken row's request raises the file, row and column."""
+    monkeypatch.setattr(ImageFile, "LOAD_TRUNCATED_IMAGES", lenient)  # lmms-eval sets it to True at import
+    change, (row, column, problem) = GRAB_BAD_PIXELS[case]
+    path = _save_parquet(change(build(ROWS)), tmp_path / "bad" / "GRAB.parquet")
+    grab_env(path)
+    cells = undecoded(load_benchmark(GRAB))["decoded_image"]
+
+    for index, cell in enumerate(cells):
+        if index != row:
+            decode(cell)
+    with pytest.raises(DataError) as caught:
+        decode(dict(cells[row]))  # a copy: the request's cell is found by its bytes
+    error = caught.value
+    assert (error.origin, error.row, error.column, error.problem) == (str(path), row, column, problem), str(error)
 
 
 @pytest.mark.parametrize("layout", ["parquet_file", "parquet_dir", "save_to_disk", "save_to_disk_dict"])

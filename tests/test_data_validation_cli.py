@@ -17,6 +17,7 @@ from tests.harness.bad_images import broken_stream
 from tests.harness.grab_data import Row
 from tests.harness.grab_data import build as build_grab
 from tests.harness.mmsci_data import Mcq, mcq_row
+from tests.harness.openai_server import by_question
 from tests.harness.scifibench_data import FEATURES as SCIFIBENCH_FEATURES
 from tests.harness.scifibench_data import Question
 from tests.harness.scifibench_data import build as build_scifibench
@@ -97,12 +98,6 @@ LMMS_CASES = {
         "row 3 (0-based), column 'uid, figure_index, setting, subfigure': "
         "duplicate key ('ncomms1001', 1, 'subfig2cap', 'b'), already at row 1",
     ),
-    "GRAB PNG whose data stream is broken": (
-        grab_broken_png,
-        "grab",
-        "row 2 (0-based), column 'decoded_image': image bytes are not a readable image "
-        "(OSError: broken data stream when reading image file)",
-    ),
     "GRAB duplicate pid": (
         grab_duplicate_pid,
         "grab",
@@ -120,6 +115,33 @@ def test_lmms_eval_stops_on_bad_data_before_any_result(case: str, tmp_path: Path
 
     assert f"{path}, {problem}" in run.output, run.output[-3000:]
     assert not list((tmp_path / "o").rglob("*_results.json"))
+
+
+BROKEN_PNG = (
+    "row 2 (0-based), column 'decoded_image': image bytes are not a readable image "
+    "(OSError: broken data stream when reading image file)"
+)
+OPENAI = ["--model", "openai", "--model_args", "model_version=fake-vlm,max_retries=1,retry_backoff_s=0"]
+
+
+@pytest.mark.parametrize("command", ["lmms-eval", "scifig"])
+def test_a_png_whose_pixel_data_is_broken_stops_the_run_when_its_request_is_built(
+    command: str, tmp_path: Path, openai_server, lmms_env, run_cli
+) -> None:
+    """Its structure verifies, so the data load; its pixels are decoded (strictly) when the request is built, and
+    the run stops there with the data check's file, row and column, sending no request with that image."""
+    data_env, path = grab_broken_png(tmp_path)
+    server = openai_server(by_question({}, default="3"))
+    env = {**lmms_env, **data_env, "OPENAI_API_BASE": server.base_url, "OPENAI_API_KEY": "sk-test"}
+    args = [*OPENAI, "--tasks", "grab"]
+
+    run = run_cli(command, args if command == "lmms-eval" else ["eval", *args], env, tmp_path / "o")
+
+    assert f"{path}, {BROKEN_PNG}" in run.output, run.output[-3000:]
+    assert not list((tmp_path / "o").rglob("*_results.json"))
+    assert len(server.requests) < len(GRAB_ROWS)  # the broken row's request was never sent
+    if command == "scifig":
+        assert run.returncode != 0
 
 
 def test_scifig_eval_exits_non_zero_on_an_empty_split(tmp_path: Path, lmms_env, run_cli) -> None:

@@ -10,9 +10,12 @@ Whatever the source, the rows are checked against the benchmark's schema before 
 stops the run with a :class:`DataError` naming the file, the row and the column: a cell out of its column's rule, a row
 whose columns disagree (``row_check``, e.g. an answer letter beyond the options), a repeated key (``key``, e.g.
 GRAB's ``pid``) and a row repeated in full (every column equal; any benchmark). An empty split is an error too.
-Images are decoded once each, strictly, and dropped at once (:func:`scifig_tasks.core.images.decode_once`): a file
-whose header and checksums are fine but whose compressed data is broken is caught here, not at the model, and memory
-stays flat however large the set (the rows are read batch by batch; only a digest per row is kept).
+Images get the structural check here (header, declared size within the decompression-bomb limit, every chunk
+checksum; :func:`scifig_tasks.core.images.check_structure`), and their pixels are decoded, strictly, when a model's
+request is built: a file whose structure is fine but whose compressed data is broken stops the run there, with the
+same file, row and column (:mod:`scifig_tasks.core.images`). Memory stays flat however large the set (the rows are
+read batch by batch; only a digest per row is kept). A split is checked once per process and, while its files are
+unchanged, once across runs (:mod:`scifig_tasks.core.validated`).
 
 Data that is not data is refused the same way: text that is not valid UTF-8 (any column), a gold answer that reads as
 a non-finite number (:func:`expect_answer`), and an image cell that names a file (no bytes, a ``path``) outside the
@@ -44,9 +47,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from scifig_tasks.core import validated
 from scifig_tasks.core.configs import installed_entry_point
 from scifig_tasks.core.errors import DataError
-from scifig_tasks.core.images import decode_once, image_file
+from scifig_tasks.core.images import check_structure, decode_once, image_file, remember_source, unreadable
 
 # datasets >= 4 has List (Sequence became a function); older releases only have the Sequence class.
 _LIST_FEATURES: tuple[type, ...] = tuple(
@@ -124,7 +128,9 @@ def load_benchmark(source: BenchmarkSource, split: str | None = None, hub_path: 
     """One validated split of ``source``: from ``$<env_var>`` when set, else from the Hub.
 
     ``hub_path`` overrides the published dataset id (e.g. a task YAML's ``dataset_path`` pointing at a fork).
-    A split missing under its Hub name is looked up under its older names.
+    A split missing under its Hub name is looked up under its older names. The split is checked once per process
+    (the tasks of one benchmark share it) and not again in later runs while its files are unchanged
+    (:mod:`scifig_tasks.core.validated`).
     """
     split = split or source.default_split
     local = source.local_path()
@@ -139,9 +145,22 @@ def load_benchmark(source: BenchmarkSource, split: str | None = None, hub_path: 
                 + (f" (`{source.build_command}` builds it)" if source.build_command else ""),
             )
         local = source.default_data()
+    if local is not None and not local.exists():
+        raise DataError(str(local), None, None, f"does not exist ({source.name} data); {source.remedy()}")
+    hub = hub_path or source.hub_path
+    read = local if local is not None else Path(hub) if Path(hub).is_dir() else None  # a Hub id may be a folder
+    loaded_key = (source.name, split, hub, json.dumps(validated.files_identity([read])) if read else None)
+    if loaded_key not in _LOADED:
+        _LOADED[loaded_key] = _load_validated(source, split, hub_path, local)
+    return _LOADED[loaded_key]
+
+
+_LOADED: dict[tuple[Any, ...], datasets.Dataset] = {}
+"""The splits loaded in this process, by benchmark, split, Hub id and local files (sizes and times included)."""
+
+
+def _load_validated(source: BenchmarkSource, split: str, hub_path: str | None, local: Path | None) -> datasets.Dataset:
     if local is not None:
-        if not local.exists():
-            raise DataError(str(local), None, None, f"does not exist ({source.name} data); {source.remedy()}")
         dataset, origin = _local_split(local, source, split)
         folders: tuple[Path, ...] = (local if local.is_dir() else local.parent,)
     else:
@@ -150,8 +169,16 @@ def load_benchmark(source: BenchmarkSource, split: str | None = None, hub_path: 
         folders = hub_folders(path)
     present = tuple(column for column in source.optional_columns if column.name in dataset.column_names)
     columns = source.columns + present
-    validate(dataset, columns, origin, row_check=source.row_check, split=split, key=source.key, folders=folders)
-    return embed_image_files(dataset, columns, origin, folders)
+    images = [column.name for column in columns if column.image or column.image_list]
+    names_files = any(_names_files(dataset.data.column(name)) for name in images if name in dataset.column_names)
+    key = None if names_files else validated.record_key(source.name, split, [c.name for c in columns], dataset, local)
+    if key is None or not validated.is_recorded(key):
+        validate(dataset, columns, origin, row_check=source.row_check, split=split, key=source.key, folders=folders)
+        if key is not None:
+            validated.record(key, origin, len(dataset))
+    loaded = embed_image_files(dataset, columns, origin, folders)
+    remember_source(origin, loaded, images)
+    return loaded
 
 
 def hub_folders(path: str) -> tuple[Path, ...]:
@@ -361,12 +388,12 @@ def _cell_problem(column: Column, value: Any, folders: tuple[Path, ...] = ()) ->
     if value is None:
         return "value is missing (null)"
     if column.image:
-        return image_problem(value, folders)
+        return image_structure_problem(value, folders)
     if column.image_list:
         if not isinstance(value, list) or not value:
             return "expected a non-empty list of images"
         for position, item in enumerate(value):
-            problem = image_problem(item, folders)
+            problem = image_structure_problem(item, folders)
             if problem is not None:
                 return f"image {position}: {problem}"
         return None
@@ -374,9 +401,19 @@ def _cell_problem(column: Column, value: Any, folders: tuple[Path, ...] = ()) ->
 
 
 def image_problem(value: Any, folders: tuple[Path, ...] = ()) -> str | None:
-    """Check an undecoded image cell (``{"bytes", "path"}``): its file verifies and its pixels decode (once, strictly,
-    not kept). A cell without bytes is read from its ``path`` only inside ``folders``
-    (:func:`scifig_tasks.core.images.image_file`; none: refused)."""
+    """The whole check of an undecoded image cell (``{"bytes", "path"}``): its structure verifies and its pixels decode
+    (once, strictly, not kept; :func:`scifig_tasks.core.images.decode_once`). A cell without bytes is read from its
+    ``path`` only inside ``folders`` (:func:`scifig_tasks.core.images.image_file`; none: refused)."""
+    return _image_problem(value, folders, decode_once)
+
+
+def image_structure_problem(value: Any, folders: tuple[Path, ...] = ()) -> str | None:
+    """The load-time check of an image cell: like :func:`image_problem`, but no pixel is decoded
+    (:func:`scifig_tasks.core.images.check_structure`); the pixels are decoded when a request is built."""
+    return _image_problem(value, folders, check_structure)
+
+
+def _image_problem(value: Any, folders: tuple[Path, ...], check: Callable[[Any], None]) -> str | None:
     if not isinstance(value, dict):
         return f"expected an image, got {type(value).__name__}"
     if not value.get("bytes") and not value.get("path"):
@@ -387,9 +424,9 @@ def image_problem(value: Any, folders: tuple[Path, ...] = ()) -> str | None:
         except ValueError as exc:
             return str(exc)
     try:
-        decode_once(value)
+        check(value)
     except Exception as exc:  # PIL raises many types for damaged data
-        return f"image bytes are not a readable image ({type(exc).__name__}: {exc})"
+        return unreadable(exc)
     return None
 
 

@@ -6,12 +6,22 @@ its pixels. Two ways out:
 * :func:`to_rgb` / :func:`open_image` for models that take pixels (decoded on demand);
 * :func:`for_upload` for chat/API models: the image opens lazily, and when the framework serialises it in its own
   stored format (lmms-eval's API models call ``image.save(buffer, format="PNG")``) the stored file bytes are written
-  as they are — the same pixels, without decoding and re-encoding a large figure on the request path. Any other
-  format, option or pixel access falls back to PIL's normal behaviour.
+  as they are — the same pixels, without re-encoding a large figure on the request path. Any other format, option or
+  pixel access falls back to PIL's normal behaviour.
 
-Data validation decodes every image once, strictly (:func:`strict_decoding`): lmms-eval sets PIL's
-``ImageFile.LOAD_TRUNCATED_IMAGES`` at import, under which PIL pads a truncated or broken image with grey instead of
-raising, so a damaged figure would reach the model as a partly blank picture.
+Checking happens in two steps, so that a run pays for the pixels it uses and no more:
+
+* when the data are loaded, every image gets the cheap structural check (:func:`check_structure`): the header opens,
+  the declared size is within :data:`MAX_PIXELS` (the decompression-bomb limit), and every chunk's
+  checksum verifies; no pixel is decoded;
+* when a model's request is built (:func:`to_rgb`, :func:`for_upload`), the pixels are decoded once, strictly
+  (:func:`decode_strictly`). A file whose structure is fine but whose compressed data is broken fails there, with
+  the same error the data check gives: the data file, row and column, found among the sources loaded in this
+  process (:func:`remember_source`).
+
+Decoding is strict (:func:`strict_decoding`) because lmms-eval sets PIL's ``ImageFile.LOAD_TRUNCATED_IMAGES`` at
+import, under which PIL pads a truncated or broken image with grey instead of raising, so a damaged figure would
+reach the model as a partly blank picture.
 
 An image cell may name a file instead of holding bytes (``{"bytes": None, "path": P}``). Such a file is read only
 when it lies inside the data's own folder (:func:`image_file`): otherwise a data file could make scifig read any
@@ -21,12 +31,21 @@ local file and send it to a model endpoint.
 from __future__ import annotations
 
 import io
+import warnings
+import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from PIL import Image, ImageFile
+
+from scifig_tasks.core.errors import DataError
+
+MAX_PIXELS = 2 * 89_478_485
+"""The most pixels an image may declare: PIL's own refusal bound at its default setting (twice
+``Image.MAX_IMAGE_PIXELS``), applied whatever a framework sets that global to. A GRAB figure at the generator's
+1000 dpi has about 31 million."""
 
 
 def open_image(cell: Any) -> Image.Image:
@@ -73,20 +92,94 @@ def strict_decoding() -> Iterator[None]:
         ImageFile.LOAD_TRUNCATED_IMAGES = previous
 
 
-def decode_once(cell: Any) -> None:
-    """Verify the stored file (chunk checksums) and decode its pixels once, strictly; the pixels are dropped at once.
+def check_structure(cell: Any) -> None:
+    """The load-time check of an image cell, without decoding a pixel: the header opens, the declared size is at most
+    :data:`MAX_PIXELS`, and the file's structure verifies (for PNG every chunk checksum, the pixel data's
+    included).
 
-    Raises what PIL raises for damaged data (``OSError``, ``SyntaxError``, ``ValueError``, ...)."""
-    with strict_decoding():
+    Raises ``ValueError`` for a size out of bounds, else what PIL raises for damaged data."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", Image.DecompressionBombWarning)  # the bound below decides
         with open_image(cell) as image:
+            width, height = image.size
+            if width * height > MAX_PIXELS:
+                raise ValueError(
+                    f"declared size {width}x{height} ({width * height:,} pixels) is over the {MAX_PIXELS:,}-pixel "
+                    "limit (a decompression bomb, or a figure to downscale before evaluating)"
+                )
             image.verify()
-        with open_image(cell) as image:
-            image.load()
+
+
+def decode_strictly(cell: Any) -> Image.Image:
+    """The pixels of ``cell``, decoded now and strictly (see :func:`strict_decoding`); raises what PIL raises for
+    damaged data."""
+    with strict_decoding(), warnings.catch_warnings():
+        warnings.simplefilter("ignore", Image.DecompressionBombWarning)  # checked at load by check_structure
+        image = open_image(cell)
+        image.load()
+    return image
+
+
+def decode_once(cell: Any) -> None:
+    """The whole check of an image cell: :func:`check_structure`, then its pixels decoded once, strictly, and dropped
+    at once. Raises what those raise."""
+    check_structure(cell)
+    decode_strictly(cell).close()
+
+
+def unreadable(error: Exception) -> str:
+    """The problem text of an image that fails a check, the same at load time and when a request is built."""
+    return f"image bytes are not a readable image ({type(error).__name__}: {error})"
+
+
+_SOURCES: list[tuple[str, weakref.ref[Any], tuple[str, ...]]] = []
+
+
+def remember_source(origin: str, dataset: Any, columns: Sequence[str]) -> None:
+    """Note that ``dataset`` (rows of ``origin`` with images in ``columns``) was loaded in this process, so a
+    request-time decoding failure can name the file, row and column (the dataset is referenced weakly)."""
+    if columns:
+        _SOURCES.append((origin, weakref.ref(dataset), tuple(columns)))
+
+
+def _locate(data: bytes) -> tuple[str, int, str, int | None] | None:
+    """Where the image ``data`` sits among the remembered sources: origin, row, column and position in a list cell;
+    ``None`` when no source holds it. Runs only after a failure, so it may scan."""
+    for origin, reference, columns in reversed(_SOURCES):
+        dataset = reference()
+        if dataset is None:
+            continue
+        stored = dataset.select_columns(list(columns)).with_format("arrow")  # cells as stored, nothing decoded
+        for offset in range(0, len(dataset), 256):
+            batch = stored[offset : offset + 256]
+            for column in columns:
+                for index, value in enumerate(batch.column(column).to_pylist()):
+                    cells = value if isinstance(value, list) else [value]
+                    for position, cell in enumerate(cells):
+                        if isinstance(cell, Mapping) and cell.get("bytes") == data:
+                            return origin, offset + index, column, position if isinstance(value, list) else None
+    return None
+
+
+def _decoded_or_located_error(cell: Any) -> Image.Image:
+    """:func:`decode_strictly`, with a failure raised as the :class:`DataError` the data check gives for the cell."""
+    try:
+        return decode_strictly(cell)
+    except Exception as exc:  # PIL raises many types for damaged data
+        problem = unreadable(exc)
+        data = cell.get("bytes") if isinstance(cell, Mapping) else None
+        found = _locate(data) if data else None
+        if found is None:
+            raise DataError("an image of the evaluated data", None, None, problem) from exc
+        origin, row, column, position = found
+        prefix = "" if position is None else f"image {position}: "
+        raise DataError(origin, row, column, prefix + problem) from exc
 
 
 def to_rgb(cell: Any) -> Image.Image:
-    """RGB pixels of an image cell; transparency is composited on white (matplotlib's figure background)."""
-    image = open_image(cell)
+    """RGB pixels of an image cell, decoded strictly (a damaged one raises the located :class:`DataError`);
+    transparency is composited on white (matplotlib's figure background)."""
+    image = _decoded_or_located_error(cell)
     if image.mode == "RGB":
         return image
     if image.mode in ("RGBA", "LA") or (image.mode == "P" and "transparency" in image.info):
@@ -98,7 +191,12 @@ def to_rgb(cell: Any) -> Image.Image:
 
 
 def for_upload(cell: Any) -> Image.Image:
-    """The image of ``cell`` for an API request: saving it in its stored format writes the stored bytes."""
+    """The image of ``cell`` for an API request: saving it in its stored format writes the stored bytes. The pixels
+    are decoded once, strictly, and dropped (a damaged image raises the located :class:`DataError`); the image
+    returned opens lazily, so a request holds no decoded pixels."""
+    if isinstance(cell, Image.Image):
+        return cell
+    _decoded_or_located_error(cell).close()
     image = open_image(cell)
     data = cell.get("bytes") if isinstance(cell, Mapping) else None
     if not data or image.format is None:

@@ -35,3 +35,17 @@ def broken_stream(png: bytes) -> bytes:
 def truncated_stream(png: bytes) -> bytes:
     """``png`` with its pixel data cut in half (checksums recomputed): the image ends early."""
     return _assemble([(kind, data[: len(data) // 2] if kind == b"IDAT" else data) for kind, data in _chunks(png)])
+
+
+def declared_size(png: bytes, width: int, height: int) -> bytes:
+    """``png`` whose header declares ``width`` x ``height`` pixels (checksums recomputed, pixel data unchanged)."""
+    chunks = _chunks(png)
+    header = dict(chunks)[b"IHDR"]
+    resized = struct.pack(">II", width, height) + header[8:]
+    return _assemble([(kind, resized if kind == b"IHDR" else data) for kind, data in chunks])
+
+
+def bad_checksum(png: bytes) -> bytes:
+    """``png`` with one byte of its pixel data changed and the chunk checksum left as it was."""
+    position = png.index(b"IDAT") + 4
+    return png[:position] + bytes([png[position] ^ 0xFF]) + png[position + 1 :]
