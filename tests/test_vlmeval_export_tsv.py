@@ -16,7 +16,8 @@ import pytest
 from PIL import Image
 
 from scifig_tasks.core.sources import PLOT_TWIST_FEATURES
-from tests.harness.grab_data import ONE_DP, Row, write_parquet
+from tests.harness.bad_images import broken_stream
+from tests.harness.grab_data import ONE_DP, Row, records, write_parquet, write_records
 from tests.harness.lmms import offline_env
 from tests.harness.scifibench_data import Question, build, write_splits
 
@@ -161,6 +162,18 @@ def test_bad_data_stops_export_naming_file_row_and_column(tmp_path: Path) -> Non
     completed = export(tmp_path, {"SCIFIG_GRAB_DATA": str(bad)}, ["SciFig_GRAB"])
     assert completed.returncode != 0
     assert f"{bad}, row 1 (0-based), column 'task': unknown value 'spline'" in completed.stderr
+
+
+def test_broken_pixel_data_stops_export_naming_file_row_and_column(tmp_path: Path) -> None:
+    """The TSV is what VLMEvalKit builds requests from, so its images are decoded, strictly, when written."""
+    rows = records(GRAB_ROWS)
+    rows[1]["decoded_image"] = {"bytes": broken_stream(rows[1]["decoded_image"]["bytes"]), "path": None}
+    bad = write_records(rows, tmp_path / "bad" / "GRAB.parquet")
+    completed = export(tmp_path, {"SCIFIG_GRAB_DATA": str(bad)}, ["SciFig_GRAB"])
+    assert completed.returncode != 0
+    expected = "row 1 (0-based), column 'decoded_image': image bytes are not a readable image (OSError: broken data"
+    assert f"{bad}, {expected}" in completed.stderr, completed.stderr[-3000:]
+    assert not (tmp_path / "tsv" / "SciFig_GRAB.tsv").exists()
 
 
 REGISTERED = """

@@ -161,7 +161,7 @@ def _locate(data: bytes) -> tuple[str, int, str, int | None] | None:
     return None
 
 
-def _decoded_or_located_error(cell: Any) -> Image.Image:
+def decoded_pixels(cell: Any) -> Image.Image:
     """:func:`decode_strictly`, with a failure raised as the :class:`DataError` the data check gives for the cell."""
     try:
         return decode_strictly(cell)
@@ -179,7 +179,7 @@ def _decoded_or_located_error(cell: Any) -> Image.Image:
 def to_rgb(cell: Any) -> Image.Image:
     """RGB pixels of an image cell, decoded strictly (a damaged one raises the located :class:`DataError`);
     transparency is composited on white (matplotlib's figure background)."""
-    image = _decoded_or_located_error(cell)
+    image = decoded_pixels(cell)
     if image.mode == "RGB":
         return image
     if image.mode in ("RGBA", "LA") or (image.mode == "P" and "transparency" in image.info):
@@ -196,7 +196,7 @@ def for_upload(cell: Any) -> Image.Image:
     returned opens lazily, so a request holds no decoded pixels."""
     if isinstance(cell, Image.Image):
         return cell
-    _decoded_or_located_error(cell).close()
+    decoded_pixels(cell).close()
     image = open_image(cell)
     data = cell.get("bytes") if isinstance(cell, Mapping) else None
     if not data or image.format is None:

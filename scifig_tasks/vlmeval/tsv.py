@@ -38,7 +38,7 @@ from PIL import Image
 
 from scifig_tasks.core import plot_twist
 from scifig_tasks.core.data import BenchmarkSource, load_benchmark, undecoded
-from scifig_tasks.core.images import open_image, to_rgb
+from scifig_tasks.core.images import decoded_pixels, to_rgb
 from scifig_tasks.core.mcq import strip_label
 from scifig_tasks.core.sources import GRAB, MMSCI_CAPTIONING, MMSCI_MCQ, PLOT_TWIST, SCIFIBENCH
 
@@ -270,8 +270,10 @@ _EXTENSIONS = {"PNG": "png", "JPEG": "jpg", "GIF": "gif", "BMP": "bmp", "TIFF": 
 
 def image_bytes(cell: Any) -> tuple[bytes, str]:
     """The bytes written for an image cell and their file extension: the stored bytes, or the PNG of
-    :func:`to_rgb` (transparency composited on white) for other pixel modes."""
-    image = open_image(cell)
+    :func:`to_rgb` (transparency composited on white) for other pixel modes. The pixels are decoded here, strictly
+    (the TSV is what VLMEvalKit builds its requests from): damaged pixel data raises the data check's file, row and
+    column."""
+    image = decoded_pixels(cell)
     data = cell.get("bytes") if isinstance(cell, Mapping) else None
     if data is None and isinstance(cell, Mapping) and cell.get("path"):
         data = Path(cell["path"]).read_bytes()
