@@ -11,7 +11,8 @@ with ``datasets.load_dataset(out)``:
   ``mc_answer`` (the correct letter) from :func:`scifig_tasks.core.grab_mc.mc_options` with ``seed = pid``, the same
   options the ``grab_properties_mc`` task builds on the fly.
 
-Rendering runs in ``workers`` forked processes (:func:`curation.workers.process_pool`: they die with the command);
+Rendering runs in ``workers`` forked processes (:func:`curation.workers.process_pool`: they die with the command),
+each holding one graph at a time (~0.65 GiB at dpi 1000: :func:`curation.grab.render.release_figure`);
 results are consumed in plan order and written in row groups of fixed size, so the files are byte-identical whatever
 the number of workers.
 Files are written under a temporary name and renamed when complete.

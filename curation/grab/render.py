@@ -20,12 +20,22 @@ kB). Only the bytes differ from ``savefig``'s: every decoded pixel is the same.
 
 Determinism: every input comes from the plan and the PNG holds no text chunk (no ``Software`` or time stamp), so the
 same parameters and versions (matplotlib, zlib) give byte-identical files in any process.
+
+Memory (:func:`release_figure`): a process holds one graph at a time. At dpi 1000 a graph's Agg pixel buffer is 120-190
+MB and encoding it needs about as much again, so a rendering process peaks at ~0.6-0.7 GiB whatever the number of graphs
+(goal: <= 1 GiB per build worker; ``tests/perf/bench_grab_generator.py`` prints the peak). A drawn figure is a web of
+reference cycles (figure and canvas, artists and axes), which reference counting alone never frees: left to the garbage
+collector's rare full passes, finished graphs' buffers pile up (1.7-2.5 GiB per process after 40-160 graphs). So every
+path that draws a graph releases it as soon as its PNG is encoded: the figure's axes and artists are cleared and the
+canvas drops its renderer, the only remaining holder of the buffer, which reference counting then frees at once.
 """
 
 from __future__ import annotations
 
+import gc
 import random
 import struct
+import weakref
 import zlib
 from typing import Any
 
@@ -150,7 +160,10 @@ SUB_CANDIDATE_SHARE = 32
 
 
 def draw_figure(params: dict[str, Any], dpi: int = DEFAULT_DPI) -> Any:
-    """The Agg canvas of one planned graph, drawn (its pixels are ``canvas.buffer_rgba()``)."""
+    """The Agg canvas of one planned graph, drawn (its pixels are ``canvas.buffer_rgba()``).
+
+    Pass it to :func:`release_figure` once its pixels are used (memory rule in the module docstring).
+    """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -163,6 +176,26 @@ def draw_figure(params: dict[str, Any], dpi: int = DEFAULT_DPI) -> Any:
     draw(axes, params)
     canvas.draw()
     return canvas
+
+
+def release_figure(canvas: Any) -> None:
+    """Free a drawn graph's pixel buffer now, not at the garbage collector's next full pass (module docstring, memory).
+
+    The figure's axes and artists are cleared (drawn texts keep a reference to the renderer) and the canvas drops its
+    renderer, the holder of the Agg buffer, and returns to its never-drawn state (a later draw makes a new renderer).
+    Reference counting then frees the buffer at once; should anything else still hold the renderer in a reference
+    cycle (another matplotlib version), a full collection frees it before this returns. Only a reference the caller
+    keeps (e.g. a ``buffer_rgba()`` view) keeps the buffer alive.
+    """
+    state = vars(canvas)
+    renderer = state.get("renderer")
+    held = None if renderer is None else weakref.ref(renderer)
+    del renderer
+    canvas.figure.clear()
+    state.pop("renderer", None)
+    state.pop("_lastKey", None)  # FigureCanvasAgg's class default (None) again: the next draw makes a new renderer
+    if held is not None and held() is not None:
+        gc.collect()
 
 
 def filtered_rows(rgba: np.ndarray) -> np.ndarray:
@@ -228,9 +261,12 @@ def encode_png(rgba: Any, dpi: float) -> bytes:
 
 
 def render_png(params: dict[str, Any], dpi: int = DEFAULT_DPI) -> bytes:
-    """The RGBA PNG of one planned graph."""
+    """The RGBA PNG of one planned graph; the figure is released as soon as the PNG is encoded (or encoding fails)."""
     canvas = draw_figure(params, dpi)
-    return encode_png(canvas.buffer_rgba(), canvas.figure.dpi)
+    try:
+        return encode_png(canvas.buffer_rgba(), canvas.figure.dpi)
+    finally:
+        release_figure(canvas)
 
 
 def render_job(job: tuple[dict[str, Any], int]) -> bytes:

@@ -1,30 +1,40 @@
-"""Wall time of a full GRAB generator build against a bare matplotlib loop, and the speed-up from 1 to 2 workers.
+"""Wall time of a full GRAB generator build against a bare matplotlib loop, the speed-up from 1 to 2 workers, and the
+peak memory of each rendering process.
 
 What it measures, for the same ``N`` figures (default: the full 2,170-question composition) at the same ``--dpi``:
 
-* ``per figure`` — one process draws every figure with the generator (``curation.grab.render.draw_figure``) and
-  encodes the same Agg buffer twice: with matplotlib's ``savefig`` encoder (``matplotlib.image.imsave``, i.e.
-  Pillow: all five PNG filters tried on every row, zlib's default level) and with the generator's
-  ``curation.grab.render.encode_png`` (filter Up or Sub per row, zlib's run-length strategy). It prints the mean
-  seconds per figure of drawing and of each encoder, their ratio (``savefig / encode_png``), the mean PNG size of
-  each, and whether every pair decodes to the same pixels (mode, size and array compared exactly). ``draw +
-  encode_png`` x 2,170 / 2 is what rendering alone would take in a full build with 2 perfectly scaling workers.
+* ``per figure`` — one process draws every figure with the generator (``curation.grab.render.draw_figure``) and encodes
+  the same Agg buffer twice, then releases the figure (``curation.grab.render.release_figure``): with matplotlib's
+  ``savefig`` encoder (``matplotlib.image.imsave``, i.e. Pillow: all five PNG filters tried on every row, zlib's default
+  level) and with the generator's ``curation.grab.render.encode_png`` (filter Up or Sub per row, zlib's run-length
+  strategy). It prints the mean seconds per figure of drawing and of each encoder, their ratio (``savefig /
+  encode_png``), the mean PNG size of each, and whether every pair decodes to the same pixels (mode, size and array
+  compared exactly). ``draw + encode_png`` x 2,170 / 2 is what rendering alone would take in a full build with 2
+  perfectly scaling workers.
 * ``bare matplotlib loop`` — one process draws every figure with plain matplotlib calls (``Figure`` + Agg canvas,
   the same figure size, margins, limits, ticks, gridlines, line styles and data arrays as the generator)
-  and saves it to a PNG in memory with ``savefig``. The arrays are computed before the clock starts, so this is
-  rendering and matplotlib's PNG encoding only: the floor a generator using ``savefig`` pays (the generator's own
-  encoder is faster, so at high ``--dpi`` the ratio below can fall under 1).
+  and saves it to a PNG in memory with ``savefig``, then releases the figure as the generator does. The arrays are
+  computed before the clock starts, so this is rendering and matplotlib's PNG encoding only: the floor a generator
+  using ``savefig`` pays (the generator's own encoder is faster, so at high ``--dpi`` the ratio below can fall
+  under 1).
 * ``build, 1 worker`` / ``build, 2 workers`` — ``curation.grab.build.build_grab`` from scratch (plan, rendering,
-  parquet writing, dataset card) into a temporary directory, with the plan cache cleared first.
+  parquet writing, dataset card) into a temporary directory, with the plan cache cleared first. Each build runs in
+  a fresh process forked from this one, so that its rendering processes can be measured alone.
+* ``peak RSS per worker`` — the largest peak resident set size of a build's rendering processes: with 2 workers the
+  largest of the two worker processes (``getrusage(RUSAGE_CHILDREN).ru_maxrss`` of the process that ran the build);
+  with 1 worker the build's own process, which renders in place and also plans and writes the parquet file
+  (``RUSAGE_SELF``). Both include what the process shares with the one it was forked from. Goal: <= 1 GiB at
+  dpi 1000 (each graph is released as soon as its PNG is encoded, so the peak does not grow with the number of
+  graphs; the verdict is printed at ``--dpi 1000`` only).
 
 How to read the figures. ``ratio`` = build with 1 worker / bare loop: the generator's overhead over rendering alone
 (planning with exact arithmetic, the process pipeline, parquet writing); goal <= 1.3x. ``speed-up`` = build with 1
-worker / build with 2 workers (at most 2 on a 2-core machine; planning and writing run in the parent process, so
-they do not scale). ``identical`` checks that both builds wrote byte-identical parquet files. CPU seconds (this
-process plus its finished workers) and the 1-minute load average are printed beside each wall time: on a shared
-machine a load above the CPU count means the wall times include waiting for other processes. ``capacity`` is the
-speed-up a pure-Python CPU-bound control gets from 1 to 2 processes at the end of the run: on a virtual machine whose
-cores are shared with other tenants it can be far below 2, and the workers' speed-up cannot exceed it.
+worker / build with 2 workers (at most 2 on a 2-core machine; planning and writing run in the parent process, so they do
+not scale). ``identical`` checks that both builds wrote byte-identical parquet files. CPU seconds (the process that ran
+the step plus its finished workers) and the 1-minute load average are printed beside each wall time: on a shared machine
+a load above the CPU count means the wall times include waiting for other processes. ``capacity`` is the speed-up a
+pure-Python CPU-bound control gets from 1 to 2 processes at the end of the run: on a virtual machine whose cores are
+shared with other tenants it can be far below 2, and the workers' speed-up cannot exceed it.
 
 Run from the repository root: ``python -m tests.perf.bench_grab_generator`` (options
 ``--dpi`` (default 100; the generator's default resolution is 1000, 100x the pixels), ``--limit`` (a balanced subset
@@ -60,7 +70,9 @@ from curation.grab.render import (
     draw_figure,
     encode_png,
     figure_settings,
+    release_figure,
 )
+from curation.workers import process_pool
 
 FULL_BUILD = 2170
 
@@ -120,6 +132,7 @@ def bare_loop(jobs: list[tuple[dict[str, Any], list[tuple[str, Any, Any]]]], dpi
                 axes.set_xlim(*params["xlim"])
             axes.grid(True, linewidth=0.8, alpha=0.6)
         figure.savefig(io.BytesIO(), format="png", dpi=dpi, metadata={"Software": None})
+        release_figure(figure.canvas)
     return time.perf_counter() - start
 
 
@@ -167,6 +180,8 @@ def per_figure_split(items: list[plan_module.PlanItem], dpi: int) -> Split:
         encoded_old, encoded_old_cpu = time.perf_counter(), time.process_time()
         new = encode_png(canvas.buffer_rgba(), canvas.figure.dpi)
         encoded_new, encoded_new_cpu = time.perf_counter(), time.process_time()
+        release_figure(canvas)
+        del canvas
         split.figures += 1
         split.draw += drawn - start
         split.savefig += encoded_old - drawn
@@ -234,17 +249,50 @@ def cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-def timed_build(out: Path, workers: int, dpi: int, limit: int | None, seed: int) -> tuple[float, float, str]:
-    """Wall seconds, CPU seconds and parquet sha256 of a build from scratch (plan cache cleared)."""
+@dataclass(frozen=True)
+class Build:
+    """What :func:`timed_build` measured."""
+
+    wall: float
+    cpu: float
+    sha256: str
+    worker_peak: int
+    """Largest peak RSS of a rendering process, bytes."""
+
+
+def _build_here(out: Path, workers: int, dpi: int, limit: int | None, seed: int) -> Build:
     plan_module.cached_plan.cache_clear()
     start, cpu = time.perf_counter(), cpu_seconds()
     build_grab(out, seed=seed, limit=limit, workers=workers, dpi=dpi, progress=False)
     seconds, cpu = time.perf_counter() - start, cpu_seconds() - cpu
-    return seconds, cpu, hashlib.sha256((out / "GRAB.parquet").read_bytes()).hexdigest()
+    # This process is fresh (no earlier children), so RUSAGE_CHILDREN holds only the build's workers, all joined.
+    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    peak = children if children else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # no workers: rendered here
+    return Build(seconds, cpu, hashlib.sha256((out / "GRAB.parquet").read_bytes()).hexdigest(), peak * 1024)
+
+
+def timed_build(out: Path, workers: int, dpi: int, limit: int | None, seed: int) -> Build:
+    """Wall and CPU seconds, parquet sha256 and the rendering processes' peak RSS of a build from scratch (plan
+    cache cleared), run in a fresh process forked from this one."""
+    with process_pool(1, "fork") as pool:
+        return pool.submit(_build_here, out, workers, dpi, limit, seed).result()
 
 
 def _line(label: str, wall: float, cpu: float) -> str:
     return f"  {label:<21}: {wall:8.1f} s wall  {cpu:8.1f} s CPU  (load average {os.getloadavg()[0]:.1f})"
+
+
+MEMORY_GOAL = 1 << 30
+"""Peak RSS per rendering process at dpi 1000, bytes."""
+MEMORY_GOAL_DPI = 1000
+
+
+def _peak_line(label: str, build: Build, dpi: int) -> str:
+    verdict = f": {'met' if build.worker_peak <= MEMORY_GOAL else 'MISSED'}" if dpi == MEMORY_GOAL_DPI else ""
+    return (
+        f"  {label:<34}: {build.worker_peak / 2**20:6.0f} MiB  (goal <= {MEMORY_GOAL / 2**30:.0f} GiB at dpi"
+        f" {MEMORY_GOAL_DPI}{verdict})"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -262,15 +310,17 @@ def main(argv: list[str] | None = None) -> int:
     bare = bare_loop(jobs, args.dpi)
     print(_line("bare matplotlib loop", bare, cpu_seconds() - cpu), flush=True)
     with tempfile.TemporaryDirectory(prefix="bench-grab-") as tmp:
-        one, cpu_one, hash_one = timed_build(Path(tmp) / "w1", 1, args.dpi, args.limit, args.seed)
-        print(_line("build, 1 worker", one, cpu_one), flush=True)
-        two, cpu_two, hash_two = timed_build(Path(tmp) / "w2", 2, args.dpi, args.limit, args.seed)
-        print(_line("build, 2 workers", two, cpu_two), flush=True)
-    ratio = one / bare
+        one = timed_build(Path(tmp) / "w1", 1, args.dpi, args.limit, args.seed)
+        print(_line("build, 1 worker", one.wall, one.cpu), flush=True)
+        two = timed_build(Path(tmp) / "w2", 2, args.dpi, args.limit, args.seed)
+        print(_line("build, 2 workers", two.wall, two.cpu), flush=True)
+    ratio = one.wall / bare
     print(f"  ratio (build 1 worker / bare loop): {ratio:.2f}x  (goal <= 1.3x: {'met' if ratio <= 1.3 else 'MISSED'})")
-    print(f"  speed-up 1 -> 2 workers           : {one / two:.2f}x")
+    print(f"  speed-up 1 -> 2 workers           : {one.wall / two.wall:.2f}x")
     print(f"  machine's 1 -> 2 process capacity : {parallel_capacity():.2f}x  (pure-Python control, measured now)")
-    print(f"  identical parquet (1 vs 2 workers): {hash_one == hash_two}")
+    print(f"  identical parquet (1 vs 2 workers): {one.sha256 == two.sha256}")
+    print(_peak_line("peak RSS per worker, 1 worker", one, args.dpi))
+    print(_peak_line("peak RSS per worker, 2 workers", two, args.dpi))
     return 0
 
 
