@@ -149,14 +149,15 @@ def load_benchmark(source: BenchmarkSource, split: str | None = None, hub_path: 
         raise DataError(str(local), None, None, f"does not exist ({source.name} data); {source.remedy()}")
     hub = hub_path or source.hub_path
     read = local if local is not None else Path(hub) if Path(hub).is_dir() else None  # a Hub id may be a folder
-    loaded_key = (source.name, split, hub, json.dumps(validated.files_identity([read])) if read else None)
+    loaded_key = (id(source), split, hub, json.dumps(validated.files_identity([read])) if read else None)
     if loaded_key not in _LOADED:
-        _LOADED[loaded_key] = _load_validated(source, split, hub_path, local)
-    return _LOADED[loaded_key]
+        _LOADED[loaded_key] = (source, _load_validated(source, split, hub_path, local))
+    return _LOADED[loaded_key][1]
 
 
-_LOADED: dict[tuple[Any, ...], datasets.Dataset] = {}
-"""The splits loaded in this process, by benchmark, split, Hub id and local files (sizes and times included)."""
+_LOADED: dict[tuple[Any, ...], tuple[BenchmarkSource, datasets.Dataset]] = {}
+"""The splits loaded in this process, by source (kept, so its id stays its own), split, Hub id and local files (sizes
+and times included)."""
 
 
 def _load_validated(source: BenchmarkSource, split: str, hub_path: str | None, local: Path | None) -> datasets.Dataset:
@@ -171,7 +172,8 @@ def _load_validated(source: BenchmarkSource, split: str, hub_path: str | None, l
     columns = source.columns + present
     images = [column.name for column in columns if column.image or column.image_list]
     names_files = any(_names_files(dataset.data.column(name)) for name in images if name in dataset.column_names)
-    key = None if names_files else validated.record_key(source.name, split, [c.name for c in columns], dataset, local)
+    checks = [*(f"{c.name}:{_rule(c.check)}:{c.image}:{c.image_list}" for c in columns), _rule(source.row_check)]
+    key = None if names_files else validated.record_key(source.name, split, [*checks, *source.key], dataset, local)
     if key is None or not validated.is_recorded(key):
         validate(dataset, columns, origin, row_check=source.row_check, split=split, key=source.key, folders=folders)
         if key is not None:
@@ -179,6 +181,10 @@ def _load_validated(source: BenchmarkSource, split: str, hub_path: str | None, l
     loaded = embed_image_files(dataset, columns, origin, folders)
     remember_source(origin, loaded, images)
     return loaded
+
+
+def _rule(check: Callable[..., Any] | None) -> str:
+    return "" if check is None else f"{check.__module__}.{check.__qualname__}"
 
 
 def hub_folders(path: str) -> tuple[Path, ...]:

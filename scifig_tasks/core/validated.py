@@ -6,7 +6,7 @@ record's name is a digest of everything the verdict depends on:
 
 * the files the rows come from, each with its size and modification time in nanoseconds: the local parquet or
   ``save_to_disk`` files, or the Arrow files ``datasets`` cached for a Hub dataset (and the dataset's fingerprint);
-* the benchmark, the split and the columns checked;
+* the benchmark, the split, the columns checked and the names of the rules checking them;
 * the validator's version: a digest of the source of every module in ``scifig_tasks/core`` (where the checks and
   the schemas live), so a release that changes any check sees no old record.
 
@@ -52,16 +52,14 @@ def files_identity(paths: Iterable[Path]) -> list[list[Any]]:
     return found
 
 
-def record_key(
-    benchmark: str, split: str, columns: Sequence[str], dataset: datasets.Dataset, local: Path | None
-) -> str:
+def record_key(benchmark: str, split: str, checks: Sequence[str], dataset: datasets.Dataset, local: Path | None) -> str:
     """The record name of a split: the data's files (``local``, else the Arrow files of the loaded ``dataset``), the
-    benchmark, split, columns and the validator's version."""
+    benchmark, split, the checks applied (columns and the names of their rules) and the validator's version."""
     cached = [Path(entry["filename"]) for entry in dataset.cache_files]
     identity = {
         "benchmark": benchmark,
         "split": split,
-        "columns": list(columns),
+        "checks": list(checks),
         "files": files_identity([local] if local is not None else cached),
         "fingerprint": None if local is not None else dataset._fingerprint,
         "validator": validator_version(),
