@@ -10,6 +10,7 @@ from lmms_eval.models.model_utils.media_encoder import encode_image_to_base64
 from PIL import Image, ImageFile
 
 from scifig_tasks.core.data import image_problem
+from scifig_tasks.core.errors import DataError
 from scifig_tasks.core.images import for_upload, to_rgb
 from tests.harness.bad_images import broken_stream, truncated_stream
 
@@ -69,3 +70,18 @@ def test_damaged_pixel_data_is_found_by_decoding(damage, expected: str, lenient:
 
     assert problem is not None and problem.startswith(expected), problem
     assert ImageFile.LOAD_TRUNCATED_IMAGES is lenient  # the setting is restored
+
+
+@pytest.mark.parametrize("decode", [to_rgb, for_upload], ids=["pixel-model", "api-model"])
+def test_a_request_image_whose_pixels_are_broken_is_refused_strictly(decode, monkeypatch) -> None:
+    """Under lmms-eval's lenient setting PIL would pad the image with grey: the request decodes strictly and raises;
+    bytes from no loaded source are named as such."""
+    monkeypatch.setattr(ImageFile, "LOAD_TRUNCATED_IMAGES", True)
+    damaged = {"bytes": truncated_stream(png_bytes("RGB", (9, 9, 9))), "path": None}
+
+    with pytest.raises(DataError) as caught:
+        decode(damaged)
+
+    assert caught.value.origin == "an image not among the data loaded in this process"
+    assert caught.value.problem.startswith("image bytes are not a readable image (OSError: image file is truncated")
+    assert decode({"bytes": png_bytes("RGB", (9, 9, 9)), "path": None}).size == (40, 30)

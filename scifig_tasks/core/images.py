@@ -170,7 +170,7 @@ def decoded_pixels(cell: Any) -> Image.Image:
         data = cell.get("bytes") if isinstance(cell, Mapping) else None
         found = _locate(data) if data else None
         if found is None:
-            raise DataError("an image of the evaluated data", None, None, problem) from exc
+            raise DataError("an image not among the data loaded in this process", None, None, problem) from exc
         origin, row, column, position = found
         prefix = "" if position is None else f"image {position}: "
         raise DataError(origin, row, column, prefix + problem) from exc
