@@ -37,6 +37,14 @@ def _new_process(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(data, "_LOADED", {})
 
 
+def _loaded_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """GRAB rows written, pointed at and loaded (checked) once; the parquet file's path."""
+    path = write_parquet(ROWS, tmp_path / "grab" / "GRAB.parquet")
+    monkeypatch.setenv("SCIFIG_GRAB_DATA", str(path))
+    data.load_benchmark(GRAB)
+    return path
+
+
 def test_one_check_per_process_and_none_in_the_next_run_of_unchanged_data(
     checks: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -56,9 +64,7 @@ def test_one_check_per_process_and_none_in_the_next_run_of_unchanged_data(
 def test_a_changed_file_is_checked_again_and_bad_data_is_never_recorded(
     checks: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path = write_parquet(ROWS, tmp_path / "grab" / "GRAB.parquet")
-    monkeypatch.setenv("SCIFIG_GRAB_DATA", str(path))
-    data.load_benchmark(GRAB)
+    path = _loaded_once(tmp_path, monkeypatch)
 
     write_parquet([*ROWS[:3], Row("transforms", "6")], path)  # an unknown task: same rows, other bytes
     os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 1))
@@ -73,9 +79,7 @@ def test_a_changed_file_is_checked_again_and_bad_data_is_never_recorded(
 def test_other_checks_or_another_validator_check_again(
     checks: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path = write_parquet(ROWS, tmp_path / "grab" / "GRAB.parquet")
-    monkeypatch.setenv("SCIFIG_GRAB_DATA", str(path))
-    data.load_benchmark(GRAB)
+    _loaded_once(tmp_path, monkeypatch)
 
     _new_process(monkeypatch)
     data.load_benchmark(data.BenchmarkSource(**{**GRAB.__dict__, "key": ()}))  # the same data, one rule fewer
