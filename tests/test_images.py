@@ -85,3 +85,35 @@ def test_a_request_image_whose_pixels_are_broken_is_refused_strictly(decode, mon
     assert caught.value.origin == "an image not among the data loaded in this process"
     assert caught.value.problem.startswith("image bytes are not a readable image (OSError: image file is truncated")
     assert decode({"bytes": png_bytes("RGB", (9, 9, 9)), "path": None}).size == (40, 30)
+
+
+def test_strict_decoding_in_many_threads_refuses_every_damaged_image_and_restores_the_setting(monkeypatch) -> None:
+    """Requests are built in several threads: each strict decode stays strict, and lmms-eval's lenient setting is
+    what remains afterwards."""
+    import threading
+
+    monkeypatch.setattr(ImageFile, "LOAD_TRUNCATED_IMAGES", True)
+    damaged = {"bytes": truncated_stream(png_bytes("RGB", (9, 9, 9))), "path": None}
+    fine = {"bytes": png_bytes("RGB", (9, 9, 9)), "path": None}
+    accepted: list[int] = []
+
+    def build_requests() -> None:
+        for _ in range(200):
+            with pytest.raises(DataError):
+                to_rgb(damaged)
+            to_rgb(fine)
+
+    def recording_failures() -> None:
+        try:
+            build_requests()
+        except BaseException:  # pytest.raises failing inside a thread: a damaged image decoded leniently
+            accepted.append(1)
+
+    threads = [threading.Thread(target=recording_failures) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert accepted == []
+    assert ImageFile.LOAD_TRUNCATED_IMAGES is True

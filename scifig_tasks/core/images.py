@@ -31,6 +31,7 @@ local file and send it to a model endpoint.
 from __future__ import annotations
 
 import io
+import threading
 import warnings
 import weakref
 from collections.abc import Iterator, Mapping, Sequence
@@ -81,15 +82,23 @@ def image_file(path: str, folders: Sequence[Path]) -> Path:
     return resolved
 
 
+_STRICT = threading.RLock()
+
+
 @contextmanager
 def strict_decoding() -> Iterator[None]:
-    """Inside the block PIL raises on truncated or broken image data, whatever ``LOAD_TRUNCATED_IMAGES`` says."""
-    previous = ImageFile.LOAD_TRUNCATED_IMAGES
-    ImageFile.LOAD_TRUNCATED_IMAGES = False
-    try:
-        yield
-    finally:
-        ImageFile.LOAD_TRUNCATED_IMAGES = previous
+    """Inside the block PIL raises on truncated or broken image data, whatever ``LOAD_TRUNCATED_IMAGES`` says.
+
+    The setting is a process-wide global and requests are built in several threads at once, so the blocks run one at
+    a time: without that, one thread could restore the lenient setting while another decodes, or leave the global
+    strict for good. (Another thread's own decoding during a block is strict too: only ever stricter.)"""
+    with _STRICT:
+        previous = ImageFile.LOAD_TRUNCATED_IMAGES
+        ImageFile.LOAD_TRUNCATED_IMAGES = False
+        try:
+            yield
+        finally:
+            ImageFile.LOAD_TRUNCATED_IMAGES = previous
 
 
 def check_structure(cell: Any) -> None:
