@@ -41,6 +41,7 @@ from scifig_tasks.core.data import BenchmarkSource, load_benchmark, undecoded
 from scifig_tasks.core.images import decoded_pixels, to_rgb
 from scifig_tasks.core.mcq import strip_label
 from scifig_tasks.core.sources import GRAB, MMSCI_CAPTIONING, MMSCI_MCQ, PLOT_TWIST, SCIFIBENCH
+from scifig_tasks.core.validated import files_identity
 
 FORMAT_VERSION = 2
 """Bumped whenever the TSV layout changes, so cached TSVs are rewritten (2: rows end in CRLF, so a field holding a
@@ -319,9 +320,8 @@ def fingerprint(spec: TsvSpec, environ: Mapping[str, str] | None = None) -> dict
     if local is None:
         origin["hub"] = spec.source.hub_path or "default"
         return origin
-    files = [local] if local.is_file() else sorted(path for path in local.rglob("*") if path.is_file())
     origin["local"] = str(local.resolve())
-    origin["files"] = [[str(path), path.stat().st_size, path.stat().st_mtime_ns] for path in files]
+    origin["files"] = files_identity([local])
     return origin
 
 
