@@ -3,8 +3,9 @@ calling the model, and list what changed.
 
 Every benchmark's numbers come from its scorer (prompt parsing, extraction, judge, denominators: the rules of the
 papers as :mod:`scifig_tasks.core` implements them). When that scorer changes, or a run is to be read under the other
-protocol (``--protocol default|paper``, :mod:`scifig_tasks.core.protocol`: e.g. SciFIBench's paper rule of sending
-every output to the LLM judge, App. B), the model's outputs need not be generated again: they are in the sample logs.
+protocol (``--protocol default|paper``: as the plain-name or the ``_paper`` task scores,
+:mod:`scifig_tasks.core.protocol`; e.g. SciFIBench's paper rule of sending every output to the LLM judge, App. B), the
+model's outputs need not be generated again: they are in the sample logs.
 
 * lmms-eval runs (``<output_path>/<model>/<date>_results.json`` with the ``<date>_samples_<task>.jsonl`` that
   ``--log_samples`` writes): each task is loaded as ``lmms-eval --tasks`` loads it (same data source), each logged
@@ -57,15 +58,13 @@ from typing import Any
 from scifig_tasks.core import provenance
 from scifig_tasks.core.errors import DataError
 from scifig_tasks.core.mmsci import PAPER_DENOMINATOR
-from scifig_tasks.core.protocol import GLOBAL_VARIABLE, PROTOCOLS, variable
+from scifig_tasks.core.protocol import PROTOCOLS, Protocol, rescoring_as
 from scifig_tasks.core.sample_logs import LogCheck, check_ids, check_log, distinct
 from scifig_tasks.core.secrets import masked_output, secrets_of
 from scifig_tasks.report.runs import RECORDS_SUFFIX, RESULTS_SUFFIX, SCORES_SUFFIX, read_jsonl, read_results
 
 NULL_DOC_HASH = hashlib.sha256(b"null").hexdigest()
 """lmms-eval 0.7.3 hashes ``Instance.doc``, which it never sets: every sample's ``doc_hash`` is this value."""
-BENCHMARKS = ("grab", "scifibench", "plot_twist", "mmsci")
-"""Benchmarks whose protocol ``--protocol`` sets (``SCIFIG_<BENCHMARK>_PROTOCOL``)."""
 NOT_VERDICT = frozenset({"audit_prompt"})
 """Record keys that do not decide a verdict (the judge-audit prompt exists only when a judge is configured)."""
 PREDICTION_SUFFIXES = ("tsv", "xlsx", "json", "pkl")
@@ -232,17 +231,13 @@ def _partial(check: LogCheck) -> dict[str, Any] | None:
 # ---- protocol --------------------------------------------------------------------------------------------------------
 
 
-def set_protocol(value: str | None, environ: dict[str, str] | os._Environ[str] = os.environ) -> str | None:
-    """``--protocol``: every benchmark scores with ``value`` (the global and per-benchmark switches are all set, so a
-    per-benchmark variable left in the environment does not override it)."""
+def checked_protocol(value: str | None) -> Protocol | None:
+    """``--protocol``: every task scores as its ``value`` twin would (None: each task with its own protocol)."""
     if value is None:
         return None
     if value not in PROTOCOLS:
         raise RescoreRefused(f"--protocol {value!r}: choose one of {', '.join(PROTOCOLS)}")
-    environ[GLOBAL_VARIABLE] = value
-    for benchmark in BENCHMARKS:
-        environ[variable(benchmark)] = value
-    return value
+    return value  # type: ignore[return-value]
 
 
 # ---- lmms-eval runs --------------------------------------------------------------------------------------------------
@@ -574,7 +569,7 @@ def _results_document(
     document["scifig_rescore"] = {
         "source": str(path),
         "rescored_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "protocol": protocol or os.environ.get(GLOBAL_VARIABLE) or "default",
+        "protocol": protocol or "each task's own",
         "judge": os.environ.get("SCIFIG_JUDGE_MODEL") or os.environ.get("SCIFIG_JUDGE") or None,
         "source_environment": results.get(provenance.KEY),
     }
@@ -802,13 +797,14 @@ def rescore(
 ) -> list[RescoredRun]:
     """Score every run under ``paths`` again into ``out``; return what was written and the differences. Damaged
     logs are refused unless ``allow_partial``."""
-    set_protocol(protocol)
+    chosen = checked_protocol(protocol)
     results, predictions = find_runs(paths)
-    runs = [rescore_lmms(path, out, tasks, protocol, allow_partial=allow_partial) for path in results]
-    for path, model, dataset in predictions:
-        if tasks and dataset not in tasks:
-            continue
-        runs.append(rescore_vlmeval(path, model, dataset, out, allow_partial))
+    with rescoring_as(chosen):
+        runs = [rescore_lmms(path, out, tasks, chosen, allow_partial=allow_partial) for path in results]
+        for path, model, dataset in predictions:
+            if tasks and dataset not in tasks:
+                continue
+            runs.append(rescore_vlmeval(path, model, dataset, out, allow_partial))
     write_diffs(runs)
     return runs
 
@@ -876,7 +872,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
         "--protocol",
         choices=PROTOCOLS,
         default=None,
-        help="score with this protocol (SCIFIG_PROTOCOL); default: the environment's setting",
+        help="score every task as its plain-name (default) or _paper twin would; default: each task's own",
     )
     parser.add_argument("--tasks", default=None, help="comma-separated tasks or groups of the run (default: all)")
     parser.add_argument(
@@ -889,8 +885,8 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 DESCRIPTION = """\
 Score a finished run again from its saved model outputs, without calling the model: after the scorer changed, or to
-read a run under the other protocol (--protocol paper: each paper's own rule, e.g. SciFIBench sends every output to
-the LLM judge). Reads lmms-eval runs written with --log_samples and VLMEvalKit work dirs; the data must be the data
+read a run under the other protocol (--protocol paper: as the _paper tasks score, e.g. SciFIBench sends every output
+to the LLM judge). Reads lmms-eval runs written with --log_samples and VLMEvalKit work dirs; the data must be the data
 the run used (same SCIFIG_<BENCH>_DATA or Hub dataset), and an LLM judge, when a protocol needs one, is the one set
 by SCIFIG_JUDGE_*.
 

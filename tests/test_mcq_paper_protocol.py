@@ -1,4 +1,4 @@
-"""The papers' own answer parsing, one switch away (``SCIFIG_PROTOCOL=paper``): every SciFIBench output reaches the
+"""The papers' own answer parsing, one switch away (the ``_paper`` task): every SciFIBench output reaches the
 judge with the paper's prompt verbatim; MMSci sends every output that is not a bare label to the judge with the
 authors' messages and reads the reply with their rule. The protocol that ran is recorded in the results."""
 
@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from scifig_tasks.core import mcq_paper
+from scifig_tasks.core import deprecation, mcq_paper, protocol
 from scifig_tasks.core.judge import JudgeResult, has_text
-from scifig_tasks.core.protocol import protocol
 from tests.harness.mmsci_data import Caption, Mcq, row_of_request, write
 from tests.harness.openai_server import ChatRequest, Reply
 from tests.harness.scifibench_data import Question, build, options_for, write_splits
@@ -19,13 +18,38 @@ from tests.test_scifibench_lmms_cli import image_colours
 # ---- the switch --------------------------------------------------------------------------------------------------
 
 
-def test_the_switch_reads_the_benchmark_variable_before_the_global_one() -> None:
-    assert protocol("scifibench", {}) == "default"
-    assert protocol("scifibench", {"SCIFIG_PROTOCOL": "paper"}) == "paper"
-    assert protocol("scifibench", {"SCIFIG_PROTOCOL": "paper", "SCIFIG_SCIFIBENCH_PROTOCOL": "default"}) == "default"
-    assert protocol("mmsci", {"SCIFIG_MMSCI_PROTOCOL": " Paper "}) == "paper"
+def test_the_task_name_is_the_switch() -> None:
+    assert [protocol.of_task(name) for name in ("scifibench", "scifibench_paper", "mmsci_fig2cap_paper")] == [
+        "default",
+        "paper",
+        "paper",
+    ]
+    assert protocol.paper_twin("mmsci") == "mmsci_paper" == protocol.paper_twin("mmsci_paper")
+    assert protocol.in_force("scifibench", "paper", {}) == "paper"
+    assert protocol.in_force("scifibench", "default", {}) == "default"
+    assert protocol.in_force("scifibench", "paper", {"SCIFIG_PROTOCOL": "default"}) == "paper"  # the name wins
+    with protocol.rescoring_as("paper"):  # scifig rescore --protocol paper
+        assert protocol.in_force("scifibench", "default", {}) == "paper"
+    assert protocol.in_force("scifibench", "default", {}) == "default"
+
+
+def test_the_deprecated_variables_still_switch_plain_tasks_with_one_warning_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(deprecation, "_warned", set())
+    environ = {"SCIFIG_PROTOCOL": "paper", "SCIFIG_SCIFIBENCH_PROTOCOL": "default"}
+    assert protocol.in_force("scifibench", "default", environ) == "default"  # the benchmark's variable first
+    assert protocol.in_force("mmsci", "default", {"SCIFIG_MMSCI_PROTOCOL": " Paper "}) == "paper"
+    assert protocol.in_force("mmsci", "default", {"SCIFIG_MMSCI_PROTOCOL": "paper"}) == "paper"
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == [
+        "scifig: SCIFIG_SCIFIBENCH_PROTOCOL is deprecated and goes in 0.3.0 — run the scifibench task (the task "
+        "name chooses the protocol)",
+        "scifig: SCIFIG_MMSCI_PROTOCOL is deprecated and goes in 0.3.0 — run the mmsci_paper task (the task name "
+        "chooses the protocol)",
+    ]
     with pytest.raises(ValueError, match="SCIFIG_PROTOCOL='papers' is not a scifig protocol: set it to one of"):
-        protocol("grab", {"SCIFIG_PROTOCOL": "papers"})
+        protocol.in_force("grab", "default", {"SCIFIG_PROTOCOL": "papers"})
 
 
 # ---- the parsers -------------------------------------------------------------------------------------------------
@@ -121,19 +145,25 @@ def test_scifibench_paper_protocol_through_the_cli(tmp_path: Path, openai_server
     env = {
         **lmms_env,
         "SCIFIG_SCIFIBENCH_DATA": str(data),
-        "SCIFIG_PROTOCOL": "paper",
         "SCIFIG_JUDGE_BASE_URL": judge.base_url,
         "SCIFIG_JUDGE_MODEL": "fake-gemini",
         "OPENAI_API_BASE": model.base_url,
         "OPENAI_API_KEY": "sk-test",
     }
-    args = ["--model", "openai", "--model_args", "model_version=fake-vlm", "--tasks", "scifibench_cs_figure2caption"]
+    args = [
+        "--model",
+        "openai",
+        "--model_args",
+        "model_version=fake-vlm",
+        "--tasks",
+        "scifibench_cs_figure2caption_paper",
+    ]
     run = run_cli("lmms-eval", args, env, tmp_path / "out")
     assert run.returncode == 0, run.output[-4000:]
 
     assert sorted(request.text for request in judge.requests) == sorted(replies)  # every output, prompt verbatim
     assert all(request.body["max_tokens"] == 3 and request.body["temperature"] == 0 for request in judge.requests)
-    result = run.results()["results"]["scifibench_cs_figure2caption"]
+    result = run.results()["results"]["scifibench_cs_figure2caption_paper"]
     assert result["accuracy,none"] == pytest.approx(3 / 6)  # C, B, C right; None, "(D)" and E wrong
     assert result["breakdown,none"]["flags"]["protocol"] == {"paper": 6}
     assert result["breakdown,none"]["flags"]["resolution"] == {"judge": 4, "unresolved": 2}
@@ -165,13 +195,12 @@ def test_mmsci_paper_protocol_through_the_cli(tmp_path: Path, openai_server, lmm
     env = {
         **lmms_env,
         "SCIFIG_MMSCI_DATA": str(data),
-        "SCIFIG_MMSCI_PROTOCOL": "paper",
         "SCIFIG_JUDGE_BASE_URL": judge.base_url,
         "SCIFIG_JUDGE_MODEL": "fake-gpt-4o-mini",
         "OPENAI_API_BASE": model.base_url,
         "OPENAI_API_KEY": "sk-test",
     }
-    args = ["--model", "openai", "--model_args", "model_version=fake-vlm", "--tasks", "mmsci_fig2cap"]
+    args = ["--model", "openai", "--model_args", "model_version=fake-vlm", "--tasks", "mmsci_fig2cap_paper"]
     run = run_cli("lmms-eval", args, env, tmp_path / "out")
     assert run.returncode == 0, run.output[-4000:]
 
@@ -193,7 +222,7 @@ def test_mmsci_paper_protocol_through_the_cli(tmp_path: Path, openai_server, lmm
         },
     ]
     assert (first.body["temperature"], first.body["max_tokens"]) == (0.7, 1024)
-    result = run.results()["results"]["mmsci_fig2cap"]
+    result = run.results()["results"]["mmsci_fig2cap_paper"]
     assert result["accuracy,none"] == pytest.approx(3 / 5)
     table = result["breakdown,none"]
     assert table["flags"]["protocol"] == {"paper": 5}

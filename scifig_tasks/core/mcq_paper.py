@@ -1,4 +1,4 @@
-"""The papers' own answer parsing for multiple choice, selected by ``SCIFIG_PROTOCOL=paper`` (or per benchmark).
+"""The papers' own answer parsing for multiple choice, used by the ``_paper`` tasks.
 
 * SciFIBench (paper App. B, "Automatic evaluation"; authors' README ``extract_answer``): every output goes to the LLM
   (Gemini 1.0 Pro, max 3 output tokens, temperature 0) with the parsing prompt, and the reply is compared with the
@@ -44,7 +44,7 @@ def _needs_judge(judge: JudgeClient | None, benchmark: str) -> JudgeClient:
     if judge is None:
         raise RuntimeError(
             f"the {benchmark} paper protocol sends outputs to an LLM judge, and none is configured: set "
-            "SCIFIG_JUDGE_BASE_URL and SCIFIG_JUDGE_MODEL (or SCIFIG_JUDGE=<preset>), or unset SCIFIG_PROTOCOL for "
+            "SCIFIG_JUDGE_BASE_URL and SCIFIG_JUDGE_MODEL (or SCIFIG_JUDGE=<preset>), or run the plain-name task for "
             "scifig's rules-first resolution"
         )
     return judge

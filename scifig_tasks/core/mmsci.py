@@ -13,7 +13,7 @@ figure captioning with or without the article's abstract. The texts below are th
   sub-figure→sub-caption variant instead; its question wording is ours.
 
 Scoring (paper section 4): the letter is read by rules, then by an LLM judge (:func:`scifig_tasks.core.mcq.resolve`);
-``SCIFIG_PROTOCOL=paper`` reads it as the authors' ``print_result.py`` does
+The ``mmsci_paper`` tasks read it as the authors' ``print_result.py`` does
 (:func:`scifig_tasks.core.mcq_paper.resolve_mmsci`).
 Two denominators are reported side by side: the strict accuracy (an answer no letter could be read from counts as
 wrong; the headline) and the paper's accuracy over resolved answers only (the authors' ``print_result.py`` skips an
@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from scifig_tasks.core import audit, mcq, mcq_paper
 from scifig_tasks.core.mcq import Resolution
-from scifig_tasks.core.protocol import protocol
+from scifig_tasks.core.protocol import Protocol
 from scifig_tasks.core.stats import Tally
 
 if TYPE_CHECKING:
@@ -78,10 +78,12 @@ def question_with_options(question: str, options: Sequence[str]) -> str:
     return question + "".join(f"\n{letter}: {option}" for letter, option in zip(LETTERS, options, strict=True))
 
 
-def resolve_answer(doc: Mapping[str, Any], output: str | None, judge: JudgeClient | None) -> Resolution:
-    """The letter an output gives, by the protocol in force: scifig's rules first (default), or the authors' parse
-    (``SCIFIG_PROTOCOL=paper`` / ``SCIFIG_MMSCI_PROTOCOL=paper``: a bare label, else gpt-4o-mini's reading)."""
-    if protocol("mmsci") == "paper":
+def resolve_answer(
+    doc: Mapping[str, Any], output: str | None, judge: JudgeClient | None, protocol: Protocol = "default"
+) -> Resolution:
+    """The letter an output gives under ``protocol``: scifig's rules first (``default``), or the authors' parse
+    (``paper``, the ``mmsci_paper`` tasks: a bare label, else gpt-4o-mini's reading)."""
+    if protocol == "paper":
         return mcq_paper.resolve_mmsci(output, question_with_options(doc["question"], doc["options"]), judge)
     options = resolver_options(doc["setting"], doc["options"])
     resolution = mcq.resolve(output, options, judge, question=doc["question"])

@@ -30,7 +30,7 @@ authors' ``mmsci-exps/eval/textgen_scores.py``, which scores each sample with Hu
 
 An empty output (or lmms-eval's request-failure marker) is a caption with no words: by default it scores 0 on every
 metric and is counted in ``outputs``; the authors drop such samples, and so does the paper setting
-(``SCIFIG_MMSCI_PROTOCOL=paper``, or the ``*_paper`` lmms-eval tasks). With k captions per figure (the paper setting
+(the ``*_paper`` tasks). With k captions per figure (the paper setting
 samples k = 3 at temperature 0.7, as the authors' ``textgen.sh --k 3``), every metric is computed on the i-th captions
 of all samples, for each i, and the k values are averaged (``textgen_scores.py`` and ``llm_judge_scores.py`` loop
 over ``eval_pred_idx``, ``print_captioning_scores.ipynb`` takes the mean); FActScore rates one caption drawn at
@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scifig_tasks.core.outputs import output_status
-from scifig_tasks.core.protocol import Protocol, protocol
+from scifig_tasks.core.protocol import Protocol, in_force
 
 logger = logging.getLogger("scifig.mmsci")
 
@@ -372,11 +372,11 @@ def captions_of(record: Mapping[str, Any]) -> list[str | None]:
 
 def records_protocol(records: Sequence[Mapping[str, Any]], environ: Mapping[str, str]) -> Protocol:
     """The scoring protocol: the records' own (the ``*_paper`` lmms-eval tasks write ``protocol: paper`` into them),
-    else ``SCIFIG_MMSCI_PROTOCOL`` / ``SCIFIG_PROTOCOL`` (:func:`scifig_tasks.core.protocol.protocol`)."""
+    else the deprecated variables (:func:`scifig_tasks.core.protocol.in_force`)."""
     named = {record["protocol"] for record in records if record.get("protocol")}
     if len(named) > 1:
         raise ValueError(f"MMSci captioning records mix scoring protocols {sorted(named)}")
-    return named.pop() if named else protocol("mmsci", environ)
+    return named.pop() if named else in_force("mmsci", environ=environ)
 
 
 def _average(per_index: list[MetricResult]) -> MetricResult:

@@ -10,17 +10,17 @@ to 0-1; the caption's score is the mean rating times the brevity penalty ``exp(m
 n = number of atomic descriptions. G-Eval (``llm_judge_scores.py``, ``prompts/rel_detailed.txt``): the judge rates the
 caption's relevance 1-5 against the oracle caption. The prompt texts are the authors'.
 
-Two settings (``SCIFIG_MMSCI_PROTOCOL``, :mod:`scifig_tasks.core.protocol`). ``paper`` does what the authors' code
-does: their messages (system instruction, one-shot user/assistant exchange, then the caption), the judge sampled at
-temperature 0.7 for FActScore, the reply split at every ``-`` (hyphenated words and empty pieces raise n, which
-lightens the brevity penalty; every non-empty piece, stripped, is rated), a rating read as the smallest of 0..5
-occurring in the reply (0 when none), and G-Eval at temperature 1 (``top_p`` 1, 16 tokens) over 10 samples: the
-first sample that is a bare integer counts, else the last sample holding a digit 1-5 (its smallest such digit); a
-round giving 0 or nothing is asked again (at most :data:`GEVAL_PAPER_MAX_ROUNDS` rounds; the authors have no limit).
-The 10 samples are asked one by one (the same distribution as one ``n=10`` request; asking stops at the first bare
-integer, which decides the answer); sampled calls bypass the judge's cache. Empty outputs are left out of the mean
-(the authors skip them). A judge call that fails after retries leaves the sample unscored in both settings (the
-authors' G-Eval scores it 0).
+Two settings (the ``mmsci_captioning`` and ``mmsci_captioning_paper`` tasks, :mod:`scifig_tasks.core.protocol`).
+``paper`` does what the authors' code does: their messages (system instruction, one-shot user/assistant exchange, then
+the caption), the judge sampled at temperature 0.7 for FActScore, the reply split at every ``-`` (hyphenated words and
+empty pieces raise n, which lightens the brevity penalty; every non-empty piece, stripped, is rated), a rating read as
+the smallest of 0..5 occurring in the reply (0 when none), and G-Eval at temperature 1 (``top_p`` 1, 16 tokens) over 10
+samples: the first sample that is a bare integer counts, else the last sample holding a digit 1-5 (its smallest such
+digit); a round giving 0 or nothing is asked again (at most :data:`GEVAL_PAPER_MAX_ROUNDS` rounds; the authors have no
+limit). The 10 samples are asked one by one (the same distribution as one ``n=10`` request; asking stops at the first
+bare integer, which decides the answer); sampled calls bypass the judge's cache. Empty outputs are left out of the mean
+(the authors skip them). A judge call that fails after retries leaves the sample unscored in both settings (the authors'
+G-Eval scores it 0).
 
 Differences of the default setting from the authors' code:
 
@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import random
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -54,14 +53,16 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from scifig_tasks.core import settings
 from scifig_tasks.core.judge import JudgeClient, JudgeResult
 from scifig_tasks.core.outputs import output_status
 from scifig_tasks.core.protocol import Protocol
+from scifig_tasks.core.settings import Settings
 
 logger = logging.getLogger("scifig.mmsci")
 
 GAMMA = 10
-DEFAULT_SUBSET = 200
+DEFAULT_SUBSET = settings.MMSCI_JUDGED_SUBSET.default
 RATING_MAX_TOKENS = 16
 
 FACTS_PAPER_TEMPERATURE = 0.7
@@ -216,22 +217,11 @@ def _reads_rating(scale: tuple[int, int]) -> Callable[[str], bool]:
 # --- subset ----------------------------------------------------------------------------------------------------------
 
 
-def subset_settings(environ: Mapping[str, str] | None = None) -> tuple[int | None, int]:
-    """(subset size or ``None`` for all samples, seed) from ``SCIFIG_MMSCI_JUDGED_SUBSET`` / ``..._SEED``."""
-    env = os.environ if environ is None else environ
-    raw_size = env.get("SCIFIG_MMSCI_JUDGED_SUBSET", "").strip().lower()
-    raw_seed = env.get("SCIFIG_MMSCI_JUDGED_SEED", "").strip()
-    try:
-        size = None if raw_size == "all" else int(raw_size) if raw_size else DEFAULT_SUBSET
-        seed = int(raw_seed) if raw_seed else 0
-    except ValueError:
-        raise ValueError(
-            f"SCIFIG_MMSCI_JUDGED_SUBSET={raw_size!r} / SCIFIG_MMSCI_JUDGED_SEED={raw_seed!r}: expected integers "
-            "(the subset may also be 'all')"
-        ) from None
-    if size is not None and size < 1:
-        raise ValueError(f"SCIFIG_MMSCI_JUDGED_SUBSET must be >= 1 or 'all', got {size}")
-    return size, seed
+def subset_settings(given: Settings | Mapping[str, str] | None = None) -> tuple[int | None, int]:
+    """(subset size or ``None`` for all samples, seed): ``SCIFIG_MMSCI_JUDGED_SUBSET`` / ``..._SEED`` of ``given``
+    settings, an environment mapping, or the process's settings; a bad value raises naming its variable."""
+    chosen = settings.resolve(given)
+    return chosen.get(settings.MMSCI_JUDGED_SUBSET), chosen.get(settings.MMSCI_JUDGED_SEED)
 
 
 def select_subset(keys: Sequence[str], size: int | None, seed: int) -> list[int]:

@@ -1,37 +1,83 @@
-"""Which protocol a run scores with: scifig's default, or the paper's own setting, one switch away.
+"""Which protocol a run scores with: scifig's default, or the paper's own setting, chosen by the task's name.
 
-Every benchmark scores by default with the rules the package documents (for multiple choice: rules first, a judge only
-for outputs the rules refuse, never a guess). ``SCIFIG_PROTOCOL=paper`` switches every benchmark to its paper's
-setting; ``SCIFIG_<BENCHMARK>_PROTOCOL`` (e.g. ``SCIFIG_MMSCI_PROTOCOL``) sets one benchmark and wins over the global
-switch. Both frameworks read the same variables, and the protocol that ran is written into the results.
+One switch, the same in lmms-eval and VLMEvalKit: a plain task name (``scifibench``) scores with the rules the
+package documents (multiple choice: rules first, a judge only for outputs the rules refuse, never a guess); its
+``_paper`` twin (``scifibench_paper``) scores as the paper or its authors' code does. Each task's hooks pass their
+protocol to the core scorers, which read no environment; the name is in both frameworks' results, and each sample
+record carries ``protocol``.
+
+``scifig rescore --protocol`` scores saved outputs as the other twin would (:func:`rescoring_as`).
+
+Deprecated, removed in 0.3.0: ``SCIFIG_PROTOCOL`` and ``SCIFIG_<BENCHMARK>_PROTOCOL`` still switch plain-name tasks,
+with a one-line warning naming the ``_paper`` task to run instead.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Literal
+
+from scifig_tasks.core.deprecation import warn_once
 
 Protocol = Literal["default", "paper"]
 PROTOCOLS: tuple[Protocol, ...] = ("default", "paper")
+PAPER_SUFFIX = "_paper"
 GLOBAL_VARIABLE = "SCIFIG_PROTOCOL"
+
+_rescoring_as: Protocol | None = None
 
 
 def variable(benchmark: str) -> str:
-    """The per-benchmark switch: ``SCIFIG_MMSCI_PROTOCOL`` for ``mmsci``."""
+    """The deprecated per-benchmark switch: ``SCIFIG_MMSCI_PROTOCOL`` for ``mmsci``."""
     return f"SCIFIG_{benchmark.upper()}_PROTOCOL"
 
 
-def protocol(benchmark: str, environ: Mapping[str, str] | None = None) -> Protocol:
-    """The protocol ``benchmark`` scores with; an unknown value stops the run naming the variable and the choices."""
+def of_task(task: str) -> Protocol:
+    """The protocol a task's name selects: ``paper`` for a ``*_paper`` task and each of its sub-tasks."""
+    return "paper" if task.endswith(PAPER_SUFFIX) else "default"
+
+
+def paper_twin(task: str) -> str:
+    """The name of ``task``'s paper-protocol twin (``scifibench`` → ``scifibench_paper``)."""
+    return task if of_task(task) == "paper" else f"{task}{PAPER_SUFFIX}"
+
+
+def checked(value: str, where: str) -> Protocol:
+    """``value`` as a protocol; anything else stops the run naming ``where`` it was set and the choices."""
+    normalised = value.strip().lower()
+    if normalised not in PROTOCOLS:
+        raise ValueError(f"{where}={value!r} is not a scifig protocol: set it to one of {', '.join(PROTOCOLS)}")
+    return normalised  # type: ignore[return-value]
+
+
+def in_force(benchmark: str, named: Protocol = "default", environ: Mapping[str, str] | None = None) -> Protocol:
+    """The protocol a task of ``benchmark`` whose name selects ``named`` scores with.
+
+    ``scifig rescore --protocol`` wins while it re-scores; a ``_paper`` task is always ``paper``; a plain-name task is
+    ``default`` unless a deprecated variable says otherwise (with a one-line warning, once per process)."""
+    if _rescoring_as is not None:
+        return _rescoring_as
+    if named == "paper":
+        return "paper"
     environ = os.environ if environ is None else environ
     for name in (variable(benchmark), GLOBAL_VARIABLE):
-        value = environ.get(name, "").strip().lower()
-        if not value:
-            continue
-        if value not in PROTOCOLS:
-            raise ValueError(
-                f"{name}={environ[name]!r} is not a scifig protocol: set it to one of {', '.join(PROTOCOLS)}"
-            )
-        return value  # type: ignore[return-value]
+        value = environ.get(name, "").strip()
+        if value:
+            chosen = checked(value, name)
+            twin = f"{benchmark}{PAPER_SUFFIX}" if chosen == "paper" else benchmark
+            warn_once(name, f"run the {twin} task (the task name chooses the protocol)")
+            return chosen
     return "default"
+
+
+@contextmanager
+def rescoring_as(value: Protocol | None) -> Iterator[None]:
+    """While re-scoring saved outputs, score every task with ``value`` (None: each task's own protocol)."""
+    global _rescoring_as
+    previous, _rescoring_as = _rescoring_as, value
+    try:
+        yield
+    finally:
+        _rescoring_as = previous

@@ -11,7 +11,7 @@ section 4.6.
 * The "reasoning" variant drops the sentence "Only provide the letter ...".
 * Scoring: the letter is resolved by :mod:`scifig_tasks.core.mcq` (rules, then the paper's parser prompt for
   ambiguous outputs only, never a guess) and compared with ``Answer``; accuracy overall and per ``Category``.
-  ``SCIFIG_PROTOCOL=paper`` (or ``SCIFIG_SCIFIBENCH_PROTOCOL``) parses every output with the judge instead, as the
+  The ``scifibench_paper`` tasks parse every output with the judge instead, as the
   paper does (:func:`scifig_tasks.core.mcq_paper.resolve_scifibench`); ``flags.protocol`` records which ran.
 * Alignment: a sentence saying a human expert marked one caption ``<Correct>``, the mark on the true option or on a
   seeded random wrong one, with or without " Ignore this information.".
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from scifig_tasks.core import audit, mcq, mcq_paper
 from scifig_tasks.core.mcq import Resolution
-from scifig_tasks.core.protocol import protocol
+from scifig_tasks.core.protocol import Protocol
 from scifig_tasks.core.stats import Tally
 
 if TYPE_CHECKING:
@@ -121,11 +121,13 @@ def c2f_segments(
     return segments
 
 
-def resolve_answer(doc: Mapping[str, Any], output: str | None, judge: JudgeClient | None) -> Resolution:
-    """The letter an output gives to the question ``doc``, by the protocol in force (scifig's rules first by default,
-    or the paper's)."""
+def resolve_answer(
+    doc: Mapping[str, Any], output: str | None, judge: JudgeClient | None, protocol: Protocol = "default"
+) -> Resolution:
+    """The letter an output gives to the question ``doc`` under ``protocol``: scifig's rules first (``default``), or
+    the paper's judge on every output (``paper``, the ``scifibench_paper`` tasks)."""
     options = doc["Options"]
-    if protocol("scifibench") == "paper":
+    if protocol == "paper":
         return mcq_paper.resolve_scifibench(output, options, judge)
     return audit.prepare(mcq.resolve(output, options, judge, question=doc["Question"]), output, len(options), judge)
 

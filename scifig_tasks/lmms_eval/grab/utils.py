@@ -9,6 +9,7 @@ import datasets
 from PIL import Image
 
 from scifig_tasks.core import grab, grab_mc
+from scifig_tasks.core.deprecation import warn_once
 from scifig_tasks.core.images import for_upload, to_rgb
 from scifig_tasks.core.judge import get_judge
 
@@ -18,8 +19,11 @@ def grab_doc_to_visual(doc: dict[str, Any]) -> list[Image.Image]:
 
 
 def grab_doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, Any] | None = None) -> str:
-    """The README prompt; ``lmms_eval_specific_kwargs: {default: {prompt: paper}}`` selects the appendix wording."""
+    """The authors' README prompt. The task argument ``prompt: paper`` (the appendix's wording, the same words with
+    other whitespace) is deprecated: it still works in this version, with one warning line."""
     variant = (lmms_eval_specific_kwargs or {}).get("prompt", "readme")
+    if variant != "readme":
+        warn_once(f"GRAB's task argument `prompt: {variant}`", "the grab tasks ask with the authors' prompt")
     return grab.build_prompt(doc["question"], variant)
 
 

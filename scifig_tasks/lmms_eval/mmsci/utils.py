@@ -3,12 +3,15 @@
 :mod:`scifig_tasks.core.mmsci_judged` (captioning metrics).
 
 ``lmms_eval_specific_kwargs``: ``prompt_variant`` (``standard`` | ``reasoning``) for the multiple-choice tasks,
-``abstract_word_budget`` for ``mmsci_caption_with_abstract``. The ``*_paper`` captioning tasks sample 3 captions per
-figure (``repeats: 3``) and mark their records ``protocol: paper`` (:mod:`scifig_tasks.core.mmsci_captioning`).
+``abstract_word_budget`` for ``mmsci_caption_with_abstract``. The ``*_paper`` tasks score with the authors' setting
+(:mod:`scifig_tasks.core.protocol`): ``mmsci_paper`` reads answers as their code does; the captioning ones sample 3
+captions per figure (``repeats: 3``) and mark their records ``protocol: paper``
+(:mod:`scifig_tasks.core.mmsci_captioning`).
 """
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import datasets
@@ -17,6 +20,7 @@ from PIL import Image
 from scifig_tasks.core import mmsci, mmsci_captioning
 from scifig_tasks.core.images import for_upload, to_rgb
 from scifig_tasks.core.judge import get_judge
+from scifig_tasks.core.protocol import Protocol, in_force
 
 Kwargs = dict[str, Any] | None
 
@@ -54,10 +58,14 @@ def mmsci_mcq_doc_to_messages(doc: dict[str, Any], lmms_eval_specific_kwargs: Kw
     return [{"role": "user", "content": content}]
 
 
-def mmsci_mcq_process_results(doc: dict[str, Any], results: list[str | None]) -> dict[str, Any]:
-    resolution = mmsci.resolve_answer(doc, results[0], get_judge())
+def _mcq_process_results(named: Protocol, doc: dict[str, Any], results: list[str | None]) -> dict[str, Any]:
+    resolution = mmsci.resolve_answer(doc, results[0], get_judge(), in_force("mmsci", named))
     record = mmsci.sample_record(doc, resolution)
     return {"accuracy": float(record["correct"]), "breakdown": record}
+
+
+mmsci_mcq_process_results = partial(_mcq_process_results, "default")
+mmsci_mcq_paper_process_results = partial(_mcq_process_results, "paper")
 
 
 def mmsci_breakdown(records: list[dict[str, Any]]) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from PIL import Image
 from scifig_tasks.core import scifibench
 from scifig_tasks.core.images import for_upload, to_rgb
 from scifig_tasks.core.judge import get_judge
+from scifig_tasks.core.protocol import Protocol, in_force
 
 Kwargs = dict[str, Any] | None
 
@@ -85,10 +86,14 @@ def scifibench_c2f_doc_to_messages(
 # --- scoring ---------------------------------------------------------------------------------------------------------
 
 
-def scifibench_process_results(doc: dict[str, Any], results: list[str | None]) -> dict[str, Any]:
-    resolution = scifibench.resolve_answer(doc, results[0], get_judge())
+def _process_results(named: Protocol, doc: dict[str, Any], results: list[str | None]) -> dict[str, Any]:
+    resolution = scifibench.resolve_answer(doc, results[0], get_judge(), in_force("scifibench", named))
     record = scifibench.sample_record(doc, resolution)
     return {"accuracy": float(record["correct"]), "breakdown": record}
+
+
+scifibench_process_results = partial(_process_results, "default")
+scifibench_paper_process_results = partial(_process_results, "paper")
 
 
 def scifibench_breakdown(records: list[dict[str, Any]]) -> dict[str, Any]:
