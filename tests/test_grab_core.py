@@ -29,8 +29,8 @@ def test_prompt_is_the_readme_prompt() -> None:
 @pytest.mark.parametrize(
     ("output", "answer", "correct"),
     [
-        (" 15.3", "15", True),  # the spec's example
-        ("1", "10", False),  # the spec's example
+        (" 15.3", "15", True),  # worked example of the rule
+        ("1", "10", False),  # worked example of the rule
         ("15", "15", True),
         ("\n\t 15 apples", "15", True),
         ("15", "15.0", False),

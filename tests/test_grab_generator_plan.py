@@ -15,7 +15,7 @@ from curation.grab.questions import QUESTION_TYPES, question_text
 from scifig_tasks.core import grab
 from scifig_tasks.core.grab_answers import matches_format
 
-# Counts from the spec table, written out again here (not read from the generator's table).
+# Counts of the published set, written out again here (not read from the generator's table).
 TASKS = {"properties": 660, "function": 710, "series": 490, "transform": 310}
 CATEGORIES = {
     ("properties", "Area Bounded"): 30,

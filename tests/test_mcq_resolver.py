@@ -20,7 +20,7 @@ OPTIONS = [
 ]
 
 RESOLVED = {
-    "D) north-south flow duration curves for the basin .</s>": "D",  # the spec's examples
+    "D) north-south flow duration curves for the basin .</s>": "D",  # worked examples
     "The correct caption that best describes the image is: E) expected lookup cost": "E",
     "**C**": "C",
     "Answer: (B)": "B",

@@ -1,5 +1,5 @@
 """MMSci curation rules: caption cleaning, sub-caption extraction on real caption shapes, the three MCQ settings,
-captioning items, the split rule and the fine-tuning records (curation/mmsci; spec "Data", "MCQ settings")."""
+captioning items, the split rule and the fine-tuning records (curation/mmsci)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 group, judge reformatting, the ChartQA task, the robustness group's deltas, and repeated sampling.
 
 The data is a small generated set. The model's reply to every question is chosen by the test (keyed by the image
-bytes and the question), and each reply's expected outcome is computed below by hand from the spec's rules
+bytes and the question), and each reply's expected outcome is computed below by hand from the paper's rules
 (:func:`expected`), independently of the package's scorer.
 """
 
@@ -34,7 +34,7 @@ METRICS = ("standard_acc", "relaxed_acc", "range_acc", "collective_standard", "c
 
 
 def margin(row: dict, chartqa: bool = False) -> float | None:
-    """Range-based margin, by hand from the spec: bar count 5% of x_range, other bar 5% of y_range, pie 5, scatter
+    """Range-based margin, by hand from the paper: bar count 5% of x_range, other bar 5% of y_range, pie 5, scatter
     x questions 5% of x_range, y questions 5% of y_range; none for the ChartQA subset."""
     if chartqa:
         return None

@@ -1,8 +1,8 @@
 """Plot Twist scoring: the authors' extraction and the three accuracies on edge cases, judge reformatting, collective
 accuracy and repeats.
 
-Every expected value below is written by hand from the spec's rules (and the behaviour of the authors' public
-evaluation code that the spec describes), not computed with the package.
+Every expected value below is written by hand from the paper's rules (and the behaviour of the authors' public
+evaluation code), not computed with the package.
 """
 
 from __future__ import annotations

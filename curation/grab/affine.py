@@ -1,9 +1,9 @@
-"""Transform operations of the GRAB transform task and their exact composition (grab spec, "Transform operations").
+"""Transform operations of the GRAB transform task and their exact composition.
 
 Vocabulary (the real set's): ``rotation by {0.0|90.0|180.0|270.0} degrees about the origin``;
 ``scale by {0.1|0.5|1.0|2.0|3.0|5.0|10.0} in {x|y}``; ``translation by {-10..10} in {x|y}``;
 ``reflection in the x-axis`` / ``y-axis`` / ``line y=x`` / ``line y=-x`` / ``line x={int}`` / ``line y={int}``.
-Drawn as the real set's mix (grab spec, "Measured distributions"): the family (rotation, scale, translation,
+Drawn as the real set's mix (measured on the published transform questions): the family (rotation, scale, translation,
 reflection) uniformly, about 25% each, then its parameters uniformly (:func:`random_operation`).
 
 The operations are applied **in the listed order** to the plotted curve. Each is an affine map of the plane whose

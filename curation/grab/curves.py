@@ -1,4 +1,4 @@
-"""Function families of GRAB graphs and their exact analytics (grab spec, "Generation": ground truth is computed
+"""Function families of GRAB graphs and their exact analytics (ground truth is computed
 from the drawn parameters).
 
 Families (one per graph in the function and transform tasks, as the paper's fixed schema requires):

@@ -1,4 +1,4 @@
-"""Statistics of GRAB data series and point sets, computed from the stored data (grab spec, "Generation").
+"""Statistics of GRAB data series and point sets, computed from the stored data.
 
 Data values are decimals (written to the metadata as JSON numbers) and every statistic except the correlations is
 computed exactly on them as :class:`~fractions.Fraction`. Conventions (the paper states none; these are ours):

@@ -1,4 +1,4 @@
-"""Samplers of the function task: 13 question types, 710 questions (grab spec, "Question types").
+"""Samplers of the function task: 13 question types, 710 questions (as in the published set).
 
 A graph shows ``complexity + 1`` functions of one family on the fixed schema (x and y in [-10, 10]); the question
 asks for the mean of a property over them (``Estimate the mean {property} of the functions shown in the plot.``).

@@ -1,5 +1,5 @@
 """The plan stage of the GRAB generator: every question's text, answer, task, category, complexity and generating
-parameters, drawn from a seed without rendering anything (grab spec, "Published data" and "Generation").
+parameters, drawn from a seed without rendering anything.
 
 Composition (the default, as published): 2,170 questions — properties 660, function 710, series 490, transform
 310 — with the per-type counts and precision counts of :data:`curation.grab.questions.QUESTION_TYPES`.

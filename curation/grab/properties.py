@@ -1,4 +1,4 @@
-"""Samplers of the properties task: 29 question types, 660 questions, complexity 0 (grab spec, "Question types").
+"""Samplers of the properties task: 29 question types, 660 questions, complexity 0 (as in the published set).
 
 Each graph shows one function, one data series, one point set or several series (counting). Ranges (answers):
 

@@ -39,7 +39,7 @@ def equation_form(kind: EquationKind) -> str:
 
 @dataclass(frozen=True)
 class QuestionType:
-    """One row of the spec table. ``wording`` is the full stem (properties) or the property name (other tasks)."""
+    """One published question type. ``wording`` is the full stem (properties) or the property name (other tasks)."""
 
     key: str
     task: str

@@ -1,4 +1,4 @@
-"""Rendering GRAB graphs with matplotlib (Agg), deterministically (grab spec, "Published data": images).
+"""Rendering GRAB graphs with matplotlib (Agg), deterministically, like the published images.
 
 * Function, series and transform graphs use one **fixed schema**: figure 6 x 5 in, x and y limits [-10, 10], ticks
   every 2 (labelled, font size 10), gridlines every 1 (stronger every 2), curves in the tab10 colours in order, the

@@ -1,4 +1,4 @@
-"""How questions are drawn (grab spec, "Generation"): property-first sweeps and uniform down-sampling.
+"""How questions are drawn: property-first sweeps and uniform down-sampling.
 
 The paper drew a long list of candidate questions per property (250), then down-sampled to a final set with
 uniformly distributed answers; for intercepts, gradients and equations it sampled the property value first and

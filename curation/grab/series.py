@@ -1,4 +1,4 @@
-"""Samplers of the series task: 11 question types, 490 questions (grab spec, "Question types").
+"""Samplers of the series task: 11 question types, 490 questions (as in the published set).
 
 A graph shows ``complexity + 1`` noisy data series on the fixed schema (x and y in [-10, 10]); the question asks for
 the mean of a statistic over them (``Estimate the mean {property} of the data series shown in the plot.``).

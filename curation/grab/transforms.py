@@ -1,4 +1,4 @@
-"""Samplers of the transform task: 7 question types, 310 questions (grab spec, "Transform operations").
+"""Samplers of the transform task: 7 question types, 310 questions (as in the published set).
 
 A graph shows one function on the fixed schema (x and y in [-10, 10]); the question lists ``complexity`` operations
 (0..9; the family of each operation first — rotation, scale, translation, reflection, 25% each as in the real

@@ -1,4 +1,4 @@
-"""Article records: the input of ``scifig curate mmsci`` (the authors' article record, spec "Data").
+"""Article records: the input of ``scifig curate mmsci`` (the authors' article record).
 
 ``--articles`` is either
 

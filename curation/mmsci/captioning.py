@@ -1,4 +1,4 @@
-"""Figure captioning items (MMSci paper section 3.1; spec "Captioning"): one figure per evaluation article whose
+"""Figure captioning items (MMSci paper section 3.1): one figure per evaluation article whose
 reference caption (cleaned title + description) has at least :data:`~curation.mmsci.captions.MIN_CAPTION_WORDS`
 words, drawn with ``Random(seed, "captioning", uid)``, as the authors draw one qualifying figure per article.
 """

@@ -1,4 +1,4 @@
-"""Caption cleaning and sub-caption extraction (MMSci paper section 3 and appendix; spec "Data").
+"""Caption cleaning and sub-caption extraction (MMSci paper section 3 and appendix).
 
 An article figure has a caption line (``Figure 2: Spin switching in CoTPP.``) and a description (the detailed
 caption, holding the sub-captions). MMSci's figure *title* is the text after ``Figure N:``; the reference *caption*
@@ -20,7 +20,7 @@ captions take (each one decided so that a question is never built on a mis-split
   ``skipped``) rather than guessing which text belongs to which panel. A marker at a valid position whose letters were
   all passed already (``...; (a) again``) is a back-reference and stays in the text.
 * ``a, ...  b, ...`` / ``a Representative ...`` (bare letters, Nature's print style) and upper-case ``(A)`` -- not
-  markers (the spec's markers are parenthesised lower-case letters; a bare ``a`` is the English article).
+  markers (the paper's markers are parenthesised lower-case letters; a bare ``a`` is the English article).
 * Empty sub-captions (``(a) (b) Foo``) are dropped, as are duplicate texts within a figure for question building
   (handled by :mod:`.questions`).
 """
@@ -31,7 +31,7 @@ import re
 from dataclasses import dataclass
 
 MIN_CAPTION_WORDS = 50
-"""Captioning references have at least this many words (spec "Data": captions of at least 50 words)."""
+"""Captioning references have at least this many words (MMSci paper: captions of at least 50 words)."""
 
 _TITLE_PREFIX = re.compile(r"^\s*(?:figure|fig\.?)\s*(\d+)\s*:\s*", re.IGNORECASE)
 _SPACES = re.compile(r"\s+")

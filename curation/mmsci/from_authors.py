@@ -1,5 +1,5 @@
 """``scifig curate mmsci-from-authors``: the authors' archive (``benchmark.zip`` of github.com/Leezekun/MMSci)
-converted into the local layout of ``SCIFIG_MMSCI_DATA`` (spec "Data", :mod:`.layout`).
+converted into the local layout of ``SCIFIG_MMSCI_DATA`` (:mod:`.layout`).
 
 Read: ``benchmark/<split>/image_caption_matching_data.json`` (a list of per-setting lists, settings I, II, III in that
 order; each item ``uid``, ``category``, ``subject``, ``question`` -- the question then one ``\\nA: option`` line per

@@ -1,5 +1,5 @@
 """``scifig curate mmsci-from-vlmeval``: VLMEvalKit's public MMSci TSVs converted into the local layout of
-``SCIFIG_MMSCI_DATA`` (spec "Data", :mod:`.layout`).
+``SCIFIG_MMSCI_DATA`` (:mod:`.layout`).
 
 Read: ``MMSci_DEV_MCQ.tsv`` and ``MMSci_DEV_Captioning_image_only.tsv`` / ``MMSci_DEV_Captioning_with_abs.tsv``,
 VLMEvalKit's TSV conventions: tab-separated, a header row, ``index``, ``image`` = base64 image bytes, or, when at most

@@ -1,4 +1,4 @@
-"""An import of a public MMSci copy written in the local layout of ``SCIFIG_MMSCI_DATA`` (spec "Data"), the layout
+"""An import of a public MMSci copy written in the local layout of ``SCIFIG_MMSCI_DATA``, the layout
 ``scifig curate mmsci`` writes (:mod:`.build`): ``mcq/<split>.parquet`` and ``captioning/<split>.parquet`` in the
 features ``MMSCI_*_FEATURES`` of :mod:`scifig_tasks.core.sources`, ``curation.json`` (questions and answer letters
 per setting, captioning items, items dropped) and the dataset card (:mod:`.card`).

@@ -1,4 +1,4 @@
-"""The three MMSci multiple-choice settings (paper section 3.2; spec "MCQ settings"), four options A-D.
+"""The three MMSci multiple-choice settings (paper section 3.2), four options A-D.
 
 * Setting I, Fig2Cap (``fig2cap``): the figure's title against 3 titles of other figures of the *same article*; the
   article needs at least 4 figures with titles (``Figure N:`` prefix, distinct texts).

@@ -1,4 +1,4 @@
-"""Supervised fine-tuning data from the TRAIN articles (MMSci paper section 5 and table 9; spec "Fine-tuning").
+"""Supervised fine-tuning data from the TRAIN articles (MMSci paper section 5 and table 9).
 
 Written to ``DIR/sft/train.jsonl`` + ``DIR/sft/images/`` in the project's chat format (one JSON object per line)::
 

@@ -1,4 +1,4 @@
-"""Article splits (MMSci paper section 3; spec "Data": test and dev are 1% of each subject's articles, at least 5).
+"""Article splits (MMSci paper section 3: test and dev are 1% of each subject's articles, at least 5).
 
 An article is a record of one subject; the same paper (uid) may be filed under several subjects, as in the authors'
 data, so records are keyed by ``(uid, subject)``.

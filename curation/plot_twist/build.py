@@ -1,11 +1,11 @@
 """Build the Plot Twist synthetic set: charts, their questions and the robustness variants, one parquet file.
 
-Composition (spec "Synthetic charts"): the paper generated 50 plots per chart type and kept, after review, the plots
+Composition (paper appendix A): the paper generated 50 plots per chart type and kept, after review, the plots
 behind its 336 scatter, 250 bar and 141 pie questions -- 42 scatter plots x 8 questions, 50 bar plots x 5 and 47 pie
 plots x 3. The default build reproduces those kept counts (:data:`PAPER_PLOTS`); ``plots_per_type`` sets one count
 for every type instead. Our review is automatic and happens while drawing (:mod:`curation.plot_twist.charts`).
 
-Robustness variants (spec "Robustness variants", :data:`scifig_tasks.core.plot_twist.VARIANT_CHART_TYPES`) re-render
+Robustness variants (:data:`scifig_tasks.core.plot_twist.VARIANT_CHART_TYPES`) re-render
 the first ``variant_plots`` charts of each type (default: all) with the same data:
 
 * ``title_none`` -- no title (base charts carry a neutral one); ``title_correct`` / ``title_misleading`` -- one image

@@ -1,4 +1,4 @@
-"""The data drawn in Plot Twist's synthetic charts (spec "Synthetic charts", paper appendix A, tables 6-7).
+"""The data drawn in Plot Twist's synthetic charts (paper appendix A, tables 6-7).
 
 * Scatter: 25 points of a simple function (y = x, y = 2x, ...) at distinct integer x positions.
 * Bar: 1-5 bars with integer values drawn uniformly from [-200, 200]; our review rejects bars shorter than

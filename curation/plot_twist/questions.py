@@ -1,4 +1,4 @@
-"""Plot Twist questions and their ground truth (spec "Synthetic charts"; paper tables 6-7).
+"""Plot Twist questions and their ground truth (paper tables 6-7).
 
 Wording: the templates of the paper's Table 6, word for word -- scatter ``What is the maximum/minimum value among
 the set of points plotted in the figure?`` and ``What is the approximate maximum/minimum value for the range on the

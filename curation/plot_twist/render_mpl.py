@@ -1,5 +1,5 @@
-"""Matplotlib rendering of Plot Twist charts: matplotlib defaults (spec "matplotlib defaults unless a robustness
-variant says otherwise"), plus the presentation changes of the robustness variants.
+"""Matplotlib rendering of Plot Twist charts: matplotlib defaults (unless a robustness
+variant says otherwise), plus the presentation changes of the robustness variants.
 
 * Scatter: ``axes.scatter(x, y)`` -- default blue ``o`` markers --, axis labels ``x`` / ``y``.
 * Bar: ``axes.bar(labels, values)`` with category tick labels ``A``, ``B``, ...

@@ -1,4 +1,4 @@
-"""Question categories computed from the corpus (SciFIBench paper §3.3, step 7; spec "Curation").
+"""Question categories computed from the corpus (SciFIBench paper §3.3, step 7).
 
 Rule: the 10 most common arXiv categories are kept individually, the rest become ``other cs``, and cross-listed
 papers become ``cross-list``. In a CS corpus (arXiv's cs listing, as SciCap) a *cross-listed* paper is one whose

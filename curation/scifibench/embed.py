@@ -1,4 +1,4 @@
-"""Joint CLIP embeddings of the pairs (SciFIBench paper §3.3, step 2; spec "Curation").
+"""Joint CLIP embeddings of the pairs (SciFIBench paper §3.3, step 2).
 
 Rule: embed each figure and its caption with CLIP — the paper's model is open_clip ``ViT-H-14-378-quickgelu``
 pretrained on DFN-5B (tag ``dfn5b``) — L2-normalise the image and the text embedding and concatenate them into one

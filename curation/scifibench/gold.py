@@ -1,5 +1,5 @@
 """The gold split from a verifier's accepted ids (SciFIBench paper §3.3, step 9: gold = the hardest questions,
-category-balanced, human-verified; spec: we produce the pool and the sheet, the user verifies).
+category-balanced, human-verified; we produce the pool and the sheet, the user verifies).
 
 Accepted-ids file (written by the verification sheet's "Download accepted.txt", or by hand): one question per line,
 ``<task> <ID>``, where ``<task>`` is ``Figure2Caption`` / ``Caption2Figure`` (or the split name,

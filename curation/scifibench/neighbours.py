@@ -1,4 +1,4 @@
-"""Faiss k-nearest neighbours of every joint vector (SciFIBench paper §3.3, steps 3–4; spec "Curation").
+"""Faiss k-nearest neighbours of every joint vector (SciFIBench paper §3.3, steps 3–4).
 
 Rule: index the joint vectors with Faiss and find each pair's ``k`` nearest neighbours by Euclidean distance, the
 pair itself excluded. Index choice:

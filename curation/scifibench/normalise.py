@@ -1,4 +1,4 @@
-"""Caption normalisation and duplicate removal (SciFIBench paper §3.3, step 1; spec "Curation").
+"""Caption normalisation and duplicate removal (SciFIBench paper §3.3, step 1).
 
 SciFIBench's captions are SciCap-normalised: the figure label ("Figure 3:", "Fig. 2a.") removed, lower-case, and
 tokenised so that punctuation stands apart (``"... duration ."``). :func:`normalise_caption` applies that rule to

@@ -10,8 +10,8 @@ Input schema (one row per figure; extra columns are ignored):
 ``categories``            the paper's arXiv categories, primary first then cross-lists: a list of str, or one
                           space-separated str as in arXiv's metadata (``"cs.CV cs.LG"``)
 ``figure_id`` (optional)  a unique id of the figure (str); default ``<paper_id>#<row>``
-``has_subfigures`` (opt.) bool; flagged figures are dropped unless ``keep_subfigures`` (spec: "drop figures with
-                          sub-figures where flagged")
+``has_subfigures`` (opt.) bool; flagged figures are dropped unless ``keep_subfigures`` (figures with
+                          sub-figures are dropped where flagged)
 ========================  =============================================================================================
 
 :func:`read_pairs` loads the rows (a parquet file, a directory of parquet files, a ``save_to_disk`` directory, or a

@@ -1,4 +1,4 @@
-"""``scifig curate scifibench``: the SciFIBench curation steps in the paper's order (§3.3; spec "Curation"), from
+"""``scifig curate scifibench``: the SciFIBench curation steps in the paper's order (§3.3), from
 figure–caption pairs to a directory usable as ``SCIFIG_SCIFIBENCH_DATA``.
 
 Output directory ``out`` (``<S>`` = ``CS`` or ``General``; see ``curation/scifibench/README.md``)::

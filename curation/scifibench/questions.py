@@ -1,4 +1,4 @@
-"""SciFIBench questions from neighbours (paper §3.3, steps 6 and 8; spec "Curation").
+"""SciFIBench questions from neighbours (paper §3.3, steps 6 and 8).
 
 * Negatives: the 4 nearest neighbours of a pair that pass the similarity filter (:mod:`.similarity`). A pair with
   fewer than 4 is left out (counted in the curation summary).

@@ -1,5 +1,5 @@
 """The verification sheet of the gold candidate pool (SciFIBench paper §3.3, step 9: gold questions are
-human-verified; spec: "we produce the candidate pool and a verification sheet; we cannot verify for the user").
+human-verified; we produce the candidate pool and a verification sheet, and cannot verify for the user).
 
 ``verification/index.html`` shows every candidate question of both tasks as the model would see it — the figure and
 the five captions (Figure→Caption), or the caption and the five figures A–E (Caption→Figure) — with the expected

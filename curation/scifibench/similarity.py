@@ -1,4 +1,4 @@
-"""The similarity filter (SciFIBench paper §3.3, step 5; spec "Curation"): a neighbour whose joint-embedding distance
+"""The similarity filter (SciFIBench paper §3.3, step 5): a neighbour whose joint-embedding distance
 to the query is below a threshold is a near-duplicate (the same figure re-used, a caption differing in a number) and
 is never used as a negative — a question with a near-duplicate option would have two right answers.
 

@@ -1,4 +1,4 @@
-"""Split tiers (SciFIBench paper §3.3, step 9; spec "Curation"), per task, from the questions ordered hardest first:
+"""Split tiers (SciFIBench paper §3.3, step 9), per task, from the questions ordered hardest first:
 
 * gold candidate pool: the hardest questions, category-balanced (:func:`hardest_balanced`), ``pool_size`` of them
   (default 2 x the 500 gold questions, so a verifier can reject up to half). The paper's gold set is human-verified:

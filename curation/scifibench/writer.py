@@ -1,4 +1,4 @@
-"""Questions written in exactly the published SciFIBench schema, plus metadata columns (spec "Published data").
+"""Questions written in exactly the published SciFIBench schema, plus metadata columns.
 
 Published features (:data:`scifig_tasks.core.sources.SCIFIBENCH_FEATURES`): ``ID`` (int64), ``Question`` (str),
 ``Options`` (list of str), ``Answer`` (letter), ``Category`` (str), ``Images`` (list of images: 1 for Figure→Caption,

@@ -8,7 +8,7 @@ never guessed from the prompt; each benchmark has one rule for its answer space 
   SciFIBench's 5 options and 25% for MMSci's 4.
 * GRAB (``grab``): a value in the format the question's precision sentence asks for (integer, 1 d.p., nearest 10,
   ``[x1, x2]`` with ``x1 < x2``, or the equation template), drawn uniformly from a range plausible for the question
-  type (the ranges the GRAB spec lists for the real set); the multiple-choice ablation (``grab_properties_mc``,
+  type (ranges that cover the published set's answers); the multiple-choice ablation (``grab_properties_mc``,
   whose prompt lists options) gets a uniform option letter (chance 20%, paper §4.7).
 * Plot Twist (``plot_twist``, ``plot_twist_chartqa``): the questions have no closed answer space (no options, no
   stated range): every answer is a number the model states in the answer sentence of Fig. 2's prompt. Chance is

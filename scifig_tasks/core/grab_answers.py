@@ -1,6 +1,6 @@
 """GRAB answer strings: the one implementation of the answer formats and of the rounding convention.
 
-Formats (grab spec, "Answer formats"; every answer is a string):
+Formats (every answer is a string):
 
 * ``integer`` ``-?\\d+``; ``1dp`` ``-?\\d+\\.\\d`` (``5.0`` included); ``nearest10`` a multiple of 10;
 * ``list``: the two stationary points ``[x1, x2]`` with ``x1 < x2``, integers;
@@ -38,7 +38,7 @@ EQUATION_TEMPLATES: dict[EquationKind, str] = {
     "quartic": "y = <a>x^4 + <b>x^3 + <c>x^2 + <d>x + <e>",
     "sine": "y = <a>sin(<b>x + <c>) + <d>",
 }
-"""The answer form each equation question states (grab spec, "Question types")."""
+"""The answer form each equation question states (as in the published set)."""
 
 STEPS: dict[str, Fraction] = {"integer": Fraction(1), "1dp": Fraction(1, 10), "nearest10": Fraction(10)}
 """The rounding quantum of each scalar precision."""

@@ -1,7 +1,7 @@
 """Plot Twist / Chart101 protocol (Razeghi et al. 2024, "Plot Twist: Multimodal Models Don't Comprehend Simple Chart
 Details"): schema vocabulary, prompt, answer extraction, the three per-question accuracies and their aggregation.
 
-One implementation of every rule that changes a score (spec "Prompting and extraction", "Metrics"):
+One implementation of every rule that changes a score (prompting, extraction, metrics):
 
 * Prompts, verbatim (paper App. B.3 and Fig. 2; :data:`API_PROMPT`, :data:`OPEN_PROMPT`,
   :data:`OPEN_FIGURE_ONLY_PROMPT`): a run's :class:`Protocol` picks Fig. 2's prompt of the API models (``api``,
@@ -69,7 +69,7 @@ VARIANT_CHART_TYPES: dict[str, tuple[str, ...]] = {
     "grid": ("scatter", "bar"),
     "vegalite": CHART_TYPES,
 }
-"""Robustness variants (spec "Robustness variants") and the chart types each one applies to."""
+"""Robustness variants (the paper's robustness tests) and the chart types each one applies to."""
 ROBUSTNESS_VARIANTS: tuple[str, ...] = tuple(VARIANT_CHART_TYPES)
 VARIANTS: tuple[str, ...] = (BASE, *ROBUSTNESS_VARIANTS)
 TITLE_VARIANTS: frozenset[str] = frozenset(("title_none", "title_correct", "title_misleading"))
@@ -287,7 +287,7 @@ def range_margin(
     """The range-based margin: bar: 5% of ``x_range`` for the count question, else 5% of ``y_range``; pie: 5;
     scatter: 5% of ``x_range`` for x questions, 5% of ``y_range`` for y questions; ChartQA: none.
 
-    Scatter questions are classified by their ``x_`` / ``y_`` prefix (the spec's "x questions"), not by substring:
+    Scatter questions are classified by their ``x_`` / ``y_`` prefix (the "x questions"), not by substring:
     ``y_max_point`` contains ``x_`` inside ``max_``.
     """
     if rule == "chartqa":
