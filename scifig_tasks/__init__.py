@@ -6,6 +6,6 @@ nothing of lmms-eval is imported here): see :func:`scifig_tasks.lmms_eval.plugin
 
 from scifig_tasks.lmms_eval.plugin import install_with_lmms_eval
 
-__version__ = "0.2.0"
+__version__ = "0.2.1"
 
 install_with_lmms_eval()

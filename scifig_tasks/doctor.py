@@ -6,10 +6,11 @@ distribution (core and the extras that are installed) against its range — the 
 releases such as filelock 4 included, read from the installed metadata, so there is one list; from a checkout,
 whether the environment is the tested one (``.ci/requirements.lock``, a note when not); lmms-eval and
 VLMEvalKit imported as a run imports them (a release the range admits can still break an import); torch and the
-CUDA devices it sees; each benchmark's data source (``SCIFIG_<BENCH>_DATA``, the Hub cache, or the built-in default);
-the LLM judge (configured, and reachable with one ``GET <base_url>/models``; only its host is printed, never a key);
-Chromium (only the report tests need it). An extra that is not installed is a note, not a failure, unless no
-evaluation framework is installed at all.
+CUDA devices it sees; the settings (a ``SCIFIG_*`` value that does not parse, an unknown or deprecated variable:
+:mod:`scifig_tasks.core.settings`); each benchmark's data source (``SCIFIG_<BENCH>_DATA``, the Hub cache, or the
+built-in default); the LLM judge (configured, and reachable with one ``GET <base_url>/models``; only its host is
+printed, never a key); Chromium (only the report tests need it). An extra that is not installed is a note, not a
+failure, unless no evaluation framework is installed at all.
 
 What the checks read of the machine is a :class:`Probe`; tests pass one describing a broken environment.
 """
@@ -254,6 +255,23 @@ def check_data(probe: Probe) -> Iterator[Check]:
             yield Check("note", label, f"{source.env_var} is not set: its tasks need local data{built}")
 
 
+def check_settings(probe: Probe) -> Iterator[Check]:
+    """The settings of the probe's environment (:mod:`scifig_tasks.core.settings`): a value that does not parse
+    fails, an unknown ``SCIFIG_*`` variable or a deprecated one in use is a note; the table is ``scifig config``'s."""
+    from scifig_tasks.config_cli import problems
+    from scifig_tasks.core.settings import DECLARED, Settings
+
+    given = Settings.from_environment(probe.environ, warn=False)
+    for line in problems(given, probe.environ):
+        bad = any(line == error for error in given.errors.values())
+        yield Check("FAIL" if bad else "note", "settings", _without_secrets(line, probe.environ))
+    for name in given.raw:
+        if DECLARED[name].deprecated:
+            yield Check("note", "settings", f"{name} is deprecated: use {DECLARED[name].deprecated} instead")
+    if not given.errors:
+        yield Check("ok", "settings", f"{len(given.raw)} of {len(DECLARED)} set (`scifig config` shows them all)")
+
+
 def check_judge(probe: Probe) -> Iterator[Check]:
     from scifig_tasks.core.judge import JudgeConfig, endpoint_host
 
@@ -327,6 +345,7 @@ CHECKS = (
     check_lock,
     check_frameworks,
     check_torch,
+    check_settings,
     check_data,
     check_judge,
     check_browser,

@@ -55,7 +55,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from scifig_tasks.core import provenance
+from scifig_tasks.core import provenance, settings
 from scifig_tasks.core.errors import DataError
 from scifig_tasks.core.mmsci import PAPER_DENOMINATOR
 from scifig_tasks.core.protocol import PROTOCOLS, Protocol, rescoring_as
@@ -570,7 +570,7 @@ def _results_document(
         "source": str(path),
         "rescored_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "protocol": protocol or "each task's own",
-        "judge": os.environ.get("SCIFIG_JUDGE_MODEL") or os.environ.get("SCIFIG_JUDGE") or None,
+        "judge": settings.current().get(settings.JUDGE_MODEL) or settings.current().get(settings.JUDGE) or None,
         "source_environment": results.get(provenance.KEY),
     }
     document[provenance.KEY] = provenance.environment("lmms-eval")

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from scifig_tasks import doctor
+from scifig_tasks.core.settings import DECLARED
 from scifig_tasks.doctor import Check, Probe, render, run_checks
 from tests.harness.lmms import offline_env
 
@@ -198,3 +199,15 @@ def test_a_shadowing_install_is_seen_as_python_sees_it(tmp_path: Path, monkeypat
     checks = run_checks(Probe(hub_cache=lambda: tmp_path / "hub", environ={"SCIFIG_JUDGE": "off"}))
     assert line(checks, "filelock").status == "FAIL"
     assert "filelock 4.3.1 (lock 3." in line(checks, "lock").detail
+
+
+def test_settings_a_bad_value_fails_an_unknown_or_deprecated_variable_is_a_note(tmp_path: Path) -> None:
+    environ = {"SCIFIG_JUDGE": "off", "SCIFIG_JUDGE_AUDIT": "2", "SCIFIG_JUDGE_MODLE": KEY, "SCIFIG_PROTOCOL": "paper"}
+    checks = [check for check in run_checks(probe(tmp_path, environ=environ)) if check.name == "settings"]
+    assert [(check.status, check.detail) for check in checks] == [
+        ("FAIL", "SCIFIG_JUDGE_AUDIT='2': set a share between 0 and 1 (0 switches the audit off)"),
+        ("note", "SCIFIG_JUDGE_MODLE is not a scifig setting and is ignored (did you mean SCIFIG_JUDGE_MODEL?)"),
+        ("note", "SCIFIG_PROTOCOL is deprecated: use the task name (the _paper task) instead"),
+    ]
+    (fine,) = [check for check in run_checks(probe(tmp_path)) if check.name == "settings"]
+    assert fine == Check("ok", "settings", f"1 of {len(DECLARED)} set (`scifig config` shows them all)")

@@ -22,6 +22,8 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from scifig_tasks.core import settings
+
 GENERATOR_VERSION = 2
 """2: question wording as the paper's Table 6 (bar axis-range questions without "approximate", pie
 ``among the set of categories in the figure``)."""
@@ -29,8 +31,8 @@ DEFAULT_SEED = 0
 
 
 def cache_root(environ: Mapping[str, str] | None = None) -> Path:
-    env = os.environ if environ is None else environ
-    return Path(env.get("SCIFIG_PLOT_TWIST_CACHE") or "~/.cache/scifig/plot_twist").expanduser()
+    """``SCIFIG_PLOT_TWIST_CACHE`` (:mod:`scifig_tasks.core.settings`; of ``environ``, or the process's settings)."""
+    return settings.resolve(environ).get(settings.PLOT_TWIST_CACHE)
 
 
 def ensure_default_data(

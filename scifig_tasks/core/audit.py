@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import hashlib
 import math
-import os
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from scifig_tasks.core import settings
 from scifig_tasks.core.mcq import (
     JUDGE_MAX_TOKENS,
     JUDGE_PROMPT,
@@ -29,32 +29,30 @@ from scifig_tasks.core.mcq import (
     judge_reply_readable,
     parse_judge_reply,
 )
+from scifig_tasks.core.settings import Settings
 from scifig_tasks.core.stats import cell
 
 if TYPE_CHECKING:
     from scifig_tasks.core.judge import JudgeClient
 
 AUDIT_KEY = "judge_audit"
-SHARE_VARIABLE = "SCIFIG_JUDGE_AUDIT"
-SEED_VARIABLE = "SCIFIG_JUDGE_AUDIT_SEED"
-DEFAULT_SHARE = 0.05
+SHARE_VARIABLE = settings.JUDGE_AUDIT.name
+SEED_VARIABLE = settings.JUDGE_AUDIT_SEED.name
+DEFAULT_SHARE = settings.JUDGE_AUDIT.default
 MIN_PER_TASK = 20
 PROMPT_VERSION = hashlib.sha256(JUDGE_PROMPT.encode()).hexdigest()[:12]
 """Names the parsing prompt's text: it changes whenever the prompt does."""
 
 
-def audit_share(environ: Mapping[str, str] | None = None) -> float:
-    """The configured share; an unreadable value stops the run naming the variable."""
-    value = (os.environ if environ is None else environ).get(SHARE_VARIABLE, "").strip()
-    if not value:
-        return DEFAULT_SHARE
-    try:
-        share = float(value)
-    except ValueError:
-        share = -1.0
-    if not 0.0 <= share <= 1.0:
-        raise ValueError(f"{SHARE_VARIABLE}={value!r}: set a share between 0 and 1 (0 switches the audit off)")
-    return share
+def audit_share(given: Settings | Mapping[str, str] | None = None) -> float:
+    """The configured share (``SCIFIG_JUDGE_AUDIT`` of ``given`` settings, an environment mapping, or the process's
+    settings); an unreadable value stops the run naming the variable."""
+    return settings.resolve(given).get(settings.JUDGE_AUDIT)
+
+
+def audit_seed(given: Settings | Mapping[str, str] | None = None) -> int:
+    """The seed of the audit's sample (``SCIFIG_JUDGE_AUDIT_SEED``)."""
+    return settings.resolve(given).get(settings.JUDGE_AUDIT_SEED)
 
 
 def prepare(resolution: Resolution, output: str | None, n_options: int, judge: JudgeClient | None) -> Resolution:
@@ -88,7 +86,7 @@ def run_audit(
     share = audit_share()
     candidates = sorted((record for record in records if record.get("audit_prompt")), key=identify)
     wanted = min(len(candidates), max(math.ceil(share * len(records)), MIN_PER_TASK)) if share > 0 else 0
-    seed = int(os.environ.get(SEED_VARIABLE, "0") or 0)
+    seed = audit_seed()
     chosen = random.Random(seed).sample(candidates, wanted)
     results = judge.complete_many(
         [record["audit_prompt"] for record in chosen],

@@ -1,6 +1,7 @@
 """Benchmark data loading: the published Hugging Face dataset, or local data with the same features.
 
-Local data contract (every benchmark): ``SCIFIG_<BENCH>_DATA`` may point to
+Local data contract (every benchmark): the setting ``SCIFIG_<BENCH>_DATA`` (:mod:`scifig_tasks.core.settings`) may
+point to
 
 * a parquet file (one split, named after the benchmark's default split),
 * a directory of ``<split>.parquet`` files (one split per file), or
@@ -48,10 +49,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from scifig_tasks.core import validated
+from scifig_tasks.core import settings, validated
 from scifig_tasks.core.configs import installed_entry_point
 from scifig_tasks.core.errors import DataError
 from scifig_tasks.core.images import check_structure, decode_once, image_file, remember_source, unreadable
+from scifig_tasks.core.settings import Settings
 
 # datasets >= 4 has List (Sequence became a function); older releases only have the Sequence class.
 _LIST_FEATURES: tuple[type, ...] = tuple(
@@ -113,9 +115,10 @@ class BenchmarkSource:
         """The split's Hub name followed by the older names it may have in earlier revisions or local copies."""
         return (split, *self.split_aliases.get(split, ()))
 
-    def local_path(self, environ: Mapping[str, str] | None = None) -> Path | None:
-        value = (os.environ if environ is None else environ).get(self.env_var, "").strip()
-        return Path(value).expanduser() if value else None
+    def local_path(self, given: Settings | Mapping[str, str] | None = None) -> Path | None:
+        """The local data the benchmark's setting (``env_var``) names, or None: of ``given`` settings, an environment
+        mapping, or the process's settings (:func:`scifig_tasks.core.settings.current`)."""
+        return settings.resolve(given).get(self.env_var)
 
 
 def registered_default_data(name: str) -> Path:

@@ -4,13 +4,15 @@ Rule implemented: a judgement is one temperature-0 chat completion from a single
 (``POST {base_url}/chat/completions``, sent through the ``openai`` Python SDK), and asking the judge never breaks an
 evaluation run:
 
-* Configuration comes from the environment: ``SCIFIG_JUDGE_BASE_URL``, ``SCIFIG_JUDGE_MODEL`` and
-  ``SCIFIG_JUDGE_API_KEY`` (falling back to ``OPENAI_API_BASE`` / ``OPENAI_API_KEY``), plus the optional knobs
-  ``SCIFIG_JUDGE_MAX_CONCURRENCY``, ``SCIFIG_JUDGE_TIMEOUT_S`` (the SDK's request timeout),
-  ``SCIFIG_JUDGE_MAX_RETRIES`` (the SDK's ``max_retries``), ``SCIFIG_JUDGE_MAX_TOKENS`` and ``SCIFIG_JUDGE_CACHE``.
-  ``SCIFIG_JUDGE=off`` switches judging off; ``SCIFIG_JUDGE=<preset>`` starts from
-  ``model_configs/judges/<preset>.yaml`` (or a YAML path), and the environment variables above override the preset's
-  fields.
+* Configuration comes from the settings (:mod:`scifig_tasks.core.settings`, read from the environment once):
+  ``SCIFIG_JUDGE_BASE_URL``, ``SCIFIG_JUDGE_MODEL`` and ``SCIFIG_JUDGE_API_KEY`` (falling back to
+  ``OPENAI_API_BASE`` / ``OPENAI_API_KEY``), plus the optional knobs ``SCIFIG_JUDGE_MAX_CONCURRENCY``,
+  ``SCIFIG_JUDGE_TIMEOUT_S`` (the SDK's request timeout), ``SCIFIG_JUDGE_MAX_RETRIES`` (the SDK's ``max_retries``),
+  ``SCIFIG_JUDGE_MAX_TOKENS`` and ``SCIFIG_JUDGE_CACHE``. ``SCIFIG_JUDGE=off`` switches judging off;
+  ``SCIFIG_JUDGE=<preset>`` starts from ``model_configs/judges/<preset>.yaml`` (or a YAML path), and the settings
+  above, when given, override the preset's fields. :meth:`JudgeConfig.from_settings` builds the configuration from a
+  :class:`~scifig_tasks.core.settings.Settings` value and :class:`JudgeConfig` from explicit arguments (a test, a
+  notebook, a second judge in one process); :func:`get_judge` uses the process's settings.
 * At most ``max_concurrency`` HTTP requests per client are in flight, whatever the number of calling threads.
 * Retries are the SDK's: HTTP 408, 409, 429, 5xx, timeouts and connection errors, with ``Retry-After`` honoured;
   the wait is scifig's capped exponential back-off (``backoff_initial_s`` doubling, plus jitter, at most
@@ -65,19 +67,28 @@ from urllib.parse import urlsplit
 import openai
 from tqdm.auto import tqdm
 
+from scifig_tasks.core import settings
 from scifig_tasks.core.configs import read_config
 from scifig_tasks.core.errors import ConfigError
 from scifig_tasks.core.secrets import mask, secrets_of, url_credentials
+from scifig_tasks.core.settings import Settings
 
 logger = logging.getLogger("scifig.judge")
 
-_OFF = frozenset({"off", "0", "false", "no", "none", "disabled"})
-_NO_PRESET = frozenset({"", "on", "1", "true", "yes"})
+_OFF = settings.OFF_WORDS
+_NO_PRESET = settings.NO_PRESET_WORDS
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
-# Preset fields and their types; the optional ones can also be overridden by SCIFIG_JUDGE_<FIELD> variables.
+# Preset fields and their types; the optional ones can also be overridden by SCIFIG_JUDGE_<FIELD> settings.
 _PRESET_REQUIRED: dict[str, type] = {"base_url": str, "model": str, "api_key_env": str}
 _PRESET_OPTIONAL: dict[str, type] = {"max_concurrency": int, "timeout_s": float, "max_retries": int, "max_tokens": int}
+_KNOBS: dict[str, settings.Setting[Any]] = {
+    "max_concurrency": settings.JUDGE_MAX_CONCURRENCY,
+    "timeout_s": settings.JUDGE_TIMEOUT_S,
+    "max_retries": settings.JUDGE_MAX_RETRIES,
+    "max_tokens": settings.JUDGE_MAX_TOKENS,
+}
+"""The setting that overrides each optional preset field."""
 
 
 BREAKER_THRESHOLD = 5
@@ -98,12 +109,14 @@ Accept = Callable[[str], bool]
 _ENDPOINT_STATUSES = frozenset({401, 403, 404, 408, 409, 429})
 
 
-def _default_cache_dir(environ: Mapping[str, str]) -> Path:
-    """``SCIFIG_JUDGE_CACHE``, else ``$XDG_CACHE_HOME/scifig/judge``, else ``~/.cache/scifig/judge``."""
-    explicit = environ.get("SCIFIG_JUDGE_CACHE")
-    if explicit:
-        return Path(explicit).expanduser()
-    xdg = Path(environ.get("XDG_CACHE_HOME") or "~/.cache").expanduser()
+def _default_cache_dir(given: Settings | Mapping[str, str] | None = None) -> Path:
+    """``SCIFIG_JUDGE_CACHE``, else ``$XDG_CACHE_HOME/scifig/judge``, else ``~/.cache/scifig/judge`` (of ``given``
+    settings, an environment mapping, or the process's settings)."""
+    chosen = settings.resolve(given)
+    explicit = chosen.get(settings.JUDGE_CACHE)
+    if explicit is not None:
+        return explicit
+    xdg = (chosen.get(settings.XDG_CACHE_HOME) or Path("~/.cache")).expanduser()
     base = xdg if xdg.is_absolute() else Path("~/.cache").expanduser()  # the XDG spec ignores a relative path
     return base / "scifig" / "judge"
 
@@ -123,13 +136,13 @@ class JudgeConfig:
     base_url: str
     model: str
     api_key: str | None = field(default=None, repr=False)
-    max_concurrency: int = 8
-    timeout_s: float = 60.0
-    max_retries: int = 5  # retries after the first attempt
+    max_concurrency: int = settings.JUDGE_MAX_CONCURRENCY.default
+    timeout_s: float = settings.JUDGE_TIMEOUT_S.default
+    max_retries: int = settings.JUDGE_MAX_RETRIES.default  # retries after the first attempt
     backoff_initial_s: float = 1.0
     backoff_max_s: float = 30.0
-    max_tokens: int | None = None
-    cache_dir: Path = field(default_factory=lambda: _default_cache_dir(os.environ))
+    max_tokens: int | None = settings.JUDGE_MAX_TOKENS.default
+    cache_dir: Path = field(default_factory=_default_cache_dir)  # the process's settings
     breaker_threshold: int = BREAKER_THRESHOLD  # consecutive failed calls that open the circuit breaker
 
     def __post_init__(self) -> None:
@@ -150,36 +163,41 @@ class JudgeConfig:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> JudgeConfig | None:
-        """Build the configuration from ``environ`` (default ``os.environ``); None when off or not configured.
+        """The configuration of the environment mapping ``environ`` (the process's settings when ``None``); see
+        :meth:`from_settings`."""
+        return cls.from_settings(settings.resolve(environ))
 
-        Raises ValueError for a bad preset or a malformed numeric variable.
+    @classmethod
+    def from_settings(cls, given: Settings) -> JudgeConfig | None:
+        """The judge ``given`` settings configure; None when off or not configured (no endpoint or no model).
+
+        ``SCIFIG_JUDGE`` names a preset, whose fields the ``SCIFIG_JUDGE_*`` settings that were given override;
+        without a preset the endpoint and key fall back to ``OPENAI_API_BASE`` / ``OPENAI_API_KEY`` (a preset's
+        endpoint never does: its key is the variable its ``api_key_env`` names). Raises ValueError for a bad preset
+        or a malformed setting (the variable named).
         """
-        env = os.environ if environ is None else environ
-        choice = env.get("SCIFIG_JUDGE", "").strip()
+        choice = given.get(settings.JUDGE).strip()
         if choice.lower() in _OFF:
             return None
         if choice.lower() in _NO_PRESET:
             preset: dict[str, Any] = {}
-            base_url = env.get("SCIFIG_JUDGE_BASE_URL") or env.get("OPENAI_API_BASE")
-            api_key = env.get("SCIFIG_JUDGE_API_KEY") or env.get("OPENAI_API_KEY")
-        else:  # a preset's endpoint never silently picks up the generic OPENAI_* settings
+            base_url = given.get(settings.JUDGE_BASE_URL) or given.get(settings.OPENAI_API_BASE)
+            api_key = given.get(settings.JUDGE_API_KEY) or given.get(settings.OPENAI_API_KEY)
+        else:
             preset = load_preset(choice)
-            base_url = env.get("SCIFIG_JUDGE_BASE_URL") or preset["base_url"]
-            api_key = env.get("SCIFIG_JUDGE_API_KEY") or env.get(preset["api_key_env"])
-        model = env.get("SCIFIG_JUDGE_MODEL") or preset.get("model")
+            base_url = given.get(settings.JUDGE_BASE_URL) or preset["base_url"]
+            api_key = given.get(settings.JUDGE_API_KEY) or given.credential(preset["api_key_env"])
+        model = given.get(settings.JUDGE_MODEL) or preset.get("model")
         if not base_url or not model:
             return None
         knobs: dict[str, Any] = {}
-        for name, kind in _PRESET_OPTIONAL.items():
-            variable = f"SCIFIG_JUDGE_{name.upper()}"
-            raw = env.get(variable, "").strip()
-            try:
-                value = kind(raw) if raw else preset.get(name)
-            except ValueError:
-                raise ValueError(f"{variable}={raw!r} is not a valid {kind.__name__}") from None
+        for name, setting in _KNOBS.items():
+            value = given.get(setting) if given.given(setting) else preset.get(name)
             if value is not None:
                 knobs[name] = value
-        return cls(base_url=base_url, model=model, api_key=api_key or None, cache_dir=_default_cache_dir(env), **knobs)
+        return cls(
+            base_url=base_url, model=model, api_key=api_key or None, cache_dir=_default_cache_dir(given), **knobs
+        )
 
 
 class JudgePresetError(ConfigError):
@@ -758,9 +776,11 @@ def _count(tree: Any, *keys: str) -> int:
     return tree if isinstance(tree, int) else 0
 
 
-def get_judge(environ: Mapping[str, str] | None = None) -> JudgeClient | None:
-    """The process-wide client for the configured judge, or None when judging is off or not configured."""
-    config = JudgeConfig.from_env(environ)
+def get_judge(given: Settings | Mapping[str, str] | None = None) -> JudgeClient | None:
+    """The process-wide client for the judge the settings configure (the process's :func:`settings.current` when
+    ``given`` is None; a :class:`Settings` value or an environment mapping otherwise), or None when judging is off
+    or not configured. One client per configuration: callers asking for the same judge share its bound and cache."""
+    config = JudgeConfig.from_settings(settings.resolve(given))
     if config is None:
         logger.debug("LLM judge off or not configured")
         return None
@@ -778,7 +798,7 @@ def get_judge(environ: Mapping[str, str] | None = None) -> JudgeClient | None:
     return client
 
 
-def configured_concurrency(environ: Mapping[str, str] | None = None) -> int | None:
+def configured_concurrency(given: Settings | Mapping[str, str] | None = None) -> int | None:
     """The configured judge's ``max_concurrency``, or None when judging is off, not configured or misconfigured.
 
     The frameworks' scoring threads are sized from it (``scifig_tasks.lmms_eval.concurrency``, the VLMEvalKit
@@ -786,7 +806,7 @@ def configured_concurrency(environ: Mapping[str, str] | None = None) -> int | No
     scoring that needs the judge, which reports it.
     """
     try:
-        config = JudgeConfig.from_env(environ)
+        config = JudgeConfig.from_settings(settings.resolve(given))
     except ValueError:
         return None
     return None if config is None else config.max_concurrency

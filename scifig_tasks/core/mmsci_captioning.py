@@ -49,8 +49,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from scifig_tasks.core import settings
 from scifig_tasks.core.outputs import output_status
 from scifig_tasks.core.protocol import Protocol, in_force
+from scifig_tasks.core.settings import Settings
 
 logger = logging.getLogger("scifig.mmsci")
 
@@ -232,22 +234,20 @@ def _cider(hypotheses: list[str], references: list[str]) -> MetricResult:
 # --- BERTScore -------------------------------------------------------------------------------------------------------
 
 
-def bertscore_settings(environ: Mapping[str, str] | None = None) -> tuple[str, int | None]:
-    """The BERTScore model (id or local path) and layer: the authors' default unless overridden by the environment."""
-    env = os.environ if environ is None else environ
-    model = env.get("SCIFIG_MMSCI_BERTSCORE_MODEL", "").strip() or BERTSCORE_DEFAULT_MODEL
-    raw = env.get("SCIFIG_MMSCI_BERTSCORE_LAYERS", "").strip()
-    if raw:
-        try:
-            layers = int(raw)
-        except ValueError:
-            raise ValueError(f"SCIFIG_MMSCI_BERTSCORE_LAYERS={raw!r} is not an integer") from None
+def bertscore_settings(given: Settings | Mapping[str, str] | None = None) -> tuple[str, int | None]:
+    """The BERTScore model (id or local path) and layer: the authors' default unless the settings
+    ``SCIFIG_MMSCI_BERTSCORE_MODEL`` / ``..._LAYERS`` override it (of ``given`` settings, an environment mapping, or
+    the process's settings)."""
+    chosen = settings.resolve(given)
+    model = chosen.get(settings.MMSCI_BERTSCORE_MODEL)
+    layers = chosen.get(settings.MMSCI_BERTSCORE_LAYERS)
+    if layers is not None:
         return model, layers
     return model, BERTSCORE_DEFAULT_LAYERS if model == BERTSCORE_DEFAULT_MODEL else None
 
 
 def bertscore(
-    predictions: Sequence[str | None], references: Sequence[str], environ: Mapping[str, str] | None = None
+    predictions: Sequence[str | None], references: Sequence[str], environ: Settings | Mapping[str, str] | None = None
 ) -> MetricResult:
     """Mean per-sample BERTScore F1 (no IDF, no rescaling); unavailable when the model cannot be loaded."""
     model, layers = bertscore_settings(environ)
@@ -314,7 +314,7 @@ FRACTION_METRICS = tuple(name for name in CAPTION_METRICS if name not in ("cider
 
 
 def reference_metrics(
-    predictions: Sequence[str | None], references: Sequence[str], environ: Mapping[str, str] | None = None
+    predictions: Sequence[str | None], references: Sequence[str], environ: Settings | Mapping[str, str] | None = None
 ) -> dict[str, MetricResult]:
     """Every reference-based metric of the captioning table, keyed as in :data:`REFERENCE_METRICS`."""
     results: dict[str, MetricResult] = {}
@@ -351,16 +351,16 @@ DEFINITIONS = {
 _cache: dict[str, dict[str, Any]] = {}
 
 
-def _records_digest(records: Sequence[Mapping[str, Any]], environ: Mapping[str, str]) -> str:
+def _records_digest(records: Sequence[Mapping[str, Any]], given: Settings) -> str:
     import hashlib
     import json
 
-    settings = {
-        name: environ.get(name, "")
-        for name in sorted(environ)
+    chosen = {
+        name: text
+        for name, text in sorted(given.raw.items())
         if name.startswith(("SCIFIG_MMSCI_", "SCIFIG_JUDGE", "SCIFIG_PROTOCOL"))
     }
-    payload = json.dumps([settings, [dict(record) for record in records]], sort_keys=True, ensure_ascii=False)
+    payload = json.dumps([chosen, [dict(record) for record in records]], sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
@@ -407,7 +407,9 @@ def _average_judged(reports: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def evaluate(records: Sequence[Mapping[str, Any]], environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+def evaluate(
+    records: Sequence[Mapping[str, Any]], environ: Settings | Mapping[str, str] | None = None
+) -> dict[str, Any]:
     """Every captioning metric over per-sample records (``uid``, ``figure_index``, ``prediction`` or k
     ``predictions``, ``reference``, optionally ``protocol``).
 
@@ -419,11 +421,11 @@ def evaluate(records: Sequence[Mapping[str, Any]], environ: Mapping[str, str] | 
     from scifig_tasks.core import mmsci_judged
     from scifig_tasks.core.judge import get_judge
 
-    env = os.environ if environ is None else environ
-    digest = _records_digest(records, env)
+    given = settings.resolve(environ)
+    digest = _records_digest(records, given)
     if digest in _cache:
         return _cache[digest]
-    scoring = records_protocol(records, env)
+    scoring = records_protocol(records, given.raw)
     captions = [captions_of(record) for record in records]
     k = len(captions[0]) if captions else 1
     if any(len(item) != k for item in captions):
@@ -436,16 +438,16 @@ def evaluate(records: Sequence[Mapping[str, Any]], environ: Mapping[str, str] | 
         predictions = [item[index] for item in captions]
         kept = range(len(records)) if scoring == "default" else [i for i, p in enumerate(predictions) if usable(p)]
         if kept:
-            per_index.append(reference_metrics([predictions[i] for i in kept], [references[i] for i in kept], env))
+            per_index.append(reference_metrics([predictions[i] for i in kept], [references[i] for i in kept], given))
         else:
             reason = "no usable caption (the paper setting leaves empty outputs out)"
             per_index.append({name: MetricResult.unavailable(name, reason) for name in REFERENCE_METRICS})
     results = {name: _average([metrics[name] for metrics in per_index]) for name in REFERENCE_METRICS}
 
-    size, seed = mmsci_judged.subset_settings(env)
+    size, seed = mmsci_judged.subset_settings(given)
     keys = [f"{record['uid']}\0{int(record['figure_index']):06d}" for record in records]
     chosen = mmsci_judged.select_subset(keys, size, seed)
-    judge = get_judge(env)
+    judge = get_judge(given)
 
     def samples(pick: Any) -> list[mmsci_judged.Sample]:
         return [mmsci_judged.Sample(keys[i], pick(i), references[i]) for i in chosen]

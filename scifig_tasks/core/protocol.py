@@ -14,11 +14,11 @@ with a one-line warning naming the ``_paper`` task to run instead.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Literal
 
+from scifig_tasks.core import settings
 from scifig_tasks.core.deprecation import warn_once
 
 Protocol = Literal["default", "paper"]
@@ -44,14 +44,6 @@ def paper_twin(task: str) -> str:
     return task if of_task(task) == "paper" else f"{task}{PAPER_SUFFIX}"
 
 
-def checked(value: str, where: str) -> Protocol:
-    """``value`` as a protocol; anything else stops the run naming ``where`` it was set and the choices."""
-    normalised = value.strip().lower()
-    if normalised not in PROTOCOLS:
-        raise ValueError(f"{where}={value!r} is not a scifig protocol: set it to one of {', '.join(PROTOCOLS)}")
-    return normalised  # type: ignore[return-value]
-
-
 def in_force(benchmark: str, named: Protocol = "default", environ: Mapping[str, str] | None = None) -> Protocol:
     """The protocol a task of ``benchmark`` whose name selects ``named`` scores with.
 
@@ -61,11 +53,10 @@ def in_force(benchmark: str, named: Protocol = "default", environ: Mapping[str, 
         return _rescoring_as
     if named == "paper":
         return "paper"
-    environ = os.environ if environ is None else environ
+    given = settings.current() if environ is None else settings.Settings.from_environment(environ, warn=False)
     for name in (variable(benchmark), GLOBAL_VARIABLE):
-        value = environ.get(name, "").strip()
-        if value:
-            chosen = checked(value, name)
+        if name in settings.DECLARED and given.given(name):
+            chosen: Protocol = given.get(name)
             twin = f"{benchmark}{PAPER_SUFFIX}" if chosen == "paper" else benchmark
             warn_once(name, f"run the {twin} task (the task name chooses the protocol)")
             return chosen

@@ -1,18 +1,18 @@
 """The published datasets each benchmark reads, their local-data env vars and the columns every row must have.
 
 GRAB (``jonathan-roberts1/GRAB``, split ``GRAB``): ``pid``, ``question``, ``decoded_image``, ``image``, ``answer``,
-``task``, ``category``, ``complexity`` (grab spec, "Published data").
+``task``, ``category``, ``complexity``.
 SciFIBench (``jonathan-roberts1/SciFIBench``, splits ``CS_Figure2Caption``, ``CS_Caption2Figure``,
 ``General_Figure2Caption``, ``General_Caption2Figure``; older revisions ``Figure2Caption`` / ``Caption2Figure``):
 ``ID``, ``Question``, ``Options`` (labelled ``A) `` ... in order), ``Answer`` (a letter), ``Category``, ``Images``
-(scifibench spec, "Published data": 1 image for Figure→Caption, one per option for Caption→Figure).
+(1 image for Figure→Caption, one per option for Caption→Figure).
 Row keys (a repeated key is an error, as is any row repeated in full): GRAB ``pid``; SciFIBench ``ID`` (per split);
 MMSci multiple choice ``uid``, ``figure_index``, ``setting``, ``subfigure`` (one question per figure, setting and
 sub-figure). An answer letter must name one of the row's options. A GRAB or Plot Twist answer that reads as a number
 must be a finite one (:func:`scifig_tasks.core.data.expect_answer`: not ``nan``, ``inf``, ``1e309``).
 Plot Twist (no published copy; split ``test``): ``q_id``, ``figure_id``, ``chart_type``, ``question_type``,
-``question``, ``answer``, ``x_range``, ``y_range`` (floats > 0), ``image``, optional ``variant`` (absent: ``base``)
-(plot_twist spec). By default the seeded synthetic set is built once into a cache (:mod:`curation.plot_twist.default`);
+``question``, ``answer``, ``x_range``, ``y_range`` (floats > 0), ``image``, optional ``variant`` (absent: ``base``).
+By default the seeded synthetic set is built once into a cache (:mod:`curation.plot_twist.default`);
 ``SCIFIG_PLOT_TWIST_DATA`` overrides it. Its ChartQA subset has no default: ``SCIFIG_PLOT_TWIST_CHARTQA_DATA``.
 """
 
@@ -35,6 +35,7 @@ from scifig_tasks.core.data import (
     expect_str,
     registered_default_data,
 )
+from scifig_tasks.core.settings import Settings
 
 
 def _grab_question(value: Any) -> str | None:
@@ -225,8 +226,8 @@ class _SubdirSource(BenchmarkSource):
 
     subdir: str = ""
 
-    def local_path(self, environ: Mapping[str, str] | None = None) -> Path | None:
-        base = super().local_path(environ)
+    def local_path(self, given: Settings | Mapping[str, str] | None = None) -> Path | None:
+        base = super().local_path(given)
         return None if base is None else base / self.subdir
 
 

@@ -1,0 +1,97 @@
+"""``scifig config``: the effective settings, one line each -- name, value, where it came from.
+
+Rule implemented: what scifig will use is shown from the same :class:`~scifig_tasks.core.settings.Settings` value
+scoring reads (:mod:`scifig_tasks.core.settings`), never from a second reading of the environment. A secret (an API
+key) is shown as ``<set>`` / ``<unset>``, never its value, in both forms; a value too long for its column is cut
+with ``…`` so that every line fits :data:`WIDTH` columns. ``--json`` gives every setting with its type, default,
+documentation and source, for machines. Values that do not parse and unknown ``SCIFIG_*`` variables are listed
+after the table (one line each); exit status 1 when a value does not parse.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from scifig_tasks.core import settings
+from scifig_tasks.core.settings import DECLARED, Settings
+
+WIDTH = 100
+"""Columns every line of the table fits."""
+_SOURCE_WIDTH = len("command line")
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
+
+
+def table(given: Settings, width: int = WIDTH) -> list[str]:
+    """One line per declared setting: name, value (secrets ``<set>`` / ``<unset>``; a default shown as documented),
+    source (``default``, ``environment``, ``command line``; ``deprecated`` marked)."""
+    name_width = max(len(name) for name in DECLARED)
+    value_width = width - name_width - _SOURCE_WIDTH - len(" deprecated") - 4
+    lines = [f"{'setting':<{name_width}}  {'value':<{value_width}}  from"]
+    for name, setting in DECLARED.items():
+        value = given.shown(setting)
+        source = given.source(setting) + (" deprecated" if setting.deprecated else "")
+        lines.append(f"{name:<{name_width}}  {_cut(value, value_width):<{value_width}}  {source}".rstrip())
+    return lines
+
+
+def problems(given: Settings, environ: Mapping[str, str]) -> list[str]:
+    """One line per value that does not parse and per unknown ``SCIFIG_*`` variable of ``environ``."""
+    found = list(given.errors.values())
+    for name, close in settings.unknown(environ):
+        found.append(settings.unknown_message(name, close, prefix="", listing=False))
+    return found
+
+
+def as_json(given: Settings, environ: Mapping[str, str]) -> dict[str, Any]:
+    """Every setting for machines: value (``null`` for a secret, with ``set``), source, default, type, doc."""
+    entries = []
+    for name, setting in DECLARED.items():
+        entry: dict[str, Any] = {"name": name, "group": setting.group, "source": given.source(setting)}
+        if setting.secret:
+            entry |= {"secret": True, "value": None, "set": name in given.raw}
+        elif name in given.errors:
+            entry |= {"value": given.raw[name], "error": given.errors[name]}
+        else:
+            value = given.get(setting)
+            entry["value"] = str(value) if value is not None and not isinstance(value, (int, float, str)) else value
+        entry |= {"default": setting.describe_default(), "accepts": setting.accepts, "doc": setting.doc}
+        if setting.deprecated:
+            entry["deprecated"] = f"use {setting.deprecated}"
+        entries.append(entry)
+    unknown = [{"name": name, "did_you_mean": close} for name, close in settings.unknown(environ)]
+    return {"settings": entries, "unknown": unknown}
+
+
+def run(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> int:
+    env = os.environ if environ is None else environ
+    given = Settings.from_environment(env, warn=False)
+    if args.json:
+        print(json.dumps(as_json(given, env), indent=2))
+    else:
+        print("\n".join(table(given)))
+        for line in problems(given, env):
+            print(line)
+    return 1 if given.errors else 0
+
+
+def register(commands: Any) -> None:
+    parser = commands.add_parser(
+        "config",
+        help="print the effective settings (SCIFIG_* variables): value and where it came from",
+        description=(
+            "Every setting scifig reads, one line each: its variable, the value in effect (the documented default "
+            "when it is not set; API keys only as <set> or <unset>) and where it came from. Values "
+            "that do not parse and unknown SCIFIG_* variables are listed after the table; exit status 1 when a "
+            "value does not parse."
+        ),
+        epilog="examples:\n  scifig config\n  SCIFIG_JUDGE=gpt-4o-mini scifig config --json",
+    )
+    parser.add_argument("--json", action="store_true", help="print every setting as JSON, with its type and doc")
+    parser.set_defaults(handler=run)

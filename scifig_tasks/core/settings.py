@@ -1,0 +1,608 @@
+"""Every setting scifig reads from the environment: one name, one type, one documented default, one place it is read.
+
+Rule implemented: a setting is declared once here (:data:`DECLARED`: variable name, type, default, one line of
+documentation, whether it is a secret, whether it is deprecated); the environment is read in one place,
+:meth:`Settings.from_environment`, into a frozen :class:`Settings` value that remembers where each value came from
+(``default``, ``environment`` or ``command line``); scoring code is handed that value, or asks :func:`current` for
+the process's own, and never reads the environment itself.
+
+* Parsing: an empty or blank variable is unset (its default). A value that does not parse is kept as an error of
+  that setting alone and raised (:class:`SettingError`, one line naming the variable, the value and what it accepts,
+  the choices included) where the setting is used, so a bad MMSci setting never stops a GRAB run; ``scifig config``
+  lists every error at once.
+* Unknown ``SCIFIG_*`` variables in the environment give one warning line each (once per process), with the closest
+  declared name when there is one: a misspelt variable would otherwise be silently ignored.
+* Secrets (API keys) are never shown: ``scifig config`` prints ``<set>`` / ``<unset>``, and ``repr`` leaves them out.
+* :func:`current` builds the process's value on first use and reuses it while the environment's ``SCIFIG_*`` (and
+  fallback) variables are unchanged; a command that sets one for the code it runs, or a test's ``monkeypatch``, gets
+  a fresh value. :func:`use` installs a value (a command's options) for a block; :func:`reset` forgets the cache.
+* Besides the ``SCIFIG_*`` names, three conventional variables are read as documented fallbacks of the judge's
+  settings (``OPENAI_API_BASE``, ``OPENAI_API_KEY``, ``XDG_CACHE_HOME``), and the key variable a judge preset names
+  (``api_key_env``) is captured with them, so a :class:`Settings` value carries everything the judge needs.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import sys
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Generic, Literal, TypeVar
+
+T = TypeVar("T")
+Source = Literal["default", "environment", "command line"]
+PREFIX = "SCIFIG_"
+
+OFF_WORDS = frozenset({"off", "0", "false", "no", "none", "disabled"})
+"""Values of ``SCIFIG_JUDGE`` that switch the judge off."""
+NO_PRESET_WORDS = frozenset({"", "on", "1", "true", "yes"})
+"""Values of ``SCIFIG_JUDGE`` that name no preset (the endpoint comes from the ``SCIFIG_JUDGE_*`` variables)."""
+
+
+class SettingError(ValueError):
+    """A setting's value that does not parse: one line naming the variable, the value and what it accepts."""
+
+
+# --- parsers: each returns the typed value or raises ValueError with what the setting accepts ----------------------
+
+
+def _text(raw: str) -> str:
+    return raw
+
+
+def _path(raw: str) -> Path:
+    return Path(raw).expanduser()
+
+
+def _integer(low: int | None = None) -> Callable[[str], int]:
+    def parse(raw: str) -> int:
+        value = int(raw)
+        if low is not None and value < low:
+            raise ValueError
+        return value
+
+    return parse
+
+
+def _number(low: float, high: float | None = None, low_open: bool = False) -> Callable[[str], float]:
+    def parse(raw: str) -> float:
+        value = float(raw)
+        if not (value > low if low_open else value >= low) or (high is not None and value > high):
+            raise ValueError
+        if value != value or value in (float("inf"), float("-inf")):
+            raise ValueError
+        return value
+
+    return parse
+
+
+def _choice(*choices: str) -> Callable[[str], str]:
+    def parse(raw: str) -> str:
+        value = raw.lower()
+        if value not in choices:
+            raise ValueError
+        return value
+
+    return parse
+
+
+def _subset(raw: str) -> int | None:
+    """A subset size (an integer >= 1), or ``all`` (``None``: every sample)."""
+    return None if raw.lower() == "all" else _integer(1)(raw)
+
+
+# --- declarations ----------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Setting(Generic[T]):
+    """One setting: its variable, how its text is read, its default and what it is for."""
+
+    name: str
+    parse: Callable[[str], T] = field(repr=False)
+    default: T
+    doc: str
+    accepts: str
+    """What a valid value is, for the one-line error (``an integer >= 1``, ``one of default, paper``)."""
+    group: str
+    secret: bool = False
+    deprecated: str = ""
+    """Non-empty for a deprecated setting: what replaces it."""
+    shown_default: str = ""
+    """The default as documented when it is not a plain value (``the preset's, else 8``)."""
+
+    def read(self, raw: str) -> T:
+        """``raw`` as this setting's type; :class:`SettingError` naming the variable and what it accepts."""
+        try:
+            return self.parse(raw)
+        except (ValueError, TypeError):
+            raise SettingError(f"{self.name}={raw!r}: set {self.accepts}") from None
+
+    def describe_default(self) -> str:
+        if self.shown_default:
+            return self.shown_default
+        return "unset" if self.default is None else str(self.default)
+
+
+DECLARED: dict[str, Setting[Any]] = {}
+"""Every setting, by variable name, in the order ``scifig config`` lists them."""
+
+
+def declare(
+    name: str,
+    parse: Callable[[str], T],
+    default: T,
+    doc: str,
+    accepts: str,
+    group: str,
+    *,
+    secret: bool = False,
+    deprecated: str = "",
+    shown_default: str = "",
+) -> Setting[T]:
+    """Declare a setting (once: a second declaration of a name is a programming error)."""
+    if name in DECLARED:
+        raise RuntimeError(f"setting {name} declared twice")
+    setting = Setting(name, parse, default, doc, accepts, group, secret, deprecated, shown_default)
+    DECLARED[name] = setting
+    return setting
+
+
+_TEXT = "a non-empty string"
+_PATH = "a path"
+
+# the LLM judge (scifig_tasks.core.judge)
+JUDGE = declare(
+    "SCIFIG_JUDGE",
+    _text,
+    "",
+    "judge preset (a name in model_configs/judges or a YAML path); off disables the judge",
+    "a preset name, a YAML path or off",
+    "judge",
+    shown_default="unset: the SCIFIG_JUDGE_* endpoint",
+)
+JUDGE_BASE_URL: Setting[str | None] = declare(
+    "SCIFIG_JUDGE_BASE_URL",
+    _text,
+    None,
+    "judge endpoint, an OpenAI-compatible base URL",
+    "an http(s) URL",
+    "judge",
+    shown_default="the preset's, else OPENAI_API_BASE",
+)
+JUDGE_MODEL: Setting[str | None] = declare(
+    "SCIFIG_JUDGE_MODEL", _text, None, "judge model name", _TEXT, "judge", shown_default="the preset's"
+)
+JUDGE_API_KEY: Setting[str | None] = declare(
+    "SCIFIG_JUDGE_API_KEY",
+    _text,
+    None,
+    "judge API key (never printed)",
+    _TEXT,
+    "judge",
+    secret=True,
+    shown_default="the preset's api_key_env, else OPENAI_API_KEY",
+)
+JUDGE_MAX_CONCURRENCY = declare(
+    "SCIFIG_JUDGE_MAX_CONCURRENCY",
+    _integer(1),
+    8,
+    "judge requests in flight at once",
+    "an integer >= 1",
+    "judge",
+    shown_default="the preset's, else 8",
+)
+JUDGE_TIMEOUT_S = declare(
+    "SCIFIG_JUDGE_TIMEOUT_S",
+    _number(0.0, low_open=True),
+    60.0,
+    "seconds a judge request may take",
+    "a number of seconds > 0",
+    "judge",
+    shown_default="the preset's, else 60",
+)
+JUDGE_MAX_RETRIES = declare(
+    "SCIFIG_JUDGE_MAX_RETRIES",
+    _integer(0),
+    5,
+    "retries of a failed judge request",
+    "an integer >= 0",
+    "judge",
+    shown_default="the preset's, else 5",
+)
+JUDGE_MAX_TOKENS: Setting[int | None] = declare(
+    "SCIFIG_JUDGE_MAX_TOKENS",
+    _integer(1),
+    None,
+    "judge reply length limit",
+    "an integer >= 1",
+    "judge",
+    shown_default="the preset's, else each prompt's own",
+)
+JUDGE_CACHE: Setting[Path | None] = declare(
+    "SCIFIG_JUDGE_CACHE",
+    _path,
+    None,
+    "judge reply cache folder",
+    _PATH,
+    "judge",
+    shown_default="$XDG_CACHE_HOME/scifig/judge",
+)
+JUDGE_AUDIT = declare(
+    "SCIFIG_JUDGE_AUDIT",
+    _number(0.0, 1.0),
+    0.05,
+    "share of rule-resolved answers also sent to the judge",
+    "a share between 0 and 1 (0 switches the audit off)",
+    "judge",
+)
+JUDGE_AUDIT_SEED = declare(
+    "SCIFIG_JUDGE_AUDIT_SEED", _integer(), 0, "seed of the audit's sample", "an integer", "judge"
+)
+
+# local data (scifig_tasks.core.sources)
+GRAB_DATA: Setting[Path | None] = declare(
+    "SCIFIG_GRAB_DATA", _path, None, "local GRAB data", _PATH, "data", shown_default="the Hub dataset"
+)
+SCIFIBENCH_DATA: Setting[Path | None] = declare(
+    "SCIFIG_SCIFIBENCH_DATA", _path, None, "local SciFIBench data", _PATH, "data", shown_default="the Hub dataset"
+)
+PLOT_TWIST_DATA: Setting[Path | None] = declare(
+    "SCIFIG_PLOT_TWIST_DATA",
+    _path,
+    None,
+    "local Plot Twist data",
+    _PATH,
+    "data",
+    shown_default="the seeded set, built once",
+)
+PLOT_TWIST_CHARTQA_DATA: Setting[Path | None] = declare(
+    "SCIFIG_PLOT_TWIST_CHARTQA_DATA", _path, None, "local Plot Twist ChartQA subset", _PATH, "data"
+)
+PLOT_TWIST_CACHE = declare(
+    "SCIFIG_PLOT_TWIST_CACHE",
+    _path,
+    Path("~/.cache/scifig/plot_twist").expanduser(),
+    "folder of the built Plot Twist set",
+    _PATH,
+    "data",
+    shown_default="~/.cache/scifig/plot_twist",
+)
+MMSCI_DATA: Setting[Path | None] = declare(
+    "SCIFIG_MMSCI_DATA", _path, None, "local MMSci data (mcq/ and captioning/)", _PATH, "data"
+)
+
+# MMSci captioning (scifig_tasks.core.mmsci_judged, scifig_tasks.core.mmsci_captioning)
+MMSCI_JUDGED_SUBSET: Setting[int | None] = declare(
+    "SCIFIG_MMSCI_JUDGED_SUBSET",
+    _subset,
+    200,
+    "captions scored by FActScore and G-Eval",
+    "an integer >= 1 or all",
+    "mmsci",
+)
+MMSCI_JUDGED_SEED = declare(
+    "SCIFIG_MMSCI_JUDGED_SEED", _integer(), 0, "seed of the judged captions' subset", "an integer", "mmsci"
+)
+MMSCI_BERTSCORE_MODEL = declare(
+    "SCIFIG_MMSCI_BERTSCORE_MODEL",
+    _text,
+    "roberta-large",
+    "BERTScore model (id or local folder)",
+    _TEXT,
+    "mmsci",
+)
+MMSCI_BERTSCORE_LAYERS: Setting[int | None] = declare(
+    "SCIFIG_MMSCI_BERTSCORE_LAYERS",
+    _integer(),
+    None,
+    "BERTScore layer",
+    "an integer",
+    "mmsci",
+    shown_default="17 for roberta-large, else bert-score's",
+)
+
+# model presets (model_configs/models: endpoint.base_url_env)
+ANTHROPIC_BASE_URL: Setting[str | None] = declare(
+    "SCIFIG_ANTHROPIC_BASE_URL", _text, None, "endpoint of the claude-3.5-sonnet preset", "an http(s) URL", "models"
+)
+
+# deprecated: the task name chooses the protocol (scifig_tasks.core.protocol reads these)
+_PROTOCOLS = ("default", "paper")
+_INSTEAD = "the task name (the _paper task)"
+PROTOCOL: Setting[str | None] = declare(
+    "SCIFIG_PROTOCOL",
+    _choice(*_PROTOCOLS),
+    None,
+    "scoring protocol of every plain-name task",
+    "one of default, paper",
+    "deprecated",
+    deprecated=_INSTEAD,
+)
+MMSCI_PROTOCOL: Setting[str | None] = declare(
+    "SCIFIG_MMSCI_PROTOCOL",
+    _choice(*_PROTOCOLS),
+    None,
+    "scoring protocol of the mmsci tasks",
+    "one of default, paper",
+    "deprecated",
+    deprecated=_INSTEAD,
+)
+SCIFIBENCH_PROTOCOL: Setting[str | None] = declare(
+    "SCIFIG_SCIFIBENCH_PROTOCOL",
+    _choice(*_PROTOCOLS),
+    None,
+    "scoring protocol of the scifibench tasks",
+    "one of default, paper",
+    "deprecated",
+    deprecated=_INSTEAD,
+)
+
+# the installer (.ci/setup), declared so that an exported value is not taken for a misspelt setting
+INSTALL_PYTHON: Setting[str | None] = declare(
+    "SCIFIG_PYTHON",
+    _text,
+    None,
+    "Python interpreter .ci/setup installs into",
+    "a command or path",
+    "install",
+    shown_default="python3.11, else python3",
+)
+
+# conventional variables read as the judge's documented fallbacks
+OPENAI_API_BASE: Setting[str | None] = declare(
+    "OPENAI_API_BASE", _text, None, "fallback of SCIFIG_JUDGE_BASE_URL (no preset)", "an http(s) URL", "fallback"
+)
+OPENAI_API_KEY: Setting[str | None] = declare(
+    "OPENAI_API_KEY", _text, None, "fallback of SCIFIG_JUDGE_API_KEY (no preset)", _TEXT, "fallback", secret=True
+)
+XDG_CACHE_HOME: Setting[Path | None] = declare(
+    "XDG_CACHE_HOME", _path, None, "base of the judge cache folder", _PATH, "fallback", shown_default="~/.cache"
+)
+
+
+# --- the value -------------------------------------------------------------------------------------------------------
+
+
+def _frozen(mapping: Mapping[str, Any]) -> Mapping[str, Any]:
+    return MappingProxyType(dict(mapping))
+
+
+@dataclass(frozen=True, eq=False)
+class Settings:
+    """The effective settings: a value per declared setting, where it came from, and the values that do not parse.
+
+    Build it with :meth:`from_environment` (or :meth:`defaults`); read it with :meth:`get`.
+    """
+
+    raw: Mapping[str, str] = field(default_factory=dict, repr=False)
+    """The text of every setting that was given (environment or command line), secrets included: never print it."""
+    sources: Mapping[str, Source] = field(default_factory=dict, repr=False)
+    """Where each given setting came from; a setting absent here has its default."""
+    values: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    """The parsed value of every given setting that parses."""
+    errors: Mapping[str, str] = field(default_factory=dict, repr=False)
+    """The one-line error of every given setting that does not parse."""
+    credentials: Mapping[str, str | None] = field(default_factory=dict, repr=False)
+    """The key variable a judge preset names (``api_key_env``) and its value, captured with the environment."""
+
+    def __post_init__(self) -> None:
+        for name in ("raw", "sources", "values", "errors", "credentials"):
+            object.__setattr__(self, name, _frozen(getattr(self, name)))
+
+    @classmethod
+    def defaults(cls) -> Settings:
+        """Every setting at its default: what a test or a notebook starts from (no environment read)."""
+        return cls()
+
+    @classmethod
+    def from_environment(
+        cls,
+        environ: Mapping[str, str] | None = None,
+        overrides: Mapping[str, str | None] | None = None,
+        *,
+        warn: bool = True,
+    ) -> Settings:
+        """The settings of ``environ`` (the process environment when ``None``), then ``overrides`` (a command's
+        options: variable name to text, ``None`` for an option not given); unknown ``SCIFIG_*`` variables warn."""
+        env = os.environ if environ is None else environ
+        given: dict[str, tuple[str, Source]] = {}
+        for name in DECLARED:
+            text = env.get(name, "").strip()
+            if text:
+                given[name] = (text, "environment")
+        for name, text in (overrides or {}).items():
+            if name not in DECLARED:
+                raise KeyError(f"{name} is not a scifig setting")
+            if text is not None and str(text).strip():
+                given[name] = (str(text).strip(), "command line")
+        values: dict[str, Any] = {}
+        errors: dict[str, str] = {}
+        for name, (text, _) in given.items():
+            try:
+                values[name] = DECLARED[name].read(text)
+            except SettingError as exc:
+                errors[name] = str(exc)
+        if warn:
+            warn_unknown(env)
+        return cls(
+            raw={name: text for name, (text, _) in given.items()},
+            sources={name: source for name, (_, source) in given.items()},
+            values=values,
+            errors=errors,
+            credentials=_preset_credentials(values.get(JUDGE.name, ""), env),
+        )
+
+    def with_values(self, values: Mapping[str, Any], source: Source = "command line") -> Settings:
+        """A copy with typed ``values`` (variable name to value; ``None`` puts a setting back to its default): how
+        a caller holding values, not text (a command's parsed options, a notebook), sets them."""
+        raw, sources, parsed, errors = dict(self.raw), dict(self.sources), dict(self.values), dict(self.errors)
+        for name, value in values.items():
+            if name not in DECLARED:
+                raise KeyError(f"{name} is not a scifig setting")
+            errors.pop(name, None)
+            if value is None:
+                for mapping in (raw, sources, parsed):
+                    mapping.pop(name, None)
+                continue
+            raw[name], sources[name], parsed[name] = str(value), source, value
+        return Settings(raw, sources, parsed, errors, self.credentials)
+
+    def get(self, setting: Setting[T] | str) -> T:
+        """The setting's value (its default when not given); :class:`SettingError` when its text does not parse."""
+        declared = DECLARED[setting] if isinstance(setting, str) else setting
+        if declared.name in self.errors:
+            raise SettingError(self.errors[declared.name])
+        if declared.name in self.values:
+            return self.values[declared.name]
+        return declared.default
+
+    def __getitem__(self, name: str) -> Any:
+        return self.get(name)
+
+    def source(self, setting: Setting[Any] | str) -> Source:
+        """Where the setting's value came from."""
+        name = setting if isinstance(setting, str) else setting.name
+        return self.sources.get(name, "default")
+
+    def given(self, setting: Setting[Any] | str) -> bool:
+        """Whether the setting was set (environment or command line) rather than left at its default."""
+        return self.source(setting) != "default"
+
+    def credential(self, variable: str) -> str | None:
+        """The value of a key variable a judge preset names: a declared fallback, else the one captured with the
+        environment (``None`` when unset or not captured)."""
+        if variable in DECLARED:
+            value = self.get(variable)
+            return None if value is None else str(value)
+        return self.credentials.get(variable)
+
+    def check(self) -> None:
+        """Raise the first setting error, if any (a command that wants every setting valid before it starts)."""
+        for message in self.errors.values():
+            raise SettingError(message)
+
+    def shown(self, setting: Setting[Any] | str) -> str:
+        """The value as it may be printed: secrets as ``<set>`` / ``<unset>``, an unset value as ``unset``."""
+        declared = DECLARED[setting] if isinstance(setting, str) else setting
+        if declared.secret:
+            return "<set>" if declared.name in self.raw else "<unset>"
+        if declared.name in self.errors:
+            return f"{self.raw[declared.name]!r} (invalid)"
+        if declared.name in self.raw:
+            return self.raw[declared.name]
+        return declared.describe_default()
+
+    def __repr__(self) -> str:
+        given = ", ".join(f"{name}={self.shown(name)}" for name in self.raw)
+        return f"Settings({given})"
+
+
+def _preset_credentials(choice: str, environ: Mapping[str, str]) -> dict[str, str | None]:
+    """The key variable the chosen judge preset names, with its value (empty when there is no loadable preset; the
+    judge reports a bad preset when it is built)."""
+    if choice.strip().lower() in OFF_WORDS | NO_PRESET_WORDS:
+        return {}
+    from scifig_tasks.core.judge import load_preset
+
+    try:
+        variable = load_preset(choice.strip())["api_key_env"]
+    except (ValueError, OSError):
+        return {}
+    return {variable: environ.get(variable) or None}
+
+
+# --- unknown variables -----------------------------------------------------------------------------------------------
+
+_warned: set[str] = set()
+
+
+def unknown(environ: Mapping[str, str]) -> list[tuple[str, str | None]]:
+    """``SCIFIG_*`` variables of ``environ`` that are not settings, each with the closest declared name (or None)."""
+    names = [name for name in DECLARED if name.startswith(PREFIX)]
+    found = []
+    for variable in sorted(environ):
+        if variable.startswith(PREFIX) and variable not in DECLARED:
+            close = difflib.get_close_matches(variable, names, n=1, cutoff=0.75)
+            found.append((variable, close[0] if close else None))
+    return found
+
+
+def unknown_message(variable: str, suggestion: str | None, prefix: str = "scifig: ", listing: bool = True) -> str:
+    """The one warning line for an unknown variable (``listing``: point to ``scifig config`` when nothing is close)."""
+    hint = f" (did you mean {suggestion}?)" if suggestion else "; `scifig config` lists the settings" if listing else ""
+    return f"{prefix}{variable} is not a scifig setting and is ignored{hint}"
+
+
+def warn_unknown(environ: Mapping[str, str]) -> None:
+    """One line on stderr per unknown ``SCIFIG_*`` variable, once per process."""
+    for variable, suggestion in unknown(environ):
+        if variable not in _warned:
+            _warned.add(variable)
+            print(unknown_message(variable, suggestion), file=sys.stderr)
+
+
+# --- the process's value ---------------------------------------------------------------------------------------------
+
+_lock = threading.Lock()
+_cached: tuple[tuple[tuple[str, str], ...], Settings] | None = None
+_installed: list[Settings] = []
+
+
+_OTHERS = tuple(name for name in DECLARED if not name.startswith(PREFIX))
+
+
+def _fingerprint(environ: Mapping[str, str], credentials: Mapping[str, str | None]) -> tuple[tuple[str, str], ...]:
+    """The environment's part that settings read: ``SCIFIG_*``, the declared fallbacks, captured key variables (in
+    the environment's order: a reordering only costs a rebuild)."""
+    read = [name for name in environ if name.startswith(PREFIX)]
+    read += [name for name in (*_OTHERS, *credentials) if name in environ]
+    return tuple((name, environ[name]) for name in read)
+
+
+def current() -> Settings:
+    """The process's settings: the value :func:`use` installed, else the environment's, built on first use and
+    rebuilt only when the variables it reads change."""
+    global _cached
+    if _installed:
+        return _installed[-1]
+    environ = os.environ
+    with _lock:
+        if _cached is not None and _fingerprint(environ, _cached[1].credentials) == _cached[0]:
+            return _cached[1]
+        built = Settings.from_environment(environ)
+        _cached = (_fingerprint(environ, built.credentials), built)
+        return built
+
+
+def reset() -> None:
+    """Forget the cached value (and values installed by :func:`use`): the next :func:`current` reads afresh."""
+    global _cached
+    with _lock:
+        _cached = None
+        _installed.clear()
+
+
+@contextmanager
+def use(settings: Settings) -> Iterator[Settings]:
+    """Make ``settings`` the process's value inside the block (a command that parsed options, a test)."""
+    _installed.append(settings)
+    try:
+        yield settings
+    finally:
+        _installed.remove(settings)
+
+
+def resolve(given: Settings | Mapping[str, str] | None) -> Settings:
+    """The settings a function was handed: a :class:`Settings` as is, a mapping read as an environment (no
+    warnings), ``None`` the process's :func:`current` value."""
+    if given is None:
+        return current()
+    if isinstance(given, Settings):
+        return given
+    return Settings.from_environment(given, warn=False)

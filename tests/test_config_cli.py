@@ -1,0 +1,94 @@
+"""``scifig config``: one line per setting (name, value, source) fitting 100 columns, a secret never printed (only
+``<set>`` / ``<unset>``), ``--json`` for machines, bad values and unknown variables listed, exit status 1 on a bad
+value. The command is registered on a parser exactly as the ``scifig`` parser registers its command modules."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+
+from scifig_tasks import config_cli
+from scifig_tasks.core.settings import DECLARED
+
+KEY = "sk-config-secret-0123456789abcdef"
+
+
+def scifig_config(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    parser = argparse.ArgumentParser(prog="scifig")
+    config_cli.register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["config", *argv])
+    status = args.handler(args)
+    return status, capsys.readouterr().out
+
+
+@pytest.fixture
+def environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    for name in DECLARED:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("SCIFIG_JUDGE_API_KEY", KEY)
+    monkeypatch.setenv("OPENAI_API_KEY", KEY[::-1])
+    monkeypatch.setenv("SCIFIG_JUDGE_MODEL", "judge-model")
+    long = tmp_path / ("a-very-long-folder-name-" * 6) / "grab"
+    monkeypatch.setenv("SCIFIG_GRAB_DATA", str(long))
+    return long
+
+
+def test_one_line_per_setting_its_source_and_never_the_key(
+    environment: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, out = scifig_config([], capsys)
+    assert status == 0
+    assert KEY not in out and KEY[::-1] not in out
+    lines = out.splitlines()
+    assert max(len(line) for line in lines) <= config_cli.WIDTH
+    rows = {line.split()[0]: line.split()[1:] for line in lines[1:]}
+    assert list(rows) == list(DECLARED)
+    assert rows["SCIFIG_JUDGE_API_KEY"] == ["<set>", "environment"]
+    assert rows["OPENAI_API_KEY"] == ["<set>", "environment"]
+    assert rows["SCIFIG_JUDGE_MODEL"] == ["judge-model", "environment"]
+    assert rows["SCIFIG_JUDGE_AUDIT"] == ["0.05", "default"]
+    assert rows["SCIFIG_PROTOCOL"][-2:] == ["default", "deprecated"]
+    assert rows["SCIFIG_GRAB_DATA"][0].endswith("…")  # a long value is cut to fit
+    assert rows["SCIFIG_GRAB_DATA"][-1] == "environment"
+
+
+def test_json_for_machines_and_never_the_key(environment: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    status, out = scifig_config(["--json"], capsys)
+    assert status == 0 and KEY not in out and KEY[::-1] not in out
+    entries = {entry["name"]: entry for entry in json.loads(out)["settings"]}
+    assert entries["SCIFIG_JUDGE_API_KEY"] | {"doc": ""} == {
+        "name": "SCIFIG_JUDGE_API_KEY",
+        "group": "judge",
+        "source": "environment",
+        "secret": True,
+        "value": None,
+        "set": True,
+        "default": "the preset's api_key_env, else OPENAI_API_KEY",
+        "accepts": "a non-empty string",
+        "doc": "",
+    }
+    assert entries["SCIFIG_GRAB_DATA"]["value"] == str(environment)  # whole, unlike the table
+    assert entries["SCIFIG_JUDGE_MAX_CONCURRENCY"]["value"] == 8
+    assert entries["SCIFIG_MMSCI_PROTOCOL"]["deprecated"].startswith("use the task name")
+
+
+def test_a_bad_value_and_an_unknown_variable_are_listed_and_a_bad_value_exits_1(
+    environment: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("SCIFIG_JUDGE_MAX_RETRIES", "often")
+    monkeypatch.setenv("SCIFIG_JUDGE_MODLE", "m")
+    status, out = scifig_config([], capsys)
+    assert status == 1 and KEY not in out
+    lines = out.splitlines()
+    assert "SCIFIG_JUDGE_MAX_RETRIES='often': set an integer >= 0" in lines
+    assert "SCIFIG_JUDGE_MODLE is not a scifig setting and is ignored (did you mean SCIFIG_JUDGE_MODEL?)" in lines
+    assert max(len(line) for line in lines) <= config_cli.WIDTH
+    status, out = scifig_config(["--json"], capsys)
+    document = json.loads(out)
+    assert status == 1
+    assert document["unknown"] == [{"name": "SCIFIG_JUDGE_MODLE", "did_you_mean": "SCIFIG_JUDGE_MODEL"}]
+    (retries,) = [entry for entry in document["settings"] if entry["name"] == "SCIFIG_JUDGE_MAX_RETRIES"]
+    assert retries["error"] == "SCIFIG_JUDGE_MAX_RETRIES='often': set an integer >= 0"
