@@ -12,30 +12,42 @@
   model arguments in the results file).
   ``--preset NAME`` expands a model preset (:mod:`scifig_tasks.core.presets`) to lmms-eval arguments; explicit
   arguments win. ``scifig eval --help`` prints this command's help, then lmms-eval's options.
+  Before lmms-eval starts, every name of ``--tasks`` must be a task, group or tag of scifig or lmms-eval
+  (:func:`scifig_tasks.tasks_cli.unknown_tasks_message`): an unknown one ends the command in one line with the
+  closest name, exit status 2.
 * ``scifig demo --out DIR`` generates a small GRAB set with the generator (``--per-task`` questions per task,
   balanced over question types and complexity), scores it through the real lmms-eval CLI with the offline
   ``scifig_chance`` model, prints the results table and writes the report of ``scifig report`` (``DIR/report/``);
-  its last line is the path of ``report.html``. No network, no weights.
+  its last line is the path of ``report.html``. No network, no weights. Quiet unless ``--verbose``: what lmms-eval
+  and the generator print (log lines, progress bars, lmms-eval's own tables) goes to ``DIR/demo.log``.
+* ``scifig tasks`` lists the tasks to run (:mod:`scifig_tasks.tasks_cli`).
 * ``scifig curate BENCH ...`` builds a benchmark's data locally; each benchmark registers its own sub-commands from
   ``curation/<bench>/cli.py`` (``register(subparsers)``, each setting ``handler``), found through the
   ``scifig.curate`` entry points (this package never imports ``curation``; the demo's GRAB generator is the
   ``scifig.builders`` entry point ``grab``).
 * ``scifig tasks-path`` prints the task folder (for ``lmms-eval --include_path``); ``scifig --version`` the version.
 * Commands registered from their own modules (:data:`COMMAND_MODULES`): ``report``, ``rescore`` and ``export-upstream``,
-  ``vlmeval`` and ``export-tsv`` (VLMEvalKit), ``presets``, ``doctor``, ``finetune`` and ``finetune-data``.
+  ``vlmeval`` and ``export-tsv`` (VLMEvalKit), ``presets``, ``doctor``, ``config``, ``finetune`` and
+  ``finetune-data``.
 
 Every parser is a :class:`scifig_tasks.cli_format.Parser`: what ``--help`` prints is written for users (what the
 command does, each option, an example); these notes are not shown.
+
+Errors: :func:`main` is the boundary. An error that ends a command is printed as one line on stderr, ``scifig
+COMMAND: what happened — what to do`` (:func:`scifig_tasks.cli_format.error_line`), with a non-zero exit status;
+the traceback only under the global ``scifig --debug COMMAND ...``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import io
 import os
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -103,16 +115,25 @@ def _option(argv: Sequence[str], name: str) -> str | None:
     return value
 
 
-def eval_command(argv: Sequence[str]) -> int:
-    """``scifig eval``: run lmms-eval with keys masked; 1 when it failed or any sample could not be judged."""
+def eval_command(argv: Sequence[str], debug: bool = False) -> int:
+    """``scifig eval``: run lmms-eval with keys masked; 1 when it failed or any sample could not be judged, 2 when
+    ``--tasks`` names a task that does not exist (said before lmms-eval starts)."""
+    from scifig_tasks.cli_format import CommandError, error_line
     from scifig_tasks.core.presets import PresetError
     from scifig_tasks.lmms_eval.presets import apply_preset
+    from scifig_tasks.tasks_cli import unknown_tasks_message
 
     try:
         argv = apply_preset(argv)  # --preset NAME expands to lmms-eval args; explicit args win
     except PresetError as exc:
         print(f"scifig eval: FAILED: {exc}", file=sys.stderr)
         return 1
+    tasks = _option(argv, "--tasks")
+    if tasks is not None:
+        include = _option(argv, "--include_path")
+        problem = unknown_tasks_message(tasks, [include] if include else [])
+        if problem is not None:
+            raise CommandError(problem)
     # the environment's keys and URL credentials, and those of URLs in the arguments (--model_args base_url=...)
     with masked_output(secrets_of(os.environ, command_line=argv), _option(argv, "--output_path")):
         try:
@@ -120,8 +141,11 @@ def eval_command(argv: Sequence[str]) -> int:
         except EvalFailed as exc:
             print(f"scifig eval: FAILED: {exc}", file=sys.stderr)
             return 1
-        except Exception:
-            traceback.print_exc()
+        except Exception as exc:  # said here, inside the masking: the message may hold a key
+            if debug:
+                traceback.print_exc()
+            else:
+                print(error_line("eval", exc)[0], file=sys.stderr)
             return 1
         from scifig_tasks.core.judge import failure_summary, judge_failures
 
@@ -161,25 +185,67 @@ DEMO_DPI = 60
 """The demo renders small images: the chance model never looks at them."""
 
 
-def demo(out: Path, per_task: int, seed: int, workers: int | None = None) -> int:
+def demo(out: Path, per_task: int, seed: int, workers: int | None = None, verbose: bool = False) -> int:
+    """``scifig demo``: generate GRAB, score it with ``scifig_chance`` through lmms-eval, write the report. Quiet by
+    default (one line saying what runs, the results table, the report's path); ``verbose`` shows what the generator
+    and lmms-eval print, which otherwise goes to ``OUT/demo.log``."""
+    from scifig_tasks.cli_format import CommandError, error_line
     from scifig_tasks.core.configs import installed_entry_point
-
-    build_grab = installed_entry_point("scifig.builders", "grab")  # curation.grab.build.build_grab
-    built = build_grab(out / "data", seed=seed, limit=4 * per_task, dpi=DEMO_DPI, workers=workers)
-    os.environ["SCIFIG_GRAB_DATA"] = str(built.out)
-    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    argv = ["--model", "scifig_chance", "--model_args", f"seed={seed}", "--tasks", "grab"]
-    argv += ["--output_path", str(out / "results"), "--log_samples"]
-    (result,) = run_lmms_eval(argv)
-    print(f"\nGRAB (generated locally, {built.rows} questions) scored through lmms-eval with scifig_chance:\n")
-    print(results_table(result))
     from scifig_tasks.report.build import build_report
 
-    report = build_report([out / "results"], out / "report")
+    log = out / "demo.log"
+    if not verbose:
+        print(
+            f"Generating {4 * per_task} GRAB questions and scoring them with scifig_chance through lmms-eval",
+            flush=True,
+        )
+        print(f"(their output: {log}) ...", flush=True)
+    try:
+        with contextlib.nullcontext() if verbose else output_to(log):
+            build_grab = installed_entry_point("scifig.builders", "grab")  # curation.grab.build.build_grab
+            built = build_grab(out / "data", seed=seed, limit=4 * per_task, dpi=DEMO_DPI, workers=workers)
+            os.environ["SCIFIG_GRAB_DATA"] = str(built.out)
+            os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            argv = ["--model", "scifig_chance", "--model_args", f"seed={seed}", "--tasks", "grab"]
+            argv += ["--output_path", str(out / "results"), "--log_samples"]
+            (result,) = run_lmms_eval(argv)
+            report = build_report([out / "results"], out / "report")
+    except Exception as exc:
+        if verbose or not log.is_file():  # nothing was written to the log: the boundary says what happened
+            raise
+        what = error_line("", exc)[0].removeprefix("scifig: ")
+        raise CommandError(what, f"what ran is in {log}", status=1) from exc
+    print(f"\nGRAB (generated locally, {built.rows} questions) scored through lmms-eval with scifig_chance:\n")
+    print(results_table(result))
     print(f"\nReport ({len(report.figures)} figures{', every sample in samples.html' if report.samples else ''}):")
     print(report.html.resolve())
     return 0
+
+
+@contextlib.contextmanager
+def output_to(log: Path) -> Iterator[None]:
+    """Send everything written to the standard output and error into ``log``: Python's prints, lmms-eval's logger
+    (which holds the original stream), progress bars and child processes (file descriptors 1 and 2)."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "w", encoding="utf-8") as file:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        saved: list[int] = []
+        for fd in (1, 2):
+            with contextlib.suppress(OSError):
+                saved.append(os.dup(fd))
+                os.dup2(file.fileno(), fd)
+        try:
+            with contextlib.redirect_stdout(file), contextlib.redirect_stderr(file):
+                yield
+        finally:
+            with contextlib.suppress(ValueError, OSError, io.UnsupportedOperation):
+                sys.stdout.flush()
+                sys.stderr.flush()
+            for fd, copy in zip((1, 2), saved, strict=False):
+                os.dup2(copy, fd)
+                os.close(copy)
 
 
 CURATED_BENCHMARKS = ("grab", "scifibench", "plot_twist", "mmsci")
@@ -193,6 +259,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "scifig_tasks.vlmeval.cli",
     "scifig_tasks.presets_cli",
     "scifig_tasks.doctor",
+    "scifig_tasks.config_cli",
     "scifig_finetune.cli",
 )
 """Modules whose ``register(commands)`` add a top-level ``scifig`` sub-command (each parser sets ``handler``)."""
@@ -241,7 +308,7 @@ Written under --out: data/ (the generated questions), results/ (lmms-eval's resu
 DEMO_EPILOG = """\
 example:
   scifig demo --out scifig-demo
-  # then open scifig-demo/report/report.html (the last line printed)"""
+  # then open scifig-demo/report/report.html (the last line printed); scifig-demo/demo.log holds what ran"""
 
 CURATE_DESCRIPTION = """\
 Build a benchmark's data on this machine, in the schema of the published Hugging Face dataset: generate GRAB or
@@ -306,11 +373,32 @@ def _add_demo(commands: Any) -> None:
         epilog=DEMO_EPILOG,
     )
     parser.add_argument("--out", type=Path, default=Path("scifig-demo"), help="output folder (default: scifig-demo)")
-    parser.add_argument("--per-task", type=int, default=10, help="questions per GRAB task (default: 10, 40 in all)")
+    parser.add_argument(
+        "--per-task", type=positive_int, default=10, help="questions per GRAB task (default: 10, 40 in all)"
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the generator and of the random answers (0)")
     parser.add_argument(
-        "--workers", type=int, default=None, help="processes drawing the graphs (default: CPU count, at most 8)"
+        "--workers",
+        type=positive_int,
+        default=None,
+        help="processes drawing the graphs (default: CPU count, at most 8)",
     )
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        help="also print what the generator and lmms-eval print (log lines, progress bars, lmms-eval's tables)",
+    )
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
 
 
 def _add_curate(commands: Any) -> None:
@@ -342,9 +430,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = Parser(prog="scifig", description=DESCRIPTION, epilog=EPILOG)
     parser.add_argument("--version", action="version", version=version_line())
+    parser.add_argument(
+        "--debug", action="store_true", help="on an error, print the traceback instead of the one-line message"
+    )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands")
     _add_eval(commands)
     _add_demo(commands)
+    importlib.import_module("scifig_tasks.tasks_cli").register(commands)
     _add_curate(commands)
     commands.add_parser(
         "tasks-path",
@@ -358,16 +450,35 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The ``scifig`` command; the error boundary: an error ends the command in one line on stderr (the traceback
+    under ``--debug``) and a non-zero exit status."""
     parser = build_parser()
     args, rest = parser.parse_known_args(argv)
+    command = " ".join(filter(None, (args.command, getattr(args, "benchmark", None))))
+    try:
+        return _run(parser, args, rest)
+    except KeyboardInterrupt:
+        print(f"scifig {command}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        if args.debug:
+            raise
+        from scifig_tasks.cli_format import error_line
+
+        line, status = error_line(command, exc)
+        print(line, file=sys.stderr)
+        return status
+
+
+def _run(parser: argparse.ArgumentParser, args: argparse.Namespace, rest: list[str]) -> int:
     if args.command == "eval":
         presets = [item for name in args.preset or [] for item in ("--preset", name)]
-        return eval_command(presets + rest)
+        return eval_command(presets + rest, debug=args.debug)
     if rest and not getattr(args, "passthrough", False):
         parser.error(f"unrecognised arguments: {' '.join(rest)}")
     args.rest = rest
     if args.command == "demo":
-        return demo(args.out, args.per_task, args.seed, args.workers)
+        return demo(args.out, args.per_task, args.seed, args.workers, verbose=args.verbose)
     if hasattr(args, "handler"):
         return args.handler(args)
     print(tasks_path())

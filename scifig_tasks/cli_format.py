@@ -6,12 +6,15 @@
   ``add_subparsers`` group the class of its parent), so every sub-command gets the formatter.
 * :class:`ForwardedHelp`: ``-h/--help`` of a command whose other arguments go to a framework unchanged (``scifig
   eval`` to lmms-eval, ``scifig vlmeval`` to VLMEvalKit): the command's own help, then the framework's options.
+* :func:`error_line`: every command ends an error in one line, ``scifig COMMAND: what happened — what to do``
+  (:class:`CommandError` for the mistakes a command finds itself).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import re
 import sys
 import textwrap
 from collections.abc import Callable, Iterator
@@ -101,3 +104,51 @@ def _argv(argv: list[str]) -> Iterator[None]:
         yield
     finally:
         sys.argv = saved
+
+
+class CommandError(Exception):
+    """A mistake the user can put right (an unknown name, a wrong argument): ``scifig`` prints it as one line,
+    ``scifig COMMAND: WHAT — TODO``, and exits with ``status`` (2, as argparse does for a bad command line)."""
+
+    def __init__(self, what: str, todo: str = "", status: int = 2) -> None:
+        super().__init__(what)
+        self.what, self.todo, self.status = what, todo, status
+
+
+_ADVICE = re.compile(
+    r"(?:[;(—:]|\bor)\s*`?(?:set|run|use|give|pass|try|install|rerun|build|choose|see)\b", re.IGNORECASE
+)
+"""A message that already says what to do (``...; set SCIFIG_GRAB_DATA=DIR ...``) gets no generic advice added."""
+
+
+def error_line(command: str, exc: BaseException) -> tuple[str, int]:
+    """The one line ``scifig`` prints for an error that ended ``command``, and the exit status: ``scifig COMMAND:
+    WHAT — TODO``. Known kinds (data, configuration, missing files, unknown names) say what to do; anything else is
+    named by its type, with ``scifig --debug`` for the traceback."""
+    from scifig_tasks.core.errors import ConfigError, DataError
+
+    prefix = f"scifig {command}" if command else "scifig"
+    if isinstance(exc, CommandError):
+        return f"{prefix}: {_one_line(exc.what)}{f' — {exc.todo}' if exc.todo else ''}", exc.status
+    what = _one_line(str(exc)) or type(exc).__name__
+    if isinstance(exc, DataError):
+        todo = "fix the data it names, or build it again with scifig curate"
+    elif isinstance(exc, ConfigError):
+        todo = "fix the file or setting it names"
+    elif isinstance(exc, FileNotFoundError | NotADirectoryError | IsADirectoryError):
+        todo = "check the path"
+    elif isinstance(exc, PermissionError):
+        todo = "check that you may read or write that path"
+    elif isinstance(exc, ValueError | LookupError):
+        todo = f"see scifig {command} --help".replace("  ", " ")
+    else:
+        what = f"{type(exc).__name__}: {what}"
+        todo = f"run scifig --debug {command} ... for the traceback".replace("  ", " ")
+        return f"{prefix}: {what} — {todo}", 1
+    if _ADVICE.search(what):
+        return f"{prefix}: {what}", 1
+    return f"{prefix}: {what} — {todo}", 1
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())

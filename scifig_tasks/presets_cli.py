@@ -1,7 +1,7 @@
 """``scifig presets``: list the model presets, show one's lmms-eval command, check them against the installed
 frameworks.
 
-* ``scifig presets`` — a table: name, backend, lmms-eval model, VLMEvalKit equivalent, description.
+* ``scifig presets`` — a table: name, backend, lmms-eval model, VLMEvalKit equivalent (100 columns at most).
 * ``scifig presets NAME`` — the preset's lmms-eval command line (credentials as variable names) and its fields.
 * ``scifig presets --check`` — every preset is schema-valid, its lmms-eval model name resolves in lmms-eval's model
   registry, every model arg is a named parameter of the model class (lmms-eval's HF classes reject unknown args; its
@@ -65,14 +65,26 @@ def check_vlmeval(preset: Preset) -> list[str] | None:
     return [f"{preset.source}: VLMEvalKit has no model {preset.vlmeval_model!r} (key 'vlmeval_model')"]
 
 
+WIDTH = 100
+"""``scifig presets`` fits a terminal of this many columns."""
+
+
 def table(presets: list[Preset]) -> str:
-    rows = ["| preset | backend | lmms-eval model | VLMEvalKit model | description |", "|---|---|---|---|---|"]
-    for preset in presets:
-        rows.append(
-            f"| `{preset.name}` | {preset.backend} | `{preset.lmms_model}` | "
-            f"{f'`{preset.vlmeval_model}`' if preset.vlmeval_model else '—'} | {preset.description} |"
-        )
-    return "\n".join(rows)
+    """The presets as an aligned Markdown table (name, backend, lmms-eval model, VLMEvalKit model), at most
+    :data:`WIDTH` columns; each preset's description is in ``scifig presets NAME``."""
+    header = ("preset", "backend", "lmms-eval model", "VLMEvalKit model")
+    rows = [
+        (f"`{p.name}`", p.backend, f"`{p.lmms_model}`", f"`{p.vlmeval_model}`" if p.vlmeval_model else "—")
+        for p in presets
+    ]
+    widths = [max(len(row[column]) for row in [header, *rows]) for column in range(len(header))]
+
+    def line(cells: tuple[str, ...]) -> str:
+        return "| " + " | ".join(cell.ljust(width) for cell, width in zip(cells, widths, strict=True)) + " |"
+
+    rule = "|" + "|".join("-" * (width + 2) for width in widths) + "|"
+    hint = "scifig presets NAME: a preset's description, lmms-eval command and fields"
+    return "\n".join([line(header), rule, *map(line, rows), "", hint])
 
 
 def show(preset: Preset) -> str:

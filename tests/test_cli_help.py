@@ -22,6 +22,7 @@ from scifig_tasks.cli import build_parser, main
 COMMANDS = [
     "eval",
     "demo",
+    "tasks",
     "curate",
     "tasks-path",
     "report",
@@ -31,6 +32,7 @@ COMMANDS = [
     "export-tsv",
     "presets",
     "doctor",
+    "config",
     "finetune",
     "finetune-data",
 ]
@@ -121,7 +123,7 @@ def test_scifig_help_from_the_installed_command() -> None:
     assert completed.returncode == 0, completed.stderr
     text = completed.stdout
     assert text.startswith(
-        "usage: scifig [-h] [--version] COMMAND ...\n\nScientific-figure benchmarks - SciFIBench, GRAB,"
+        "usage: scifig [-h] [--version] [--debug] COMMAND ...\n\nScientific-figure benchmarks - SciFIBench, GRAB,"
     )
     listed = re.findall(r"^    ([a-z-]+)(?: |$)", text, re.MULTILINE)
     assert listed == COMMANDS

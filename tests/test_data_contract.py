@@ -132,7 +132,7 @@ def test_scifig_eval_exits_non_zero_on_unknown_task(tmp_path: Path, lmms_env, ru
     run = run_cli("scifig", ["eval", "--model", "scifig_chance", "--tasks", "grab_nonexistent"], env, tmp_path / "o")
 
     assert run.returncode != 0
-    assert "grab_nonexistent" in run.output and "scifig eval: FAILED" in run.output
+    assert "scifig eval: unknown task 'grab_nonexistent' — did you mean" in run.output
 
 
 def test_scifibench_options_and_split_names_are_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,0 +1,385 @@
+"""``scifig tasks``: which name to run, in lmms-eval and in VLMEvalKit, and what it reproduces; and the check that
+``scifig eval --tasks`` names tasks that exist, before lmms-eval starts.
+
+* The facts come from one place, the ``metadata`` of the task YAMLs in this package's task folder (lmms-eval keeps
+  unknown metadata keys and does nothing with them): ``scifig_summary`` (one sentence), ``scifig_questions`` (the
+  question count of the published set, where it has one), ``scifig_table`` (the paper's table or section the task
+  reproduces) and ``scifig_protocol`` (``default``: scifig's setting; ``paper``: the paper's own). The YAMLs are read
+  as text with ``!function`` tags ignored: no lmms-eval import, so the listing is quick.
+* Listed: what a user runs, the top-level groups and the tasks in no group; ``--all`` adds each group's members
+  under it. One line each, at most :data:`WIDTH` columns.
+* VLMEvalKit names come from ``scifig_tasks.vlmeval.names.vlmeval_names()`` when that module exists; "—" otherwise
+  and for names VLMEvalKit does not have.
+* :func:`unknown_tasks_message`: the names ``scifig eval --tasks`` may take are scifig's and lmms-eval's own (its
+  ``tasks`` folder, ``--include_path`` folders, ``LMMS_EVAL_PLUGINS`` task folders), collected by a regular
+  expression over the YAMLs' top-level ``task:``, ``group:`` and ``tag:`` lines (:func:`yaml_names`) rather than
+  by lmms-eval's task manager, which parses every file.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib.util
+import os
+import re
+import textwrap
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from scifig_tasks.lmms_eval import TASKS_DIR
+
+WIDTH = 100
+"""The listing fits a terminal of this many columns."""
+
+BENCHMARKS = ("grab", "scifibench", "plot_twist", "mmsci")
+"""Task folders, in the order they are listed."""
+
+NO_VALUE = "—"
+"""Printed where a fact is unknown or does not apply."""
+
+LIST_REQUESTS = frozenset({"list", "list_groups", "list_tags", "list_subtasks", "list_with_num"})
+"""``--tasks`` values that ask lmms-eval for a listing rather than name tasks."""
+
+
+@dataclass
+class TaskInfo:
+    """One task or group defined by a YAML of this package's task folder."""
+
+    name: str
+    benchmark: str
+    path: Path
+    members: list[str] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_group(self) -> bool:
+        return bool(self.members)
+
+    def fact(self, key: str) -> str:
+        """``metadata.scifig_<key>`` as text, or :data:`NO_VALUE`."""
+        value = self.metadata.get(f"scifig_{key}")
+        return NO_VALUE if value in (None, "") else str(value)
+
+
+class _TaglessLoader:
+    """A PyYAML safe loader that reads ``!function x`` (and any other tag) as ``None``."""
+
+    _cls: Any = None
+
+    @classmethod
+    def get(cls) -> Any:
+        if cls._cls is None:
+            import yaml
+
+            class Loader(yaml.SafeLoader):
+                pass
+
+            Loader.add_multi_constructor("!", lambda loader, suffix, node: None)
+            cls._cls = Loader
+        return cls._cls
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    import yaml
+
+    config = yaml.load(path.read_text(encoding="utf-8"), Loader=_TaglessLoader.get())
+    return config if isinstance(config, dict) else {}
+
+
+def scifig_tasks(folder: Path = TASKS_DIR) -> dict[str, TaskInfo]:
+    """Every task and group of the task folder by name, in listing order (benchmark, then name)."""
+    found: list[TaskInfo] = []
+    for benchmark in BENCHMARKS:
+        for path in sorted((folder / benchmark).glob("*.yaml")):
+            config = _read_yaml(path)
+            members = config.get("task")
+            if isinstance(members, list):
+                name = config.get("group")
+                members = [str(m) for m in members if isinstance(m, str)]
+            else:
+                name, members = members, []
+            if not isinstance(name, str):
+                continue
+            metadata = config.get("metadata")
+            found.append(TaskInfo(name, benchmark, path, members, metadata if isinstance(metadata, dict) else {}))
+    return {info.name: info for info in found}
+
+
+def top_level(tasks: dict[str, TaskInfo]) -> list[TaskInfo]:
+    """The tasks and groups that are in no group: what a user runs."""
+    inside = {member for info in tasks.values() for member in info.members}
+    return [info for info in tasks.values() if info.name not in inside]
+
+
+def vlmeval_names() -> dict[str, str]:
+    """lmms-eval name -> the VLMEvalKit dataset name that runs it, from ``scifig_tasks.vlmeval.names`` when that
+    module exists (else empty): its datasets, and the groups VLMEvalKit runs as several datasets."""
+    try:
+        from scifig_tasks.vlmeval import names  # type: ignore[attr-defined]
+    except ImportError:
+        return {}
+    found = dict(names.vlmeval_names())
+    for group in getattr(names, "GROUPS", {}):
+        found.setdefault(group, group)
+    return found
+
+
+HEADER = ("task (lmms-eval)", "VLMEvalKit", "questions", "paper", "protocol")
+SAME = "same"
+"""The VLMEvalKit cell of a task whose dataset has the lmms-eval name, when the full names do not fit."""
+
+
+@dataclass
+class _Row:
+    benchmark: str
+    indent: str
+    name: str
+    vlmeval: str | None
+    facts: tuple[str, str, str]  # questions, paper, protocol
+
+
+def listing(show_all: bool = False, vlmeval: dict[str, str] | None = None) -> str:
+    """The table of ``scifig tasks``: one line per task, a blank line between benchmarks, at most :data:`WIDTH`
+    columns (the VLMEvalKit column says "same" for a shared name when the full names would not fit)."""
+    tasks = scifig_tasks()
+    vlmeval = vlmeval_names() if vlmeval is None else vlmeval
+    rows: list[_Row] = []
+    for info in top_level(tasks):
+        facts = (info.fact("questions"), info.fact("table"), info.fact("protocol"))
+        rows.append(_Row(info.benchmark, "", info.name, vlmeval.get(info.name), facts))
+        if show_all:
+            for member in _members(info, tasks):
+                child = tasks[member]
+                protocol = child.metadata.get("scifig_protocol") or info.metadata.get("scifig_protocol") or NO_VALUE
+                facts = (child.fact("questions"), child.fact("table"), str(protocol))
+                rows.append(_Row(info.benchmark, "  ", member, vlmeval.get(member), facts))
+    lines = _render(rows, same=False)
+    if max(map(len, lines)) > WIDTH:
+        lines = _render(rows, same=True)
+        lines.append(f'VLMEvalKit "{SAME}": the VLMEvalKit dataset has the lmms-eval name.')
+    return "\n".join([*lines, *_footer()])
+
+
+def _render(rows: list[_Row], same: bool) -> list[str]:
+    def vlmeval_cell(row: _Row) -> str:
+        if row.vlmeval is None:
+            return NO_VALUE
+        return SAME if same and row.vlmeval == row.name else row.vlmeval
+
+    table = [HEADER] + [(row.indent + row.name, vlmeval_cell(row), *row.facts) for row in rows]
+    widths = [max(len(cells[column]) for cells in table) for column in range(len(HEADER))]
+    lines = [_line(HEADER, widths)]
+    for previous, (row, cells) in zip([None, *rows], zip(rows, table[1:], strict=True), strict=False):
+        if previous is not None and previous.benchmark != row.benchmark:
+            lines.append("")
+        lines.append(_line(cells, widths))
+    return [*lines, ""]
+
+
+def _members(info: TaskInfo, tasks: dict[str, TaskInfo]) -> Iterable[str]:
+    """The tasks of a group, depth first (a member group's own members follow it)."""
+    for member in info.members:
+        if member in tasks:
+            yield member
+            yield from _members(tasks[member], tasks)
+
+
+def _line(cells: Sequence[str], widths: Sequence[int]) -> str:
+    name, vlm, questions, table, protocol = cells
+    return (
+        f"{name.ljust(widths[0])}  {vlm.ljust(widths[1])}  {questions.rjust(widths[2])}  "
+        f"{table.ljust(widths[3])}  {protocol}"
+    ).rstrip()
+
+
+def _footer() -> list[str]:
+    return [
+        "protocol: default = scifig's scoring, paper = the paper's own setting (the task name chooses it)",
+        "run: scifig eval --tasks NAME,...   one task: scifig tasks NAME   with the tasks in groups: --all",
+    ]
+
+
+def details(name: str, vlmeval: dict[str, str] | None = None) -> str:
+    """What ``scifig tasks NAME`` prints: the facts of one task or group, its members and its YAML."""
+    tasks = scifig_tasks()
+    info = tasks[name]
+    vlmeval = vlmeval_names() if vlmeval is None else vlmeval
+    lines = [f"{info.name}: {info.fact('summary')}"]
+    lines.append(f"  VLMEvalKit: {vlmeval.get(info.name, NO_VALUE)}")
+    lines.append(f"  questions (published set): {info.fact('questions')}")
+    lines.append(f"  paper: {info.fact('table')}   protocol: {info.fact('protocol')}")
+    if info.members:
+        lines += textwrap.wrap(", ".join(info.members), WIDTH, initial_indent="  tasks: ", subsequent_indent="    ")
+    groups = [other.name for other in tasks.values() if name in other.members]
+    if groups:
+        lines.append(f"  in: {', '.join(groups)}")
+    lines.append(f"  file: {info.path}")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# names scifig eval --tasks accepts
+
+
+_NAME_LINE = re.compile(r"^['\"]?(task|group|tag)['\"]?[ \t]*:[ \t]*([^\n#]*)", re.MULTILINE)
+_LIST_ITEM = re.compile(r"\A(?:[ \t]*\n)*[ \t]*-[ \t]*([^\s#]+)[^\n]*\n?")
+
+
+def yaml_names(folder: Path) -> set[str]:
+    """Task, group and tag names the task YAMLs under ``folder`` define, read from their top-level ``task:``,
+    ``group:`` and ``tag:`` lines (a scalar, a flow list, or a block list under ``group:``/``tag:``; keys may be
+    quoted) and from those of the file each ``include:`` names (lmms-eval reads a name an included template sets).
+    A name too many is harmless (lmms-eval then says it is unknown); one too few would refuse a real task."""
+    names: set[str] = set()
+    texts: dict[Path, str] = {}
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = [d for d in dirs if d not in ("__pycache__", ".ipynb_checkpoints")]
+        for file in files:
+            if file.endswith(".yaml"):
+                text = _text(Path(root, file), texts)
+                names.update(_names_in(text))
+                for include in _INCLUDE.findall(text):
+                    names.update(_names_in(_text(Path(root, include.strip("'\"")), texts)))
+    return names
+
+
+_INCLUDE = re.compile(r"^['\"]?include['\"]?[ \t]*:[ \t]*(\S+)", re.MULTILINE)
+
+
+def _text(path: Path, texts: dict[Path, str]) -> str:
+    """The text of a YAML file (a byte-order mark dropped), read once; empty when it cannot be read."""
+    if path not in texts:
+        try:
+            texts[path] = path.read_text(encoding="utf-8-sig", errors="replace")
+        except OSError:
+            texts[path] = ""
+    return texts[path]
+
+
+def _names_in(text: str) -> Iterable[str]:
+    for match in _NAME_LINE.finditer(text):
+        key, value = match.group(1), match.group(2).strip()
+        if value.startswith("["):
+            yield from (item.strip(" '\"") for item in value.strip("[]").split(",") if item.strip(" '\""))
+        elif value:
+            yield value.strip("'\"")
+        elif key != "task":  # a block list of groups or tags (a task: list holds a group's members)
+            rest = text[match.end() + 1 :]
+            while item := _LIST_ITEM.match(rest):
+                yield item.group(1).strip("'\"")
+                rest = rest[item.end() :]
+
+
+def lmms_eval_tasks_dir() -> Path | None:
+    """lmms-eval's ``tasks`` folder, found without importing lmms-eval; None when it is not installed."""
+    try:
+        spec = importlib.util.find_spec("lmms_eval")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    folder = Path(next(iter(spec.submodule_search_locations))) / "tasks"
+    return folder if folder.is_dir() else None
+
+
+def known_task_names(include_paths: Sequence[str] = ()) -> set[str] | None:
+    """Every name lmms-eval would accept in ``--tasks`` here: scifig's, lmms-eval's own, those of the given
+    ``--include_path`` folders and of ``LMMS_EVAL_PLUGINS``' task folders. None when lmms-eval is not installed."""
+    builtin = lmms_eval_tasks_dir()
+    if builtin is None:
+        return None
+    folders = [TASKS_DIR, builtin, *(Path(path) for path in include_paths)]
+    for plugin in filter(None, os.environ.get("LMMS_EVAL_PLUGINS", "").split(",")):
+        try:
+            spec = importlib.util.find_spec(f"{plugin}.tasks")
+        except (ImportError, ValueError):
+            spec = None
+        if spec is not None and spec.submodule_search_locations:
+            folders.append(Path(next(iter(spec.submodule_search_locations))))
+    names: set[str] = set()
+    for folder in folders:
+        if folder.is_dir():
+            names |= yaml_names(folder)
+        elif folder.is_file() and folder.suffix == ".yaml":
+            names |= set(_names_in(folder.read_text(encoding="utf-8", errors="replace")))
+    return names
+
+
+def requested_tasks(tasks: str) -> list[str]:
+    """The names of a ``--tasks`` value that must exist: not patterns (``*``), YAML files or folders."""
+    if tasks in LIST_REQUESTS or os.path.isdir(tasks):
+        return []
+    return [name for name in tasks.split(",") if name and "*" not in name and not os.path.isfile(name)]
+
+
+def unknown_tasks_message(tasks: str, include_paths: Sequence[str] = ()) -> str | None:
+    """``unknown task 'grabb' — did you mean grab? (scifig tasks lists them)`` for the names of ``tasks`` that no
+    task folder defines; None when every name exists (or lmms-eval is not installed: it will say so itself)."""
+    wanted = requested_tasks(tasks)
+    if not wanted:
+        return None
+    known = known_task_names(include_paths)
+    if known is None:
+        return None
+    unknown = [name for name in wanted if name not in known]
+    if not unknown:
+        return None
+    ours = set(scifig_tasks())
+    suggestions: list[str] = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, sorted(ours), n=1, cutoff=0.6)
+        close = close or difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.75)
+        suggestions += [match for match in close if match not in suggestions]
+    quoted = ", ".join(f"'{name}'" for name in unknown)
+    what = f"unknown task{'s' if len(unknown) > 1 else ''} {quoted}"
+    if suggestions:
+        return f"{what} — did you mean {', '.join(suggestions)}? (scifig tasks lists them)"
+    return f"{what} — scifig tasks lists scifig's, lmms-eval --tasks list every task"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the command
+
+
+DESCRIPTION = """\
+List the benchmarks' tasks: the name to give to scifig eval --tasks (lmms-eval) and to scifig vlmeval --data
+(VLMEvalKit), the number of questions in the published set, the table or section of the paper the task reproduces
+and its scoring protocol (default: scifig's; paper: the paper's own setting, chosen by the task name). Without
+--all: the groups and tasks you run; with --all, each group's tasks under it. With NAME: one task in detail."""
+
+EPILOG = """\
+examples:
+  scifig tasks
+  scifig tasks --all
+  scifig tasks grab_llm_extract
+  scifig eval --preset gpt-4o --tasks grab,scifibench --output_path runs"""
+
+
+def run(args: Any) -> int:
+    """``scifig tasks [NAME] [--all]``."""
+    from scifig_tasks.cli_format import CommandError
+
+    if args.name:
+        tasks = scifig_tasks()
+        if args.name not in tasks:
+            close = difflib.get_close_matches(args.name, sorted(tasks), n=1, cutoff=0.6)
+            hint = f"did you mean {close[0]}?" if close else "scifig tasks --all lists them"
+            raise CommandError(f"no scifig task '{args.name}'", hint)
+        print(details(args.name))
+        return 0
+    print(listing(show_all=args.all))
+    return 0
+
+
+def register(commands: Any) -> None:
+    parser = commands.add_parser(
+        "tasks",
+        help="list the tasks to run (lmms-eval and VLMEvalKit names, questions, paper table, protocol)",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+    )
+    parser.add_argument("name", nargs="?", help="show one task or group in detail")
+    parser.add_argument("--all", action="store_true", help="also list the tasks inside each group")
+    parser.set_defaults(handler=run)
