@@ -197,9 +197,18 @@ def test_page_loads_with_thumbnails_and_both_models_side_by_side(built: Built, t
         with Image.open(io.BytesIO(base64.b64decode(encoded))) as thumb:
             assert max(thumb.size) <= 160 and thumb.format.lower() == kind
 
+    assert len(data["full"]) == DISTINCT_IMAGES  # each thumbnail links to its image at full size, beside the page
+    for uri, full in zip(data["images"], data["full"], strict=True):
+        with (
+            Image.open(built.out / full) as image,
+            Image.open(io.BytesIO(base64.b64decode(uri.split(",")[1]))) as thumb,
+        ):
+            assert max(image.size) > max(thumb.size) or image.size == thumb.size
+
     dom = chromium_dom(page.as_uri(), tmp_path / "profile")
     count = count_of(dom)
     assert count["text"] == f"{ROWS} of {ROWS} documents shown"
+    assert dom.count('<a href="sample-figures/') == IMAGE_ELEMENTS
     assert count["images-drawn"] == str(IMAGE_ELEMENTS) and count["images-broken"] == "0"  # naturalWidth > 0
     assert dom.count('<img src="data:image/') == IMAGE_ELEMENTS
     assert re.search(r'<th class="model" data-model="0">model-a</th><th class="model" data-model="1">model-b</th>', dom)

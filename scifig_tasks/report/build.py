@@ -4,7 +4,10 @@ rows, plus the outputs that were counted wrong without being scored (from the sa
 logged their samples, ``samples.html``: every sample with its figure, prompt, output and how it was scored
 (:mod:`scifig_tasks.report.samples`).
 
-Each benchmark is one section module with ``section(runs, figdir) -> Section | None`` (``None``: not run).
+Each benchmark is one section module with ``section(runs, figdir) -> Section | None`` (``None``: not run). The page
+opens with the summary (:mod:`scifig_tasks.report.summary`). No machine path is written: results files are named
+relative to the report (or by file name when far from it), and any absolute path left in a note is shortened the same
+way (:mod:`scifig_tasks.report.paths`).
 """
 
 from __future__ import annotations
@@ -18,8 +21,10 @@ from typing import Any, get_args
 from scifig_tasks.core import provenance
 from scifig_tasks.core.outputs import OutputStatus
 from scifig_tasks.report.document import Note, Section, Table, to_html, to_markdown
+from scifig_tasks.report.paths import shown, shown_path
 from scifig_tasks.report.runs import Run, load_runs
 from scifig_tasks.report.samples import write_samples_page
+from scifig_tasks.report.summary import summary_section
 
 SECTION_MODULES: tuple[str, ...] = (
     "scifig_tasks.report.scifibench",
@@ -52,21 +57,25 @@ def build_report(results: Iterable[Path], out: Path) -> Report:
     if not sections:
         tasks = sorted({task for run in runs for task in run.entries})
         raise ValueError(f"no benchmark of this package in the results (tasks found: {', '.join(tasks) or 'none'})")
+    top = summary_section(runs, [section.title for section in sections], sum(len(run.sources) for run in runs))
     flagged = _flagged(runs)
     if flagged is not None:
         sections.append(flagged)
     sections.append(environment_section(runs))
-    intro = [f"Models: {', '.join(run.model for run in runs)}."]
     for run in runs:
-        intro.append(f"{run.model}: " + ", ".join(str(path) for path in run.sources) + ".")
-        intro += [f"{run.model}: {note}." for note in run.notes]
-    intro.append(
-        "Accuracies are percentages; brackets give 95% Wilson score intervals. Rows marked (published) are the "
-        "papers' reported numbers, cited below each table."
+        files = ", ".join(shown_path(path, out) for path in run.sources)
+        top.blocks.append(Note(f"{run.model}: {files}."))
+        top.blocks += [Note(f"{run.model}: {note}.") for note in run.notes]
+    top.blocks.append(
+        Note(
+            "Accuracies are percentages; brackets give 95% Wilson score intervals. Rows marked (published) are the "
+            "papers' reported numbers, cited below each table."
+        )
     )
+    page_sections = without_machine_paths([top, *sections], out)
     out.mkdir(parents=True, exist_ok=True)
     samples = write_samples_page(runs, out) if any(run.samples for run in runs) else None
-    markdown_text, html_text = to_markdown(TITLE, intro, sections), to_html(TITLE, intro, sections)
+    markdown_text, html_text = to_markdown(TITLE, [], page_sections), to_html(TITLE, [], page_sections)
     if samples is not None:
         markdown_text = markdown_text.replace("\n\n", f"\n\n{SAMPLES_TEXT} [samples.html](samples.html).\n\n", 1)
         link = f'<p>{SAMPLES_TEXT} <a href="samples.html">samples.html</a>.</p>'
@@ -76,6 +85,27 @@ def build_report(results: Iterable[Path], out: Path) -> Report:
     page = out / "report.html"
     page.write_text(html_text, encoding="utf-8")
     return Report(markdown, page, sorted(figdir.glob("*.png")), [s.title for s in sections], samples)
+
+
+def without_machine_paths(sections: list[Section], out: Path) -> list[Section]:
+    """Every caption, note and cell with its absolute paths shown as :func:`shown_path` does."""
+
+    def clean(text: str) -> str:
+        return shown(text, out)
+
+    cleaned = []
+    for section in sections:
+        blocks: list[Any] = []
+        for block in section.blocks:
+            if isinstance(block, Note):
+                blocks.append(Note(clean(block.text), block.kind))
+            elif isinstance(block, Table):
+                rows = [[clean(cell) for cell in row] for row in block.rows]
+                blocks.append(Table(clean(block.caption), block.header, rows, block.empty))
+            else:
+                blocks.append(block)
+        cleaned.append(Section(section.title, blocks, section.anchor))
+    return cleaned
 
 
 def environment_section(runs: list[Run]) -> Section:
@@ -141,7 +171,10 @@ def _flagged(runs: list[Run]) -> Section | None:
             Note("Empty outputs, failed requests and answers no rule or judge could resolve count as wrong."),
             Table("Logged samples per task", ["model", "task", "samples", "flagged"], counts),
             Table(
-                f"Examples (first {FLAGGED_EXAMPLES} per task)", ["model", "task", "doc", "flag", "output"], examples
+                f"Examples (first {FLAGGED_EXAMPLES} per task)",
+                ["model", "task", "doc", "flag", "output"],
+                examples,
+                "none (no logged output was flagged)",
             ),
         ],
     )

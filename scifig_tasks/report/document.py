@@ -15,6 +15,8 @@ class Table:
     caption: str
     header: list[str]
     rows: list[list[str]]
+    empty: str = "none"
+    """Said in a sentence after the caption in place of a table without rows (no empty tables)."""
 
 
 @dataclass
@@ -27,6 +29,8 @@ class Figure:
 @dataclass
 class Note:
     text: str
+    kind: str = ""
+    """``coverage``: the run's data are not the published set its table compares with (drawn as a warning)."""
 
 
 Block = Table | Figure | Note
@@ -36,6 +40,8 @@ Block = Table | Figure | Note
 class Section:
     title: str
     blocks: list[Block] = field(default_factory=list)
+    anchor: str = ""
+    """The HTML ``id`` of the section (``summary``)."""
 
 
 def percent(value: float | None, digits: int = 1) -> str:
@@ -65,6 +71,8 @@ def to_markdown(title: str, intro: list[str], sections: list[Section]) -> str:
                 lines += [block.text, ""]
             elif isinstance(block, Figure):
                 lines += [f"![{_md_cell(block.caption)}](figures/{block.file})", "", f"*{block.caption}*", ""]
+            elif not block.rows:
+                lines += [f"**{block.caption}**: {block.empty}.", ""]
             else:
                 lines += [f"**{block.caption}**", ""]
                 lines.append("| " + " | ".join(_md_cell(h) for h in block.header) + " |")
@@ -85,6 +93,10 @@ tr.reference td { color: #555; font-style: italic; background: #fafafa; }
 figure { margin: 1em 0 2em 0; } figure img { max-width: 100%; border: 1px solid #ddd; }
 figcaption { font-size: 0.9em; color: #444; }
 div.table { overflow-x: auto; }
+p.coverage { border-left: 4px solid #c77c00; background: #fff6e5; padding: 0.5em 0.8em; color: #5a3a00; }
+p.empty { font-style: italic; }
+section#summary { background: #f4f7fa; border: 1px solid #ccd6e0; padding: 0 1em; }
+section#summary td { white-space: normal; }
 """
 
 
@@ -98,15 +110,20 @@ def to_html(title: str, intro: list[str], sections: list[Section]) -> str:
         *[f"<p>{esc(line)}</p>" for line in intro if line],
     ]
     for section in sections:
+        if section.anchor:
+            parts.append(f'<section id="{esc(section.anchor)}">')
         parts.append(f"<h2>{esc(section.title)}</h2>")
         for block in section.blocks:
             if isinstance(block, Note):
-                parts.append(f"<p>{esc(block.text)}</p>")
+                css = f' class="{esc(block.kind)}"' if block.kind else ""
+                parts.append(f"<p{css}>{esc(block.text)}</p>")
             elif isinstance(block, Figure):
                 parts.append(
                     f'<figure><img src="figures/{esc(block.file)}" alt="{esc(block.caption)}">'
                     f"<figcaption>{esc(block.caption)}</figcaption></figure>"
                 )
+            elif not block.rows:
+                parts.append(f'<p class="empty"><b>{esc(block.caption)}</b>: {esc(block.empty)}.</p>')
             else:
                 parts.append(f'<div class="table"><table><caption>{esc(block.caption)}</caption><thead><tr>')
                 parts += [f"<th>{esc(h)}</th>" for h in block.header]
@@ -115,5 +132,7 @@ def to_html(title: str, intro: list[str], sections: list[Section]) -> str:
                     css = ' class="reference"' if row and row[0].startswith("(published)") else ""
                     parts.append(f"<tr{css}>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>")
                 parts.append("</tbody></table></div>")
+        if section.anchor:
+            parts.append("</section>")
     parts.append("</body></html>")
     return "\n".join(parts)

@@ -11,9 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from scifig_tasks.report import figures
+from scifig_tasks.report.coverage import coverage, coverage_note
 from scifig_tasks.report.document import Figure, Note, Section, Table, percent_ci
 from scifig_tasks.report.references import citations_note, ref_cell, references
 from scifig_tasks.report.runs import Run
+from scifig_tasks.report.summary import judge_model, judge_words
 
 TASKS = {"properties": "Properties", "function": "Functions", "series": "Series", "transform": "Transforms"}
 SUBTASKS = {
@@ -62,8 +64,15 @@ def section(runs: list[Run], figdir: Path) -> Section | None:
             overall = _overall(breakdown)
             cells = [_cell(_task_cell(run, group, suffix, task)) for task in TASKS]
             rows.append([run.model, str(overall["n"]) if overall else "-", _cell(overall), *cells])
-        if group == "grab":
+        if group == "grab" and refs:
             rows += [[ref.label(), "-", ref_cell(ref, "overall"), *(ref_cell(ref, t) for t in TASKS)] for ref in refs]
+            covered = [
+                (run.model, coverage(run, "grab", group, (_overall(run.metric(group, "breakdown")) or {}).get("n")))
+                for run in runs
+                if run.has(group)
+            ]
+            if (note := coverage_note("grab", covered)) is not None:
+                out.blocks.append(note)
         header = ["model", "n", "overall", *TASKS.values()]
         out.blocks.append(Table(f"GRAB accuracy (%, 95% Wilson interval), {label}", header, rows))
     if refs and "grab" in present:
@@ -164,7 +173,7 @@ def _flags(runs: list[Run], group: str) -> Table:
                 str(status.get("ok", 0)),
                 str(status.get("empty", 0)),
                 str(status.get("request_failed", 0)),
-                ", ".join(f"{k} {v}" for k, v in sorted(judge.items())) or "-",
+                judge_words(judge, None, judge_model(run, group)) if judge else "-",
             ]
         )
     return Table(

@@ -16,6 +16,7 @@ from scifig_tasks.core import mmsci_captioning
 from scifig_tasks.core.mmsci import PAPER_DENOMINATOR
 from scifig_tasks.report import figures
 from scifig_tasks.report.audit import audit_table
+from scifig_tasks.report.coverage import coverage, coverage_note
 from scifig_tasks.report.document import Figure, Note, Section, Table, percent, percent_ci
 from scifig_tasks.report.references import citations_note, ref_cell, references
 from scifig_tasks.report.runs import Run
@@ -77,6 +78,9 @@ def section(runs: list[Run], figdir: Path) -> Section | None:
             rows.append([run.model, *cells, _cell(_pooled(run)), percent(_setting_mean(run))])
         rows += [[ref.label(), *(ref_cell(ref, k) for k in (*SETTINGS, "average")), "-"] for ref in refs]
         header = ["model", *SETTINGS.values(), "Avg. (pooled)", "mean of settings"]
+        covered = [(run.model, coverage(run, "mmsci", GROUP, (_pooled(run) or {}).get("n"))) for run in mcq]
+        if refs and (note := coverage_note("mmsci", covered)) is not None:
+            out.blocks.append(note)
         out.blocks.append(Table("MMSci multiple-choice accuracy (%, 95% Wilson interval)", header, rows))
         rows = []
         for run in mcq:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from scifig_tasks.report import figures
+from scifig_tasks.report.coverage import coverage, coverage_note
 from scifig_tasks.report.document import Figure, Note, Section, Table
 from scifig_tasks.report.references import citations_note, ref_cell, references
 from scifig_tasks.report.runs import Run
@@ -47,6 +48,14 @@ def _cells(run: Run) -> dict[str, dict[str, Any]]:
     }
 
 
+def _questions(run: Run) -> int | None:
+    """Questions scored on the synthetic charts (the group's, else the chart tasks' summed)."""
+    cells = _cells(run)
+    if "all" in cells:
+        return cells["all"].get("questions")
+    return sum(cell.get("questions", 0) for cell in cells.values()) or None
+
+
 def _question_types(run: Run) -> dict[str, dict[str, Any]]:
     breakdown = run.metric(GROUP, "breakdown")
     if isinstance(breakdown, dict):
@@ -74,6 +83,10 @@ def section(runs: list[Run], figdir: Path) -> Section | None:
                 rows.append([run.model, chart, str(cell.get("questions", "-")), *(_rate(cell, m) for m in METRICS)])
         rows += [[ref.label(), "all", "-", *(ref_cell(ref, m) for m in METRICS)] for ref in refs]
         header = ["model", "charts", "questions", *METRICS.values()]
+        if refs:
+            covered = [(run.model, coverage(run, "plot_twist", GROUP, _questions(run))) for run in main]
+            if (note := coverage_note("plot_twist", covered)) is not None:
+                out.blocks.append(note)
         out.blocks.append(Table("Plot Twist accuracies (%) on the synthetic charts", header, rows))
         if refs:
             out.blocks.append(Note(citations_note(refs)))

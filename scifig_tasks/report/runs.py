@@ -67,6 +67,11 @@ class Run:
     """Each results file's environment block (:mod:`scifig_tasks.core.provenance`; ``None`` when it has none)."""
     task_versions: dict[Path, dict[str, str]] = field(default_factory=dict)
     """Each results file's task (or group) -> task version."""
+    task_files: dict[str, Path] = field(default_factory=dict)
+    """Task (or group) -> the results file its metrics come from (whose environment block names its judge)."""
+    data_counts: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Task -> lmms-eval's ``n-samples`` entry: ``original`` (questions in the data the run read) and ``effective``
+    (questions evaluated, fewer under ``--limit``); absent for VLMEvalKit runs."""
     _dates: dict[str, str] = field(default_factory=dict)
 
     def has(self, task: str) -> bool:
@@ -156,8 +161,9 @@ def _vlmeval(path: Path, runs: dict[str, Run]) -> None:
         run.notes.append(f"{dataset}: not shown in this report ({path.name})")
         return
     if task in run.entries:
-        run.notes.append(f"{task}: {path} replaces {run.sources[-1]}")
+        run.notes.append(f"{task}: {path.name} replaces {run.sources[-1].name}")
     run.sources.append(path)
+    run.task_files[task] = path
     run.environments[path] = data.get(KEY)
     run.task_versions[path] = {task: str(data.get("version", "-"))}
     run.entries[task] = {f"{name},none": value for name, value in data["metrics"].items()}
@@ -204,6 +210,10 @@ def load_runs(paths: Iterable[Path]) -> list[Run]:
                 run.notes.append(f"{task}: the later run {path.name} replaces the one of {previous}")
             run.entries[task] = dict(metrics)
             run._dates[task] = date
+            run.task_files[task] = path
+            counts = (data.get("n-samples") or {}).get(task)
+            if isinstance(counts, dict):
+                run.data_counts[task] = {k: int(v) for k, v in counts.items() if isinstance(v, int | float)}
             if task in (data.get("versions") or {}):
                 run.task_versions.setdefault(path, {})[task] = str(data["versions"][task])
             if task in samples:

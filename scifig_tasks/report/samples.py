@@ -23,6 +23,10 @@ the samples are listed without thumbnails and the page says why.
 The page is static (inline CSS, script and data; no external address). Thumbnails are JPEG or PNG data URIs of at most
 :data:`THUMBNAIL_PX` pixels on the long side, decoded one image at a time and shared by every row and model showing
 the same image; texts longer than :data:`TEXT_CAP` characters are cut in the page (the sample logs keep them).
+Every thumbnail links to its image at full size (GRAB asks to read values off a graph, which a thumbnail cannot
+show): the stored image file, written once per distinct image into :data:`FULL_SIZE_DIR` beside the page (PNG, JPEG,
+GIF and WebP bytes as stored, other formats as PNG), opened by the browser offline. No machine path is shown: paths in
+the notes are the report's relative ones.
 """
 
 from __future__ import annotations
@@ -42,9 +46,14 @@ from pathlib import Path
 from typing import Any
 
 from scifig_tasks.core.images import open_image, to_rgb
+from scifig_tasks.report.paths import shown
 from scifig_tasks.report.runs import Run
 
 THUMBNAIL_PX = 160
+FULL_SIZE_DIR = "sample-figures"
+"""Folder beside ``samples.html`` holding each distinct image at full size, named by its content's hash."""
+BROWSER_FORMATS = {b"\x89PNG\r\n\x1a\n": "png", b"\xff\xd8\xff": "jpg", b"GIF87a": "gif", b"GIF89a": "gif"}
+"""Leading bytes of image files a browser shows as they are (WebP: ``RIFF....WEBP``)."""
 JPEG_QUALITY = 70
 FEW_COLOURS = 256
 """A thumbnail with at most this many colours is also tried as PNG."""
@@ -406,11 +415,44 @@ def thumbnail(cell: Any, size: int = THUMBNAIL_PX) -> str:
     return f"data:image/{kind};base64,{base64.b64encode(data).decode('ascii')}"
 
 
-class Thumbnails:
-    """Thumbnails by content: the same stored image gets one data URI whatever the row or model."""
+def browser_extension(data: bytes) -> str | None:
+    """The file extension of image bytes a browser shows as they are, ``None`` for other formats."""
+    for magic, extension in BROWSER_FORMATS.items():
+        if data.startswith(magic):
+            return extension
+    return "webp" if data[:4] == b"RIFF" and data[8:12] == b"WEBP" else None
 
-    def __init__(self) -> None:
+
+def write_full_size(cell: Any, data: bytes | None, folder: Path, digest: str | None) -> str:
+    """Write the image of ``cell`` at full size into ``folder`` (its stored bytes when a browser shows them, else
+    PNG) and return the file's name; an existing file of the same content is kept."""
+    extension = browser_extension(data) if data is not None else None
+    name = f"{(digest or hashlib.sha256(repr(cell).encode()).hexdigest())[:24]}.{extension or 'png'}"
+    target = folder / name
+    if target.is_file():
+        return name
+    folder.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(name + ".partial")
+    if extension is not None and data is not None:
+        partial.write_bytes(data)
+    else:
+        with open_image(cell) as image:
+            rgb = image if image.mode in ("RGB", "RGBA", "L", "LA", "P") else to_rgb(image)
+            rgb.save(partial, format="PNG")
+            if rgb is not image:
+                rgb.close()
+    partial.replace(target)
+    return name
+
+
+class Thumbnails:
+    """Thumbnails by content: the same stored image gets one data URI whatever the row or model; with a folder, each
+    distinct image is also written there at full size (``full[i]``: its path relative to the page)."""
+
+    def __init__(self, folder: Path | None = None) -> None:
         self.uris: list[str] = []
+        self.full: list[str] = []
+        self.folder = folder
         self._index: dict[str, int] = {}
         self.failed = 0
 
@@ -423,19 +465,24 @@ class Thumbnails:
             return self._index[digest]
         try:
             uri = thumbnail(cell)
+            full = "" if self.folder is None else write_full_size(cell, data, self.folder, digest)
         except Exception:  # noqa: BLE001 - a damaged image is counted and shown as missing
             self.failed += 1
             return None
         self.uris.append(uri)
+        self.full.append(f"{self.folder.name}/{full}" if self.folder is not None else "")
         if digest is not None:
             self._index[digest] = len(self.uris) - 1
         return len(self.uris) - 1
 
 
-def attach_images(groups: list[Group], docs_loader: DocsLoader = lmms_docs) -> tuple[list[str], list[str]]:
-    """Thumbnails for every group whose documents load: the data URIs (indexed by ``Group.images``) and the notes
+def attach_images(
+    groups: list[Group], docs_loader: DocsLoader = lmms_docs, full_size: Path | None = None
+) -> tuple[list[str], list[str], list[str]]:
+    """Thumbnails for every group whose documents load: the data URIs (indexed by ``Group.images``), the full-size
+    files written into ``full_size`` (paths relative to the page; empty strings without a folder) and the notes
     saying where they could not be made."""
-    thumbnails = Thumbnails()
+    thumbnails = Thumbnails(full_size)
     notes: list[str] = []
     missing: dict[str, list[str]] = {}
     by_source: dict[tuple[str, str], list[Group]] = {}
@@ -469,7 +516,7 @@ def attach_images(groups: list[Group], docs_loader: DocsLoader = lmms_docs) -> t
         notes.append(f"No images for {', '.join(sorted(names))}: {reason}.")
     if thumbnails.failed:
         notes.append(f"{thumbnails.failed} images could not be decoded and are not shown.")
-    return thumbnails.uris, notes
+    return thumbnails.uris, thumbnails.full, notes
 
 
 # ---- the page -------------------------------------------------------------------------------------------------------
@@ -490,17 +537,21 @@ def _summaries(runs: Sequence[Run], tasks: Iterable[str]) -> list[str]:
     return lines
 
 
-def page_data(runs: Sequence[Run], docs_loader: DocsLoader = lmms_docs) -> dict[str, Any]:
-    """Everything the page shows, as the JSON embedded in it."""
+def page_data(runs: Sequence[Run], docs_loader: DocsLoader = lmms_docs, out: Path | None = None) -> dict[str, Any]:
+    """Everything the page shows, as the JSON embedded in it (with ``out``, the page's folder, the full-size images
+    are written beside it and the notes name paths relative to it)."""
     groups, notes = collect(runs)
-    uris, image_notes = attach_images(groups, docs_loader)
+    uris, full, image_notes = attach_images(groups, docs_loader, out / FULL_SIZE_DIR if out is not None else None)
     notes += image_notes
+    if out is not None:
+        notes = [shown(note, out) for note in notes]
     tasks = sorted({group.task for group in groups})
     return {
         "models": [run.model for run in runs],
         "notes": notes,
         "metrics": _summaries(runs, tasks),
         "images": uris,
+        "full": full,
         "rows": [
             {
                 "t": group.task,
@@ -518,7 +569,7 @@ def page_data(runs: Sequence[Run], docs_loader: DocsLoader = lmms_docs) -> dict[
 
 def write_samples_page(runs: Sequence[Run], out: Path, docs_loader: DocsLoader = lmms_docs) -> Path:
     """Write ``out/samples.html`` and return its path."""
-    data = json.dumps(page_data(runs, docs_loader), ensure_ascii=False, separators=(",", ":"))
+    data = json.dumps(page_data(runs, docs_loader, out), ensure_ascii=False, separators=(",", ":"))
     page = out / "samples.html"
     out.mkdir(parents=True, exist_ok=True)
     page.write_text(
@@ -539,6 +590,7 @@ table { border-collapse: collapse; width: 100%; table-layout: fixed; }
 th, td { border: 1px solid #ccc; padding: 0.3em; vertical-align: top; text-align: left; overflow-wrap: anywhere; }
 th { background: #eef2f6; position: sticky; top: 0; }
 td.figs img { max-width: 160px; max-height: 160px; display: block; margin-bottom: 0.2em; border: 1px solid #ddd; }
+td.figs a.full { display: inline-block; cursor: zoom-in; }
 td.figs.multi img { max-width: 76px; max-height: 76px; display: inline-block; margin-right: 0.2em; }
 col.figs { width: 172px; } col.what { width: 150px; } col.expected { width: 130px; }
 .text { white-space: pre-wrap; word-break: break-word; font-family: monospace; font-size: 0.92em; }
@@ -547,7 +599,7 @@ col.figs { width: 172px; } col.what { width: 150px; } col.expected { width: 130p
 .cell div { margin-bottom: 0.25em; } .note { color: #7a4b00; }
 </style></head><body>
 <h1>__TITLE__</h1>
-<p><a href="report.html">Back to the report</a></p>
+<p><a href="report.html">Back to the report</a>. Click a figure to open it at full size.</p>
 <div id="notes"></div>
 <div id="filters"></div>
 <p id="count"></p>
@@ -608,7 +660,12 @@ const body = document.querySelector("#samples tbody");
 const rows = D.rows.map((row) => {
   const tr = el("tr", {class: "sample"});
   const figs = el("td", {class: row.i.length > 1 ? "figs multi" : "figs"});
-  for (const i of row.i) figs.append(el("img", {src: D.images[i], alt: "figure", class: "thumb"}));
+  for (const i of row.i) {
+    const thumb = el("img", {src: D.images[i], alt: "figure (open at full size)", class: "thumb"});
+    if (!D.full[i]) { figs.append(thumb); continue; }
+    const link = el("a", {href: D.full[i], class: "full", target: "_blank", title: "open the figure at full size"});
+    link.append(thumb); figs.append(link);
+  }
   if (row.i.length === 0) figs.append(el("span", {class: "na"}, "no image"));
   const what = el("td", {}, ""); what.append(el("div", {}, row.t), el("div", {class: "meta"}, row.l));
   if (row.k) what.append(el("div", {class: "meta"}, row.k));

@@ -11,6 +11,7 @@ from typing import Any
 
 from scifig_tasks.report import figures
 from scifig_tasks.report.audit import audit_table
+from scifig_tasks.report.coverage import coverage, coverage_note
 from scifig_tasks.report.document import Figure, Note, Section, Table, percent, percent_ci
 from scifig_tasks.report.references import citations_note, ref_cell, references
 from scifig_tasks.report.runs import Run
@@ -47,6 +48,15 @@ def section(runs: list[Run], figdir: Path) -> Section | None:
         rows = [[run.model, *(_cell(_overall(run, task)) for task, _ in columns.values())] for run in main]
         rows += [[ref.label(), *(ref_cell(ref, key) for key in columns)] for ref in refs]
         header = ["model", *(heading for _, heading in columns.values())]
+        covered = []
+        for run in main:
+            for key in ("cs_f2c", "cs_c2f"):
+                task, heading = SPLITS[key]
+                if run.has(task):
+                    item = coverage(run, "scifibench", task, (_overall(run, task) or {}).get("n"))
+                    covered.append((f"{run.model}, {heading}", item))
+        if refs and (note := coverage_note("scifibench", covered)) is not None:
+            out.blocks.append(note)
         out.blocks.append(Table("SciFIBench accuracy (%, 95% Wilson interval)", header, rows))
         out.blocks.append(
             Note(

@@ -1,0 +1,177 @@
+"""What a run's numbers cover, against the published set the papers' rows were computed on.
+
+Rule: wherever a table shows published rows beside a run, the report says in words when the run did not score the
+full published set — fewer questions (``--limit``, a subset, a small generated set) or data built locally — and that
+the published rows are on the full published set. The decision uses only what the results record:
+
+* the number of questions scored (the breakdown's ``n``) against the published set's size (:data:`PUBLISHED`);
+* lmms-eval's ``n-samples``: ``original`` is the size of the data the run read, ``effective`` what it evaluated
+  (fewer under ``--limit``);
+* a data record in the results' environment block, when present (``scifig_environment.data[<source>]`` holding
+  ``local`` or ``hub``, the shape of the VLMEvalKit TSV source record);
+* the task's source: a benchmark whose paper published no data (Plot Twist) is always scored on locally generated
+  data.
+
+A run that scored exactly the published set's number of questions, with no record saying otherwise, gets no note.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from scifig_tasks.report.document import Note
+from scifig_tasks.report.runs import Run
+
+
+@dataclass(frozen=True)
+class PublishedSet:
+    """The published data a benchmark's published rows were computed on."""
+
+    name: str
+    """The published set's name in sentences (``GRAB``, ``SciFIBench CS``)."""
+    source: str
+    """Its data source (:data:`scifig_tasks.core.sources.SOURCES` key)."""
+    questions: dict[str, int] = field(default_factory=dict)
+    """Task or group -> questions of the published set (empty: the size is not checked)."""
+    subtasks: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Group -> the tasks lmms-eval's ``n-samples`` lists for it."""
+    full: str = ""
+    """What the published rows were computed on, in words."""
+    unpublished: str = ""
+    """When the paper published no data: what every run's data are instead."""
+    unit: str = "set"
+    """What one task of it is called (``split``: each task is one published split)."""
+
+
+GRAB_SUBTASKS = ("grab_properties", "grab_functions", "grab_series", "grab_transforms")
+PUBLISHED: dict[str, PublishedSet] = {
+    "grab": PublishedSet(
+        "GRAB",
+        "grab",
+        {"grab": 2170, "grab_properties": 660, "grab_functions": 710, "grab_series": 490, "grab_transforms": 310},
+        {"grab": GRAB_SUBTASKS},
+        full="the full published GRAB set (2,170 questions)",
+    ),
+    "scifibench": PublishedSet(
+        "SciFIBench CS",
+        "scifibench",
+        {"scifibench_cs_figure2caption": 500, "scifibench_cs_caption2figure": 500},
+        full="the full published CS splits (500 questions each)",
+        unit="split",
+    ),
+    "plot_twist": PublishedSet(
+        "Plot Twist",
+        "plot_twist",
+        full="the paper's own synthetic charts",
+        unpublished="the paper's charts are not public; every run scores charts generated locally by scifig's "
+        "synthetic generator",
+    ),
+    "mmsci": PublishedSet(
+        "MMSci",
+        "mmsci_mcq",
+        subtasks={"mmsci": ("mmsci_fig2cap", "mmsci_subfig2cap", "mmsci_subcap2fig")},
+        full="the full published MMSci test set",
+    ),
+}
+"""Published set sizes: GRAB 2,170 questions (properties 660, functions 710, series 490, transforms 310; the GRAB
+task README), SciFIBench 500 per CS split (the rows' only columns); MMSci's size is not checked (the limit and the data
+record still are); Plot Twist has no published data."""
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """What one run scored of one task, in words."""
+
+    scored: int | None
+    full: bool
+    """True when nothing recorded says the run differs from the full published set."""
+    text: str
+    """``40 questions: not the published set of 2,170 (...)``; ``full published set (2,170 questions)``."""
+
+
+def _n(value: Any) -> int | None:
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _data_counts(run: Run, published: PublishedSet, task: str) -> tuple[int | None, int | None]:
+    """``(original, effective)`` summed over the task's ``n-samples`` entries (``None`` when not recorded)."""
+    tasks = published.subtasks.get(task, (task,))
+    entries = [run.data_counts[t] for t in tasks if t in run.data_counts]
+    if not entries or len(entries) != len(tasks):
+        return None, None
+    original = [_n(e.get("original")) for e in entries]
+    effective = [_n(e.get("effective")) for e in entries]
+    return (
+        None if None in original else sum(o for o in original if o is not None),
+        None if None in effective else sum(e for e in effective if e is not None),
+    )
+
+
+def data_origin(run: Run, task: str, source: str) -> str | None:
+    """``local`` or ``hub`` when the results file's environment block records where the data came from."""
+    path = run.task_files.get(task)
+    block = run.environments.get(path) if path is not None else None
+    record = (block or {}).get("data") if isinstance(block, dict) else None
+    entry = record.get(source) if isinstance(record, dict) else None
+    if isinstance(entry, dict):
+        return "local" if entry.get("local") else "hub" if entry.get("hub") else None
+    return entry if entry in ("local", "hub") else None
+
+
+def coverage(run: Run, benchmark: str, task: str, scored: int | None) -> Coverage:
+    """What ``run`` covered of ``task`` (``scored``: the questions its breakdown counts), against the published set."""
+    published = PUBLISHED[benchmark]
+    size = published.questions.get(task)
+    count = "-" if scored is None else f"{scored:,} questions"
+    if published.unpublished:
+        return Coverage(scored, False, f"{count}, locally generated data ({published.unpublished})")
+    origin = data_origin(run, task, published.source)
+    original, effective = _data_counts(run, published, task)
+    of_published = f"the published {published.name} {published.unit}" + (f" of {size:,}" if size else "")
+    if origin == "local":
+        held = f"; the data held {original:,}" if original is not None else ""
+        return Coverage(scored, False, f"{count} of locally built data, not {of_published}{held}")
+    limited = original is not None and effective is not None and effective < original
+    if size is None or scored is None:
+        if limited:
+            return Coverage(scored, False, f"{count}: {effective:,} of the {original:,} in the data (a --limit subset)")
+        return Coverage(scored, True, "-")  # the published size is not checked
+    if scored == size and not limited:
+        return Coverage(scored, True, f"the full published set ({size:,} questions)")
+    if limited and original == size:
+        return Coverage(
+            scored,
+            False,
+            f"{scored:,} of the {size:,} questions of the published {published.name} {published.unit} "
+            "(a --limit subset)",
+        )
+    if origin == "hub":
+        return Coverage(
+            scored, False, f"{scored:,} of the {size:,} questions of the published {published.name} {published.unit}"
+        )
+    held = (
+        f"the data the run read held {original:,}"
+        if original is not None
+        else "the results do not record the data's size"
+    )
+    return Coverage(
+        scored,
+        False,
+        f"{scored:,} questions, not {of_published} ({held}: a subset or locally generated data)",
+    )
+
+
+def coverage_note(benchmark: str, covered: Sequence[tuple[str, Coverage]]) -> Note | None:
+    """One visible note for a table with published rows: what each run covered that is not the full published set,
+    and that the published rows are on the full set; ``None`` when every run scored the full set."""
+    partial = [(model, item) for model, item in covered if not item.full]
+    if not partial:
+        return None
+    runs = "; ".join(f"{model}: {item.text}" for model, item in partial)
+    return Note(
+        f"Not the published data. {runs}. The published rows are on {PUBLISHED[benchmark].full}: "
+        "the numbers are not directly comparable.",
+        kind="coverage",
+    )

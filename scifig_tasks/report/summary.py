@@ -1,0 +1,185 @@
+"""The report's summary, first on the page: how many results files and models, which benchmarks, how many questions
+each run scored, on which data (:mod:`scifig_tasks.report.coverage`) and how the judge was used, in words.
+
+Judge use is read from the breakdowns' ``flags``: GRAB's ``judge`` (``not_used``, ``judged``, ``judge_failed``,
+``judge_off``), the multiple-choice ``resolution`` (``rule``, ``judge``, ``unresolved``), Plot Twist's
+``answer_source`` (``rule``, ``judge``, ``not_provided``, one per output of every repeat) and the captioning
+``caption_report.judged`` statuses; the judge's model is the one the results file's environment block names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from scifig_tasks.report.coverage import coverage
+from scifig_tasks.report.document import Note, Section, Table
+from scifig_tasks.report.runs import Run
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One row of the summary: a benchmark part whose tasks are tried in turn (the first present is shown)."""
+
+    benchmark: str
+    """:data:`scifig_tasks.report.coverage.PUBLISHED` key."""
+    label: str
+    alternatives: tuple[tuple[str, ...], ...]
+    """Each alternative: tasks whose questions add up (a group, or its parts when the group is absent)."""
+
+
+SCIFIBENCH_SPLITS = (
+    "scifibench_cs_figure2caption",
+    "scifibench_cs_caption2figure",
+    "scifibench_general_figure2caption",
+    "scifibench_general_caption2figure",
+)
+ENTRIES: tuple[Entry, ...] = (
+    Entry("grab", "GRAB", (("grab",),)),
+    Entry("grab", "GRAB, LLM extraction", (("grab_llm_extract",),)),
+    Entry("grab", "GRAB properties, multiple choice", (("grab_properties_mc",),)),
+    Entry("scifibench", "SciFIBench", (("scifibench",), ("scifibench_cs",), SCIFIBENCH_SPLITS)),
+    Entry("plot_twist", "Plot Twist", (("plot_twist",), ("plot_twist_scatter", "plot_twist_bar", "plot_twist_pie"))),
+    Entry("plot_twist", "Plot Twist robustness", (("plot_twist_robustness",),)),
+    Entry("plot_twist", "Plot Twist ChartQA", (("plot_twist_chartqa",),)),
+    Entry("mmsci", "MMSci multiple choice", (("mmsci",), ("mmsci_fig2cap", "mmsci_subfig2cap", "mmsci_subcap2fig"))),
+    Entry("mmsci", "MMSci captioning, image only", (("mmsci_caption_image_only",),)),
+    Entry("mmsci", "MMSci captioning, with abstract", (("mmsci_caption_with_abstract",),)),
+    Entry("mmsci", "MMSci captioning, image only (paper setting)", (("mmsci_caption_image_only_paper",),)),
+    Entry("mmsci", "MMSci captioning, with abstract (paper setting)", (("mmsci_caption_with_abstract_paper",),)),
+)
+COVERAGE_TASKS: dict[str, tuple[str, ...]] = {
+    "GRAB": ("grab",),
+    "SciFIBench": ("scifibench_cs_figure2caption", "scifibench_cs_caption2figure"),
+    "Plot Twist": ("plot_twist", "plot_twist_scatter", "plot_twist_bar", "plot_twist_pie"),
+    "MMSci multiple choice": ("mmsci",),
+}
+"""Summary rows whose data column says what the run covered of the published set (the tables with published rows):
+every task listed that the run has (Plot Twist: the first)."""
+
+
+def breakdown(run: Run, task: str) -> dict[str, Any]:
+    for name in ("breakdown", "caption_report"):
+        value = run.metric(task, name)
+        if isinstance(value, dict):
+            return value
+    return {}
+
+
+def questions(table: Mapping[str, Any]) -> int | None:
+    """The questions a breakdown counts: ``overall.all.n`` (GRAB, SciFIBench, MMSci), ``overall.questions`` (Plot
+    Twist) or ``n`` (captioning)."""
+    overall = table.get("overall")
+    if isinstance(overall, dict):
+        cell = overall.get("all") if isinstance(overall.get("all"), dict) else overall
+        for name in ("n", "questions"):
+            if isinstance(cell.get(name), int):
+                return cell[name]
+    return table["n"] if isinstance(table.get("n"), int) else None
+
+
+def judge_model(run: Run, task: str) -> str:
+    """The judge the results file of ``task`` names (``the judge`` when it names none)."""
+    path = run.task_files.get(task)
+    block = run.environments.get(path) if path is not None else None
+    judge = block.get("judge") if isinstance(block, dict) else None
+    return str(judge["model"]) if isinstance(judge, dict) and judge.get("model") else "the judge"
+
+
+def judge_words(counts: Mapping[str, int], total: int | None, model: str, unit: str = "questions") -> str:
+    """Judge use in words: ``not used (40 questions)``, ``gpt-4o-mini, 12 of 40 questions``, with failures and an
+    absent judge named (those answers count as wrong)."""
+    judged = counts.get("judged", 0) + counts.get("judge", 0)
+    failed, off = counts.get("judge_failed", 0), counts.get("judge_off", 0)
+    total = total if total is not None else sum(counts.values())
+    parts = [f"{model}, {judged:,} of {total:,} {unit}" if judged else f"not used ({total:,} {unit})"]
+    if failed:
+        parts.append(f"failed on {failed:,} (counted wrong)")
+    if off:
+        parts.append(f"needed but not configured for {off:,} (counted wrong)")
+    return "; ".join(parts)
+
+
+def caption_judge_words(counts: Mapping[str, int], model: str) -> str:
+    """Judge use of a captioning run (the judged metrics FActScore and G-Eval; the others need no judge): what the
+    judge scored, and the judged metrics left uncomputed (n/a, not counted wrong)."""
+    judged = counts.get("judged", 0)
+    left = sum(count for status, count in counts.items() if status != "judged")
+    parts = [f"{model}, {judged:,} judged scores" if judged else "not used"]
+    if left:
+        reason = "not configured" if set(counts) - {"judged"} == {"judge_off"} else "off or failed"
+        parts.append(f"{reason} for {left:,} judged scores (FActScore / G-Eval n/a)")
+    return "; ".join(parts)
+
+
+def _judge_counts(table: Mapping[str, Any]) -> tuple[dict[str, int], str]:
+    """Counts of judge use from a breakdown's flags, and what they count."""
+    flags = table.get("flags") if isinstance(table.get("flags"), dict) else {}
+    if isinstance(flags.get("answer_source"), dict):  # Plot Twist: every output of every repeat
+        counts = dict(flags["answer_source"])
+        for status in ("judge_failed", "judge_off"):
+            counts[status] = (flags.get("judge") or {}).get(status, 0)
+        return counts, "outputs"
+    if isinstance(flags.get("resolution"), dict):  # multiple choice
+        return dict(flags["resolution"]), "questions"
+    if isinstance(flags.get("judge"), dict):  # GRAB
+        return dict(flags["judge"]), "questions"
+    judged = table.get("judged")
+    if isinstance(judged, dict):  # captioning: statuses of the judged metrics
+        counts: dict[str, int] = {}
+        for detail in judged.values():
+            for status, count in ((detail.get("status") if isinstance(detail, dict) else None) or {}).items():
+                counts[status] = counts.get(status, 0) + count
+        return counts, "judged scores"
+    return {}, "questions"
+
+
+def _row(run: Run, entry: Entry) -> tuple[list[str], int] | None:
+    tasks = next((alt for alt in entry.alternatives if any(run.has(task) for task in alt)), None)
+    if tasks is None:
+        return None
+    present = [task for task in tasks if run.has(task)]
+    tables = [breakdown(run, task) for task in present]
+    counted = [questions(table) for table in tables]
+    scored = sum(n for n in counted if n is not None) if any(n is not None for n in counted) else None
+    counts: dict[str, int] = {}
+    unit = "questions"
+    for table in tables:
+        found, unit = _judge_counts(table)
+        for name, count in found.items():
+            counts[name] = counts.get(name, 0) + int(count)
+    total = scored if unit == "questions" else None
+    if unit == "judged scores":
+        judge = caption_judge_words(counts, judge_model(run, present[0]))
+    else:
+        judge = judge_words(counts, total, judge_model(run, present[0]), unit) if counts else "-"
+    checked = [task for task in COVERAGE_TASKS.get(entry.label, ()) if run.has(task)]
+    if entry.benchmark == "plot_twist":
+        checked = checked[:1]
+    covered = [coverage(run, entry.benchmark, task, questions(breakdown(run, task))) for task in checked]
+    partial = [item.text for item in covered if not item.full]
+    if len(checked) > 1 and partial:
+        partial = [f"{task}: {item.text}" for task, item in zip(checked, covered, strict=True) if not item.full]
+    data = "; ".join(partial) if partial else (covered[0].text if len(covered) == 1 else "-")
+    if covered and not partial and len(covered) > 1:
+        data = "the full published set"
+    return [run.model, entry.label, "-" if scored is None else f"{scored:,}", data, judge], scored or 0
+
+
+def summary_section(runs: Sequence[Run], benchmarks: Sequence[str], files: int) -> Section:
+    """The summary: counts in one sentence, then one row per model and benchmark part."""
+    rows, total = [], 0
+    for run in runs:
+        for entry in ENTRIES:
+            found = _row(run, entry)
+            if found is not None:
+                rows.append(found[0])
+                total += found[1]
+    models = ", ".join(run.model for run in runs)
+    sentence = (
+        f"{files} results file{'s' if files != 1 else ''} (runs) of {len(runs)} model{'s' if len(runs) != 1 else ''} "
+        f"({models}); benchmarks: {', '.join(benchmarks) or 'none'}; {total:,} questions scored in all."
+    )
+    header = ["model", "benchmark", "questions scored", "data", "judge"]
+    return Section("Summary", [Note(sentence), Table("Runs", header, rows)], anchor="summary")
