@@ -136,7 +136,9 @@ def test_export_is_generated_from_the_package_and_self_contained(tmp_path: Path)
     assert completed.returncode == 0, completed.stderr
     folder = tmp_path / "out" / "grab"
     vendored = sorted(path.stem for path in (folder / "grab_core").glob("*.py") if path.stem != "__init__")
-    expected_modules = "audit configs errors grab grab_answers grab_mc images judge mcq outputs secrets stats"
+    expected_modules = (
+        "audit configs deprecation errors grab grab_answers grab_mc images judge mcq outputs secrets settings stats"
+    )
     assert vendored == expected_modules.split()
     for name in vendored:  # each vendored module is the package's file with only the import root renamed
         source = (REPO / "scifig_tasks" / "core" / f"{name}.py").read_text()
