@@ -408,7 +408,7 @@ def _add_curate(commands: Any) -> None:
         description=CURATE_DESCRIPTION,
         epilog=CURATE_EPILOG,
     )
-    benchmarks = curate.add_subparsers(dest="benchmark", required=True, metavar="BENCHMARK", title="benchmarks")
+    benchmarks = curate.add_subparsers(dest="curate_command", required=True, metavar="BENCHMARK", title="benchmarks")
     from scifig_tasks.core.configs import installed_entry_point
 
     for name in CURATED_BENCHMARKS:
@@ -454,7 +454,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     under ``--debug``) and a non-zero exit status."""
     parser = build_parser()
     args, rest = parser.parse_known_args(argv)
-    command = " ".join(filter(None, (args.command, getattr(args, "benchmark", None))))
+    command = " ".join(filter(None, (args.command, getattr(args, "curate_command", None))))
     try:
         return _run(parser, args, rest)
     except KeyboardInterrupt:

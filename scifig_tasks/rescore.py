@@ -581,9 +581,11 @@ def _results_document(
 
 
 def _vlmeval_names() -> list[str]:
+    """Today's dataset names and the deprecated ``SciFig_*`` ones (files written by earlier releases)."""
+    from scifig_tasks.vlmeval.names import DEPRECATED
     from scifig_tasks.vlmeval.tsv import SPECS
 
-    return sorted(SPECS, key=len, reverse=True)  # longest first: SciFig_GRAB_LLMExtract before SciFig_GRAB
+    return sorted({*SPECS, *DEPRECATED}, key=len, reverse=True)  # longest first: grab_llm_extract before grab
 
 
 def prediction_files(work_dir: Path) -> list[tuple[Path, str, str]]:
@@ -618,13 +620,14 @@ def rescore_vlmeval(path: Path, model: str, dataset: str, out: Path, allow_parti
     that lacks or repeats questions of the dataset is refused unless ``allow_partial`` (:func:`accept`): then the
     questions predicted are scored and the scores file records ``partial``."""
     from scifig_tasks.vlmeval.datasets import read_predictions
+    from scifig_tasks.vlmeval.names import DEPRECATED
 
     model_dir = out / model
     model_dir.mkdir(parents=True, exist_ok=True)
     copied = model_dir / path.name
     if copied.resolve() == path.resolve():
         raise RescoreRefused(f"{path}: --out would overwrite the run itself; choose another folder")
-    data = _dataset_class(dataset)(dataset=dataset)
+    data = _dataset_class(dataset)(dataset=DEPRECATED.get(dataset, dataset))  # an old file: no deprecation line
     replies = read_predictions(str(path))
     _check_vlmeval_rows(path, dataset, data.data)
     all_indices = [str(index) for index in data.data["index"]]

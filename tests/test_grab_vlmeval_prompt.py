@@ -17,7 +17,7 @@ import vlmeval.dataset
 from scifig_tasks.vlmeval import register
 
 register()
-dataset = vlmeval.dataset.build_dataset("SciFig_GRAB")
+dataset = vlmeval.dataset.build_dataset("grab")
 message = dataset.build_prompt(dataset.data.iloc[0])
 print("REPORT " + json.dumps([[part["type"], part["value"]] for part in message]))
 """

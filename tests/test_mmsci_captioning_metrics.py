@@ -181,3 +181,29 @@ def test_k_captions_are_averaged_and_the_paper_setting_leaves_empty_outputs_out(
     assert tagged["values"]["bleu2"] == paper["values"]["bleu2"]
     with pytest.raises(ValueError, match="mix scoring protocols"):
         captioning.evaluate([{**records[0], "protocol": "paper"}, {**records[1], "protocol": "default"}], env)
+
+
+def test_a_judge_passed_in_is_the_one_asked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """VLMEvalKit's ``--judge`` reaches FActScore and G-Eval: ``evaluate(..., judge=...)`` asks that judge, not the
+    settings' (here off), and a different judge is a different cache entry."""
+    from scifig_tasks.core.judge import JudgeConfig, JudgeResult
+
+    monkeypatch.setattr(captioning.shutil, "which", lambda name: None)
+
+    class Recording:
+        config = JudgeConfig(base_url="http://127.0.0.1:9/v1", model="passed-in")
+
+        def __init__(self) -> None:
+            self.prompts: list[str] = []
+
+        def complete_many(self, prompts: list[str], **settings: object) -> list[JudgeResult]:
+            self.prompts += prompts
+            return [JudgeResult(status="judged", text="- a fact" if "fact" in p.lower() else "5") for p in prompts]
+
+    env = {"SCIFIG_MMSCI_BERTSCORE_MODEL": str(tmp_path / "absent"), "SCIFIG_JUDGE": "off"}
+    records = [{"uid": "a", "figure_index": 0, "prediction": "a caption of a plot", "reference": "a plot"}]
+    off = captioning.evaluate(records, env)
+    assert off["values"]["geval_relevance"] is None  # the settings' judge is off
+    judge = Recording()
+    passed = captioning.evaluate(records, env, judge=judge)
+    assert judge.prompts and passed["values"]["geval_relevance"] is not None

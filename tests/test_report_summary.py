@@ -220,8 +220,7 @@ def test_demo_report_opens_with_the_summary_and_says_the_run_is_not_the_publishe
     note = found["note"]
     assert note is not None and note["visible"], note
     assert (  # the results file records that the data were local (SCIFIG_GRAB_DATA), not the Hub's
-        "scifig_chance(seed=0): 40 questions of locally built data, not the published GRAB set of 2,170"
-        in note["text"]
+        "scifig_chance(seed=0): 40 questions of locally built data, not the published GRAB set of 2,170" in note["text"]
     )
     assert "The published rows are on the full published GRAB set (2,170 questions)" in note["text"]
     assert "(published) Claude 3.5 Sonnet" in found["table_after_note"]  # the note stands above the compared rows

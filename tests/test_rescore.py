@@ -373,7 +373,7 @@ def test_vlmeval_predictions_rescore_and_the_judge_changes_exactly_the_refused_o
                     return CHATTY[round((red - 12) / 24) + 10 * round((green - 12) / 24)][0]
         raise AssertionError("a request without an image")
 
-    name = "SciFig_SciFIBench_CS_Figure2Caption"
+    name = "scifibench_cs_figure2caption"
     env = {**lmms_env, "SCIFIG_SCIFIBENCH_DATA": str(data), "SCIFIG_JUDGE": "off"}
     completed, work = run_vlmeval(tmp_path, openai_server(replay).base_url, env, {name: "SciFigSciFIBench"})
     assert completed.returncode == 0, (completed.stdout + completed.stderr)[-4000:]

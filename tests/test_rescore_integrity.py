@@ -276,7 +276,7 @@ def test_check_log_rule() -> None:
 
 @pytest.fixture(scope="module")
 def vlmeval_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
-    """One ``scifig vlmeval`` run of ``SciFig_GRAB`` on the same questions; its model folder and environment."""
+    """One ``scifig vlmeval`` run of ``grab`` on the same questions; its model folder and environment."""
     from tests.harness.vlmeval import run_vlmeval
 
     root = tmp_path_factory.mktemp("vlmeval-run")
@@ -285,11 +285,11 @@ def vlmeval_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[st
     server = FakeOpenAIServer(by_question(replies, default=Reply(status=404))).start()
     env = {**offline_env(root), "SCIFIG_GRAB_DATA": str(data), "SCIFIG_JUDGE": "off"}
     try:
-        done, work = run_vlmeval(root, server.base_url, env, {"SciFig_GRAB": "SciFigGRAB"})
+        done, work = run_vlmeval(root, server.base_url, env, {"grab": "SciFigGRAB"})
     finally:
         server.stop()
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
-    (scores,) = work.glob("*_SciFig_GRAB_scifig_scores.json")
+    (scores,) = work.glob("*_grab_scifig_scores.json")
     assert json.loads(scores.read_text())["metrics"]["accuracy"] == 0.5
     return work, {**env, "LMUData": str(root / "LMUData")}
 
@@ -302,7 +302,7 @@ def test_vlmeval_prediction_file_without_rows_is_refused_and_allow_partial_marks
     work, env = vlmeval_run
     folder = tmp_path / "work" / work.name
     shutil.copytree(work, folder)
-    (predictions,) = folder.glob("*_SciFig_GRAB.tsv")
+    (predictions,) = folder.glob("*_grab.tsv")
     header, *rows = predictions.read_text(encoding="utf-8").splitlines(keepends=True)
     column = header.rstrip("\n").split("\t").index('"index"')  # VLMEvalKit quotes every cell
     predictions.write_text(
@@ -312,8 +312,8 @@ def test_vlmeval_prediction_file_without_rows_is_refused_and_allow_partial_marks
     done = scifig("rescore", [str(tmp_path / "work"), "--out", str(tmp_path / "again")], env, tmp_path)
 
     assert refusal(done) == (
-        f"scifig rescore: REFUSED: {predictions}: task SciFig_GRAB: index 1, 3 missing: the log holds 8 of the 10 "
-        f"samples of SciFig_GRAB; restore the log from the run, or {HINT}"
+        f"scifig rescore: REFUSED: {predictions}: task grab: index 1, 3 missing: the log holds 8 of the 10 "
+        f"samples of grab; restore the log from the run, or {HINT}"
     )
 
     out = tmp_path / "partial"
@@ -322,12 +322,12 @@ def test_vlmeval_prediction_file_without_rows_is_refused_and_allow_partial_marks
     assert done.returncode == 1, done.stdout + done.stderr[-4000:]
     (warning,) = [line for line in done.stderr.splitlines() if "PARTIAL" in line]
     assert warning == (
-        f"scifig rescore: PARTIAL: {predictions}: task SciFig_GRAB: index 1, 3 missing; scored the 8 of the 10 samples "
+        f"scifig rescore: PARTIAL: {predictions}: task grab: index 1, 3 missing; scored the 8 of the 10 samples "
         "that are there (--allow-partial)"
     )
-    (accuracy,) = [row for row in table_rows(done.stdout, "SciFig_GRAB") if row[1] == "accuracy"]
-    assert accuracy == ["SciFig_GRAB", "accuracy", "0.5000", "0.6250", "8 of 10, partial", "0 of 8"]
-    (scores,) = out.rglob("*_SciFig_GRAB_scifig_scores.json")
+    (accuracy,) = [row for row in table_rows(done.stdout, "grab") if row[1] == "accuracy"]
+    assert accuracy == ["grab", "accuracy", "0.5000", "0.6250", "8 of 10, partial", "0 of 8"]
+    (scores,) = out.rglob("*_grab_scifig_scores.json")
     assert json.loads(scores.read_text())["partial"] == {"samples": 8, "expected": 10, "missing": ["1", "3"]} | {
         "duplicated": []
     }

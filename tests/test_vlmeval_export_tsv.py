@@ -46,7 +46,7 @@ def plot_twist_parquet(path: Path) -> Path:
         "image": {"bytes": rgba_png(), "path": None},
         "variant": "base",
     }
-    other = {**row, "q_id": "pt1", "variant": "grid"}  # a robustness variant: not in SciFig_PlotTwist
+    other = {**row, "q_id": "pt1", "variant": "grid"}  # a robustness variant: not in plot_twist
     path.parent.mkdir(parents=True, exist_ok=True)
     datasets.Dataset.from_list([row, other], features=PLOT_TWIST_FEATURES).to_parquet(str(path))
     return path
@@ -65,10 +65,10 @@ def data_env(tmp_path: Path) -> dict[str, str]:
 
 
 NAMES = [
-    "SciFig_GRAB",
-    "SciFig_SciFIBench_CS_Figure2Caption",
-    "SciFig_SciFIBench_CS_Caption2Figure",
-    "SciFig_PlotTwist",
+    "grab",
+    "scifibench_cs_figure2caption",
+    "scifibench_cs_caption2figure",
+    "plot_twist",
 ]
 
 
@@ -88,7 +88,7 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
     env = data_env(tmp_path)
     completed = export(tmp_path, env, NAMES)
     assert completed.returncode == 0, completed.stderr[-3000:]
-    assert "SciFig_GRAB: 3 rows" in completed.stdout and "SciFig_PlotTwist: 1 rows" in completed.stdout
+    assert "grab: 3 rows" in completed.stdout and "plot_twist: 1 rows" in completed.stdout
     return tmp_path / "tsv", env
 
 
@@ -100,7 +100,7 @@ def read(folder: Path, name: str):
 
 def test_grab_tsv_columns_exact_text_and_same_image_bytes(exported) -> None:
     folder, env = exported
-    table = read(folder, "SciFig_GRAB")
+    table = read(folder, "grab")
     assert list(table.columns) == [
         "index",
         "image",
@@ -126,7 +126,7 @@ def test_grab_tsv_columns_exact_text_and_same_image_bytes(exported) -> None:
 
 def test_scifibench_tsv_has_options_and_multi_image_lists(exported) -> None:
     folder, env = exported
-    f2c = read(folder, "SciFig_SciFIBench_CS_Figure2Caption")
+    f2c = read(folder, "scifibench_cs_figure2caption")
     assert list(f2c.columns) == [
         "index", "image", "image_path", "question", "A", "B", "C", "D", "E", "answer", "category", "ID", "options"
     ]  # fmt: skip
@@ -136,7 +136,7 @@ def test_scifibench_tsv_has_options_and_multi_image_lists(exported) -> None:
     assert first["B"] == source[0]["Options"][1][3:].strip()  # label removed (two spaces after "B)")
     assert list(f2c["answer"]) == ["B", "E"]
 
-    c2f = read(folder, "SciFig_SciFIBench_CS_Caption2Figure")
+    c2f = read(folder, "scifibench_cs_caption2figure")
     row = c2f.iloc[0]
     images, names = json.loads(row["image"]), json.loads(row["image_path"])
     assert len(images) == len(names) == 5 and len(set(names)) == 5
@@ -148,8 +148,8 @@ def test_scifibench_tsv_has_options_and_multi_image_lists(exported) -> None:
 
 def test_transparent_images_are_composited_on_white_and_variants_filtered(exported) -> None:
     folder, _ = exported
-    table = read(folder, "SciFig_PlotTwist")
-    assert list(table["q_id"]) == ["pt0"]  # the grid variant is not part of SciFig_PlotTwist
+    table = read(folder, "plot_twist")
+    assert list(table["q_id"]) == ["pt0"]  # the grid variant is not part of plot_twist
     assert table.iloc[0]["x_range"] == repr(0.1 + 0.2)  # float written so it reads back exactly
     decoded = first_pixels(base64.b64decode(table.iloc[0]["image"]))
     assert decoded[0] == (255, 255, 255)  # transparent black -> white (VLMEvalKit alone would give black)
@@ -159,7 +159,7 @@ def test_transparent_images_are_composited_on_white_and_variants_filtered(export
 
 def test_bad_data_stops_export_naming_file_row_and_column(tmp_path: Path) -> None:
     bad = write_parquet([Row("properties", "1"), Row("spline", "2")], tmp_path / "bad" / "GRAB.parquet")
-    completed = export(tmp_path, {"SCIFIG_GRAB_DATA": str(bad)}, ["SciFig_GRAB"])
+    completed = export(tmp_path, {"SCIFIG_GRAB_DATA": str(bad)}, ["grab"])
     assert completed.returncode != 0
     assert f"{bad}, row 1 (0-based), column 'task': unknown value 'spline'" in completed.stderr
 
@@ -169,11 +169,11 @@ def test_broken_pixel_data_stops_export_naming_file_row_and_column(tmp_path: Pat
     rows = records(GRAB_ROWS)
     rows[1]["decoded_image"] = {"bytes": broken_stream(rows[1]["decoded_image"]["bytes"]), "path": None}
     bad = write_records(rows, tmp_path / "bad" / "GRAB.parquet")
-    completed = export(tmp_path, {"SCIFIG_GRAB_DATA": str(bad)}, ["SciFig_GRAB"])
+    completed = export(tmp_path, {"SCIFIG_GRAB_DATA": str(bad)}, ["grab"])
     assert completed.returncode != 0
     expected = "row 1 (0-based), column 'decoded_image': image bytes are not a readable image (OSError: broken data"
     assert f"{bad}, {expected}" in completed.stderr, completed.stderr[-3000:]
-    assert not (tmp_path / "tsv" / "SciFig_GRAB.tsv").exists()
+    assert not (tmp_path / "tsv" / "grab.tsv").exists()
 
 
 REGISTERED = """
@@ -184,17 +184,17 @@ from scifig_tasks.vlmeval import register
 from tests.harness.grab_data import Row, write_parquet
 
 names = register()
-report = {"names": names, "again": register(), "count": vlmeval.dataset.SUPPORTED_DATASETS.count("SciFig_GRAB")}
-dataset = vlmeval.dataset.build_dataset("SciFig_SciFIBench_CS_Caption2Figure")
+report = {"names": names, "again": register(), "count": vlmeval.dataset.SUPPORTED_DATASETS.count("grab")}
+dataset = vlmeval.dataset.build_dataset("scifibench_cs_caption2figure")
 report["class"] = type(dataset).__name__
 report["forced"] = dataset.force_use_dataset_prompt
 message = dataset.build_prompt(dataset.data.iloc[0])
 report["types"] = [part["type"] for part in message]
 report["labels"] = [part["value"] for part in message[0:10:2]]
 report["files"] = [Path(part["value"]).read_bytes().hex() for part in message[1:10:2]]
-report["answers"] = list(vlmeval.dataset.build_dataset("SciFig_GRAB").data["answer"])
+report["answers"] = list(vlmeval.dataset.build_dataset("grab").data["answer"])
 write_parquet([Row("properties", "99")], Path(sys.argv[1]))  # the data changes
-report["answers_after"] = list(vlmeval.dataset.build_dataset("SciFig_GRAB").data["answer"])
+report["answers_after"] = list(vlmeval.dataset.build_dataset("grab").data["answer"])
 print("REPORT " + json.dumps(report))
 """
 
@@ -245,8 +245,33 @@ def test_a_carriage_return_in_a_text_cell_stays_inside_its_row(tmp_path: Path) -
         for index in range(3)
     ]
     data = write_splits({"CS_Figure2Caption": datasets.Dataset.from_list(rows, features=FEATURES)}, tmp_path / "sfb")
-    completed = export(tmp_path, {"SCIFIG_SCIFIBENCH_DATA": str(data)}, ["SciFig_SciFIBench_CS_Figure2Caption"])
+    completed = export(tmp_path, {"SCIFIG_SCIFIBENCH_DATA": str(data)}, ["scifibench_cs_figure2caption"])
     assert completed.returncode == 0, completed.stderr[-3000:]
-    table = pd.read_csv(tmp_path / "tsv" / "SciFig_SciFIBench_CS_Figure2Caption.tsv", sep="\t")
+    table = pd.read_csv(tmp_path / "tsv" / "scifibench_cs_figure2caption.tsv", sep="\t")
     assert list(table["index"]) == [0, 1, 2]
     assert list(table["A"]) == ["2 Ag \rightarrow Zn"] * 3 and list(table["B"]) == ["two\r\nlines"] * 3
+
+
+def test_missing_data_says_what_to_set_in_one_line(tmp_path: Path) -> None:
+    """Not ``scifig demo`` (it writes no VLMEvalKit data): the variable to set, the command that builds the data, and
+    this command again."""
+    completed = export(tmp_path, {"SCIFIG_GRAB_DATA": str(tmp_path / "nowhere")}, ["grab"])
+    assert completed.returncode == 1
+    assert completed.stderr.strip().splitlines() == [
+        f"scifig export-tsv: FAILED: grab: {tmp_path / 'nowhere'}: does not exist (GRAB data); set "
+        "SCIFIG_GRAB_DATA=DIR to local data (`scifig curate grab --out DIR` builds it), then run "
+        "`scifig export-tsv --data grab` again"
+    ]
+
+
+def test_old_names_and_groups_export_under_todays_names(tmp_path: Path) -> None:
+    env = data_env(tmp_path)
+    completed = export(tmp_path, env, ["SciFig_GRAB", "scifibench_cs"])
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    lines = [line for line in completed.stderr.splitlines() if "deprecated" in line]
+    assert lines == ["scifig: VLMEvalKit dataset SciFig_GRAB is deprecated and goes in 0.3.0 — use grab"]
+    assert sorted(path.name for path in (tmp_path / "tsv").glob("*.tsv")) == [
+        "grab.tsv",
+        "scifibench_cs_caption2figure.tsv",
+        "scifibench_cs_figure2caption.tsv",
+    ]

@@ -100,13 +100,13 @@ def write_data(directory: Path) -> Path:
 
 
 DATASETS = {
-    "SciFig_MMSCI_MCQ": "SciFigMMSciMCQ",
-    "SciFig_MMSCI_Caption_ImageOnly": "SciFigMMSciCaption",
-    "SciFig_MMSCI_Caption_WithAbstract": "SciFigMMSciCaption",
+    "mmsci": "SciFigMMSciMCQ",
+    "mmsci_caption_image_only": "SciFigMMSciCaption",
+    "mmsci_caption_with_abstract": "SciFigMMSciCaption",
 }
 CAPTION_TASKS = {
-    "SciFig_MMSCI_Caption_ImageOnly": "mmsci_caption_image_only",
-    "SciFig_MMSCI_Caption_WithAbstract": "mmsci_caption_with_abstract",
+    "mmsci_caption_image_only": "mmsci_caption_image_only",
+    "mmsci_caption_with_abstract": "mmsci_caption_with_abstract",
 }
 METRICS = ("bleu2", "bleu4", "cumulative_bleu_2", "cumulative_bleu_4", "rouge1", "rouge2", "rougeL", "meteor")
 METRICS += ("bertscore_f1", "cider", "factscore")
@@ -139,7 +139,7 @@ def test_mmsci_in_vlmeval_matches_lmms_eval(tmp_path: Path, openai_server, lmms_
 
     # multiple choice: by hand, fig2cap 2/3, subfig2cap 2/3, subcap2fig 2/4; the paper's "Avg." is pooled over the
     # questions (6/10), not the settings' mean (0.6111); the authors' denominator drops the 2 unresolved: 6/8
-    scores = vlmeval_scores(out, "SciFig_MMSCI_MCQ")
+    scores = vlmeval_scores(out, "mmsci")
     metrics = scores["metrics"]
     assert [metrics[f"setting={s}"] for s in ("fig2cap", "subfig2cap", "subcap2fig")] == [2 / 3, 2 / 3, 2 / 4]
     assert metrics["accuracy"] == 6 / 10

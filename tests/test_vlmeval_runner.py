@@ -177,7 +177,7 @@ PLOT_TWIST_CASES: list[PtCase] = [
 ]
 
 
-# robustness variants: only in SciFig_PlotTwist_Robustness (lmms-eval's plot_twist group and SciFig_PlotTwist keep base)
+# robustness variants: only in plot_twist_robustness (lmms-eval's plot_twist group and plot_twist keep base)
 VARIANT_CASES: list[PtCase] = [
     PtCase("bar", "count_bars", "4", "b1", SENTENCE.format("4"), (True, True, True), variant="title_misleading"),
     PtCase("scatter", "x_max_point", "8", "s1", SENTENCE.format("9"), (False, False, False), variant="grid"),
@@ -270,12 +270,12 @@ def write_all(tmp_path: Path) -> dict[str, str]:
 
 
 VLMEVAL_DATASETS = {
-    "SciFig_GRAB": "SciFigGRAB",
-    "SciFig_GRAB_LLMExtract": "SciFigGRABLLMExtract",
-    **{f"SciFig_SciFIBench_{split}": "SciFigSciFIBench" for split in SCIFIBENCH_CASES},
-    "SciFig_PlotTwist": "SciFigPlotTwist",
-    "SciFig_SciFIBench_General_Caption2Figure_Reasoning": "SciFigSciFIBenchReasoning",
-    "SciFig_PlotTwist_Robustness": "SciFigPlotTwistRobustness",
+    "grab": "SciFigGRAB",
+    "grab_llm_extract": "SciFigGRABLLMExtract",
+    **{f"scifibench_{split.lower()}": "SciFigSciFIBench" for split in SCIFIBENCH_CASES},
+    "plot_twist": "SciFigPlotTwist",
+    "scifibench_general_caption2figure_reasoning": "SciFigSciFIBenchReasoning",
+    "plot_twist_robustness": "SciFigPlotTwistRobustness",
 }
 
 
@@ -315,7 +315,7 @@ def test_vlmeval_and_lmms_eval_give_the_same_numbers(tmp_path: Path, openai_serv
     assert c2f == [("text", "image_url") * 5 + ("text",)]
 
     # GRAB: hand-derived counts, equal to lmms-eval's
-    grab = vlmeval_scores(out, "SciFig_GRAB")
+    grab = vlmeval_scores(out, "grab")
     correct = sum(ok for _, _, ok in GRAB_CASES)
     assert grab["metrics"]["correct"] == correct == 6
     assert grab["metrics"]["accuracy"] == correct / len(GRAB_CASES)
@@ -325,7 +325,10 @@ def test_vlmeval_and_lmms_eval_give_the_same_numbers(tmp_path: Path, openai_serv
         assert grab["breakdown"]["task"][task]["correct"] == sum(cases)
         assert results["results"][subtask]["accuracy,none"] == sum(cases) / len(cases)
     assert grab["breakdown"]["flags"]["output_status"] == {"ok": 10, "request_failed": 1}
-    extract = vlmeval_scores(out, "SciFig_GRAB_LLMExtract")
+    # no --judge option: the SCIFIG_JUDGE_* judge, named in the scores
+    judge = {"model": "fake-judge", "base_url": vlm_judge.base_url, "from": "SCIFIG_JUDGE_* environment"}
+    assert grab["judge"] == judge
+    extract = vlmeval_scores(out, "grab_llm_extract")
     assert len(LLM_EXTRACT_OK) == len(GRAB_CASES)
     assert extract["metrics"]["correct"] == sum(LLM_EXTRACT_OK) == 8
     assert extract["breakdown"] == results["groups"]["grab_llm_extract"]["breakdown,none"]
@@ -339,7 +342,7 @@ def test_vlmeval_and_lmms_eval_give_the_same_numbers(tmp_path: Path, openai_serv
         "General_Caption2Figure": "scifibench_general_caption2figure",
     }
     for split, cases in SCIFIBENCH_CASES.items():
-        scores = vlmeval_scores(out, f"SciFig_SciFIBench_{split}")
+        scores = vlmeval_scores(out, tasks[split])
         correct = sum(case.stated == case.answer for case in cases)
         unresolved = sum(case.stated is None for case in cases)
         assert scores["metrics"]["correct"] == correct, split
@@ -347,10 +350,10 @@ def test_vlmeval_and_lmms_eval_give_the_same_numbers(tmp_path: Path, openai_serv
         assert scores["metrics"]["accuracy"] == correct / len(cases)
         assert scores["metrics"]["accuracy"] == results["results"][tasks[split]]["accuracy,none"], split
         assert scores["breakdown"] == results["results"][tasks[split]]["breakdown,none"], split
-    assert [vlmeval_scores(out, f"SciFig_SciFIBench_{s}")["metrics"]["correct"] for s in tasks] == [4, 2, 1, 2]
+    assert [vlmeval_scores(out, tasks[s])["metrics"]["correct"] for s in tasks] == [4, 2, 1, 2]
 
     # Plot Twist: the three accuracies and their collective forms, hand-derived and equal to the lmms-eval group
-    twist = vlmeval_scores(out, "SciFig_PlotTwist")
+    twist = vlmeval_scores(out, "plot_twist")
     for position, name in enumerate(("standard", "relaxed", "range")):
         hits = sum(case.expected[position] for case in PLOT_TWIST_CASES)
         assert twist["metrics"][f"{name}_acc"] == hits / len(PLOT_TWIST_CASES), name
@@ -364,8 +367,8 @@ def test_vlmeval_and_lmms_eval_give_the_same_numbers(tmp_path: Path, openai_serv
     assert twist["breakdown"] == results["groups"]["plot_twist"]["breakdown,none"]
 
     # VLMEvalKit only: the reasoning prompt (same replies, same resolution) and the robustness deltas, by hand
-    assert vlmeval_scores(out, "SciFig_SciFIBench_General_Caption2Figure_Reasoning")["metrics"]["correct"] == 2
-    robust = vlmeval_scores(out, "SciFig_PlotTwist_Robustness")
+    assert vlmeval_scores(out, "scifibench_general_caption2figure_reasoning")["metrics"]["correct"] == 2
+    robust = vlmeval_scores(out, "plot_twist_robustness")
     assert {key: cell["questions"] for key, cell in robust["breakdown"]["variant"].items()} == {
         "base": 10,
         "title_misleading": 1,
@@ -393,9 +396,9 @@ def test_scifig_vlmeval_fails_loudly_on_bad_data(tmp_path: Path, lmms_env) -> No
     bad data, and the LLM-extraction dataset refuses to start without a judge."""
     bad = write_parquet([Row("properties", "1"), Row("spline", "2")], tmp_path / "bad" / "GRAB.parquet")
     env = {**lmms_env, "SCIFIG_GRAB_DATA": str(bad)}
-    data = {"SciFig_GRAB": "SciFigGRAB", "SciFig_GRAB_LLMExtract": "SciFigGRABLLMExtract"}
+    data = {"grab": "SciFigGRAB", "grab_llm_extract": "SciFigGRABLLMExtract"}
     completed, _ = run_vlmeval(tmp_path, "http://127.0.0.1:9/v1", env, data)
     assert completed.returncode == 1
-    assert "scifig vlmeval: FAILED: fake-vlm x SciFig_GRAB: " in completed.stderr
+    assert "scifig vlmeval: FAILED: fake-vlm x grab: " in completed.stderr
     assert f"{bad}, row 1 (0-based), column 'task': unknown value 'spline'" in completed.stderr
-    assert "fake-vlm x SciFig_GRAB_LLMExtract: GRAB LLM-extraction scoring needs a judge" in completed.stderr
+    assert "fake-vlm x grab_llm_extract: GRAB LLM-extraction scoring needs a judge" in completed.stderr

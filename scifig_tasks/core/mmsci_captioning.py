@@ -47,12 +47,15 @@ import os
 import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scifig_tasks.core import settings
 from scifig_tasks.core.outputs import output_status
 from scifig_tasks.core.protocol import Protocol, in_force
 from scifig_tasks.core.settings import Settings
+
+if TYPE_CHECKING:
+    from scifig_tasks.core.judge import JudgeClient
 
 logger = logging.getLogger("scifig.mmsci")
 
@@ -351,7 +354,11 @@ DEFINITIONS = {
 _cache: dict[str, dict[str, Any]] = {}
 
 
-def _records_digest(records: Sequence[Mapping[str, Any]], given: Settings) -> str:
+_FROM_SETTINGS = object()
+"""``evaluate``'s judge when none is passed: the one the settings configure (``SCIFIG_JUDGE_*``)."""
+
+
+def _records_digest(records: Sequence[Mapping[str, Any]], given: Settings, judge: Any = _FROM_SETTINGS) -> str:
     import hashlib
     import json
 
@@ -360,6 +367,12 @@ def _records_digest(records: Sequence[Mapping[str, Any]], given: Settings) -> st
         for name, text in sorted(given.raw.items())
         if name.startswith(("SCIFIG_MMSCI_", "SCIFIG_JUDGE", "SCIFIG_PROTOCOL"))
     }
+    if judge is not _FROM_SETTINGS:  # a judge passed in: its endpoint and model, never its key
+        config = getattr(judge, "config", None)
+        chosen = {
+            **chosen,
+            "judge": None if judge is None else [config.base_url, config.model] if config else repr(judge),
+        }
     payload = json.dumps([chosen, [dict(record) for record in records]], sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
@@ -408,10 +421,13 @@ def _average_judged(reports: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def evaluate(
-    records: Sequence[Mapping[str, Any]], environ: Settings | Mapping[str, str] | None = None
+    records: Sequence[Mapping[str, Any]],
+    environ: Settings | Mapping[str, str] | None = None,
+    judge: JudgeClient | None | object = _FROM_SETTINGS,
 ) -> dict[str, Any]:
     """Every captioning metric over per-sample records (``uid``, ``figure_index``, ``prediction`` or k
-    ``predictions``, ``reference``, optionally ``protocol``).
+    ``predictions``, ``reference``, optionally ``protocol``). FActScore and G-Eval ask ``judge`` (``None``: no judge;
+    not given: the judge the settings configure).
 
     Returns ``{"values": {metric: float | None}, "report": {...}}``; computed once per distinct set of records (each
     lmms-eval metric's aggregation asks for its own value). ``report.protocol`` records the setting that ran.
@@ -422,7 +438,7 @@ def evaluate(
     from scifig_tasks.core.judge import get_judge
 
     given = settings.resolve(environ)
-    digest = _records_digest(records, given)
+    digest = _records_digest(records, given, judge)
     if digest in _cache:
         return _cache[digest]
     scoring = records_protocol(records, given.raw)
@@ -447,7 +463,8 @@ def evaluate(
     size, seed = mmsci_judged.subset_settings(given)
     keys = [f"{record['uid']}\0{int(record['figure_index']):06d}" for record in records]
     chosen = mmsci_judged.select_subset(keys, size, seed)
-    judge = get_judge(given)
+    if judge is _FROM_SETTINGS:
+        judge = get_judge(given)
 
     def samples(pick: Any) -> list[mmsci_judged.Sample]:
         return [mmsci_judged.Sample(keys[i], pick(i), references[i]) for i in chosen]

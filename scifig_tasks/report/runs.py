@@ -28,24 +28,31 @@ from scifig_tasks.core.provenance import KEY
 from scifig_tasks.core.sample_logs import report_note, scores_note
 from scifig_tasks.core.secrets import mask, mask_value, secrets_of
 from scifig_tasks.core.sources import SCIFIBENCH
+from scifig_tasks.vlmeval.names import DEPRECATED as VLMEVAL_DEPRECATED
 
 SCIFIBENCH_SPLITS = SCIFIBENCH.splits
 
 RESULTS_SUFFIX = "_results.json"
 SCORES_SUFFIX = "_scifig_scores.json"
 RECORDS_SUFFIX = "_scifig_records.jsonl"
+VLMEVAL_SHOWN = (
+    "grab",
+    "grab_llm_extract",
+    *(f"scifibench_{split.lower()}" for split in SCIFIBENCH_SPLITS),
+    "plot_twist",
+    "plot_twist_robustness",
+    "mmsci",
+    "mmsci_caption_image_only",
+    "mmsci_caption_with_abstract",
+)
 VLMEVAL_TASKS: dict[str, str] = {
-    "SciFig_GRAB": "grab",
-    "SciFig_GRAB_LLMExtract": "grab_llm_extract",
-    **{f"SciFig_SciFIBench_{split}": f"scifibench_{split.lower()}" for split in SCIFIBENCH_SPLITS},
-    "SciFig_PlotTwist": "plot_twist",
-    "SciFig_PlotTwist_Robustness": "plot_twist_robustness",
-    "SciFig_MMSCI_MCQ": "mmsci",
-    "SciFig_MMSCI_Caption_ImageOnly": "mmsci_caption_image_only",
-    "SciFig_MMSCI_Caption_WithAbstract": "mmsci_caption_with_abstract",
+    **{name: name for name in VLMEVAL_SHOWN},
+    **{old: new for old, new in VLMEVAL_DEPRECATED.items() if new in VLMEVAL_SHOWN},
 }
-"""VLMEvalKit dataset name -> the lmms-eval task or group whose section shows it (dev-split and reasoning-prompt
-datasets are not shown: the report compares models on the papers' test protocol)."""
+"""VLMEvalKit dataset name -> the lmms-eval task or group whose section shows it: the same name
+(:mod:`scifig_tasks.vlmeval.names`), or the ``SciFig_*`` name of a file written by an earlier release. Dev-split,
+reasoning-prompt and ``_paper`` datasets are not shown: the report compares models on the papers' test questions under
+one protocol."""
 DETAIL_METRIC: dict[str, str] = {
     "mmsci_caption_image_only": "caption_report",
     "mmsci_caption_with_abstract": "caption_report",

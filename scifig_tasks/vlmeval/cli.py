@@ -9,6 +9,10 @@
   (VLMEvalKit logs the key of its OpenAI wrapper; a server echoing a key puts it in the model's replies); and the
   command exits non-zero when a requested dataset has no metrics (VLMEvalKit logs the failure and exits 0) or any
   sample could not be judged (its last line counts them per task, as ``scifig eval`` does).
+  Dataset names are the lmms-eval task names (:mod:`scifig_tasks.vlmeval.names`): ``--data`` also takes an lmms-eval
+  group (``scifibench``: its four datasets) and the deprecated ``SciFig_*`` names (mapped, with a warning), in
+  ``--data`` and in a ``--config`` file. VLMEvalKit's ``--judge`` options choose the scifig datasets' judge
+  (:mod:`scifig_tasks.vlmeval.judging`).
 * ``scifig export-tsv [--data NAME ...] [--out DIR]`` writes the VLMEvalKit TSV of each dataset (default: all, into
   VLMEvalKit's data folder ``$LMUData`` or ``~/LMUData``) from the Hub or the ``SCIFIG_*_DATA`` local data.
 """
@@ -19,13 +23,15 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from scifig_tasks.core.errors import DataError
 from scifig_tasks.core.secrets import declared, mask_files, mask_log_records, secrets_of
-from scifig_tasks.vlmeval import tsv
+from scifig_tasks.vlmeval import names, tsv
 
 
 class VlmevalFailed(RuntimeError):
@@ -76,6 +82,66 @@ def _strings(node: Any) -> Iterable[str]:
             yield from _strings(value)
 
 
+def renamed_data(argv: Sequence[str]) -> list[str]:
+    """``argv`` with the values of ``--data`` as today's dataset names (:func:`scifig_tasks.vlmeval.names.expand`:
+    deprecated names mapped with a warning, lmms-eval groups expanded)."""
+    out: list[str] = []
+    values: list[str] | None = None
+    for arg in [*argv, "--"]:
+        if values is not None and not arg.startswith("-"):
+            values.append(arg)
+            continue
+        if values is not None:
+            out += names.expand(values)
+            values = None
+        if arg == "--data":
+            out.append(arg)
+            values = []
+        elif arg.startswith("--data="):
+            out += ["--data", *names.expand([arg.split("=", 1)[1]])]
+        else:
+            out.append(arg)
+    return out[:-1]
+
+
+def renamed_config(config: dict[str, Any]) -> dict[str, Any] | None:
+    """A ``--config`` document with its deprecated dataset names mapped (keys and ``"dataset"`` values, with a
+    warning each); None when it names none."""
+    data = config.get("data")
+    if not isinstance(data, dict):
+        return None
+    datasets = [entry.get("dataset") for entry in data.values() if isinstance(entry, dict)]
+    if not any(name in names.DEPRECATED for name in [*data, *datasets]):
+        return None
+    renamed: dict[str, Any] = {}
+    for name, entry in data.items():
+        if isinstance(entry, dict) and entry.get("dataset") in names.DEPRECATED:
+            entry = {**entry, "dataset": names.current(entry["dataset"])}
+        renamed[names.current(name)] = entry
+    return {**config, "data": renamed}
+
+
+def _with_current_names(argv: list[str], folder: Path) -> list[str]:
+    """``argv`` naming today's datasets: ``--data`` values renamed, a ``--config`` file naming deprecated datasets
+    rewritten into ``folder`` (the user's file is left as it is)."""
+    argv = renamed_data(argv)
+    for name in _values(argv, "--config"):
+        path = Path(name)
+        config = json.loads(path.read_text()) if path.is_file() else None
+        renamed = renamed_config(config) if isinstance(config, dict) else None
+        if renamed is not None:
+            copy = folder / path.name
+            copy.write_text(json.dumps(renamed))
+            argv = [str(copy) if arg == name else arg.replace(f"={name}", f"={copy}") for arg in argv]
+    return argv
+
+
+def _judge_options(args: argparse.Namespace) -> tuple[str | None, bool]:
+    """``--judge`` and whether any judge option (``--judge``, ``--judge-base-url``, ``--judge-key``) was given."""
+    model = getattr(args, "judge", None)
+    return model, any(getattr(args, name, None) for name in ("judge", "judge_base_url", "judge_key"))
+
+
 def _work_dir(args: argparse.Namespace) -> Path:
     return Path(os.environ.get("MMEVAL_ROOT") or args.work_dir)
 
@@ -110,17 +176,27 @@ def _check(work_dir: Path, models: list[str], datasets: list[str], mode: str) ->
     return problems
 
 
+SCORES_SUFFIX = "_scifig_scores.json"
+
+
 def judge_failures_since(work_dir: Path, started: float) -> dict[str, int]:
     """Samples the LLM judge could not score, per dataset, in the scores files written under ``work_dir`` since
-    ``started`` (read as :mod:`scifig_tasks.report.runs` reads them, counted as ``scifig eval`` counts them)."""
+    ``started`` (counted as ``scifig eval`` counts them: :func:`scifig_tasks.core.judge.judge_failures` over each
+    file's metrics and details; a captioning dataset's details are its ``caption_report``)."""
     from scifig_tasks.core.judge import judge_failures
-    from scifig_tasks.report.runs import SCORES_SUFFIX, load_runs
 
-    written = [path for path in work_dir.rglob(f"*{SCORES_SUFFIX}") if path.stat().st_mtime >= started]
     failed: dict[str, int] = {}
-    for run in load_runs(written) if written else []:
-        for task, count in judge_failures({"results": run.entries}).items():
-            failed[task] = failed.get(task, 0) + count
+    for path in sorted(work_dir.rglob(f"*{SCORES_SUFFIX}")):
+        if path.stat().st_mtime < started:
+            continue
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(data, dict) or not {"dataset", "metrics", "breakdown"} <= set(data):
+            continue
+        entries = {f"{name},none": value for name, value in data["metrics"].items()}
+        entries |= {"breakdown,none": data["breakdown"], "caption_report,none": data["breakdown"]}
+        for _, count in judge_failures({"results": {path.name: entries}}).items():
+            name = str(data["dataset"])
+            failed[name] = failed.get(name, 0) + count
     return failed
 
 
@@ -139,19 +215,23 @@ def run_vlmeval(argv: Sequence[str]) -> dict[str, int]:
     register()
     import vlmeval.run as vlmeval_run
 
+    from scifig_tasks.vlmeval import judging
+
     saved, started, args = sys.argv, time.time() - 1.0, None  # file times may be rounded down
-    sys.argv = ["run.py", *argv]
-    try:
-        with declared(masked):  # the judge cache and the records mask the command line's keys too
-            args = vlmeval_run.parse_args()
-            vlmeval_run.load_env()
-            vlmeval_run.main()
-    finally:
-        sys.argv = saved
-        if args is not None:  # every file the run wrote in its work dir: predictions, records, scores, logs, pickles
-            mask_files(_work_dir(args), masked, since=started)
+    with tempfile.TemporaryDirectory(prefix="scifig-vlmeval-") as folder:  # a renamed --config (keys: deleted)
+        sys.argv = ["run.py", *_with_current_names(list(argv), Path(folder))]
+        try:
+            with declared(masked):  # the judge cache and the records mask the command line's keys too
+                args = vlmeval_run.parse_args()
+                vlmeval_run.load_env()
+                with judging.command_line(*_judge_options(args)):
+                    vlmeval_run.main()
+        finally:
+            sys.argv = saved
+            if args is not None:  # every file the run wrote in its work dir: predictions, records, scores, logs
+                mask_files(_work_dir(args), masked, since=started)
+        models, datasets = _requested(args)
     work_dir = _work_dir(args)
-    models, datasets = _requested(args)
     problems = _check(work_dir, models, datasets, args.mode)
     if problems:
         raise VlmevalFailed("; ".join(problems))
@@ -173,17 +253,42 @@ def _vlmeval(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
+    """Write the TSVs; an unknown name or data that cannot be read ends it with one line saying what to do."""
     out = args.out or tsv.lmu_data_root()
-    for name in args.data or list(tsv.SPECS):
-        path, count = tsv.write_tsv(name, out)
+    wanted = names.expand(args.data) if args.data else list(tsv.SPECS)
+    unknown = [name for name in wanted if name not in tsv.SPECS]
+    if unknown:
+        print(
+            f"scifig export-tsv: unknown dataset {', '.join(unknown)} (known: {', '.join(tsv.SPECS)})", file=sys.stderr
+        )
+        return 2
+    for name in wanted:
+        try:
+            path, count = tsv.write_tsv(name, out)
+        except DataError as exc:
+            print(f"scifig export-tsv: FAILED: {name}: {data_remedy(name, exc)}", file=sys.stderr)
+            return 1
         print(f"{name}: {count} rows -> {path}")
     return 0
 
 
+def data_remedy(name: str, exc: DataError) -> str:
+    """The data error of dataset ``name`` with a way out that helps ``export-tsv``: the variable to set (and the
+    command that builds the data), then this command again; not ``scifig demo``, which writes no VLMEvalKit data."""
+    source = tsv.spec(name).source
+    built = f" (`{source.build_command}` builds it)" if source.build_command else ""
+    remedy = f"set {source.env_var}=DIR to local data{built}, then run `scifig export-tsv --data {name}` again"
+    message = str(exc)
+    general = source.remedy()
+    return message.replace(general, remedy) if general in message else f"{message}; {remedy}"
+
+
 VLMEVAL_DESCRIPTION = """\
-Run VLMEvalKit's own runner (its run.py) with the scifig datasets registered: SciFig_GRAB, SciFig_SciFIBench_*,
-SciFig_PlotTwist*, SciFig_MMSCI_* (scifig export-tsv --help lists them all). The options are VLMEvalKit's, passed to
-it unchanged (listed below).
+Run VLMEvalKit's own runner (its run.py) with the scifig datasets registered, named as the lmms-eval tasks: grab,
+scifibench_cs_figure2caption, ..., plot_twist, mmsci, ... (scifig tasks lists them; a _paper twin scores with the
+paper's protocol). --data also takes an lmms-eval group that VLMEvalKit runs as several datasets (scifibench,
+scifibench_paper, mmsci_captioning, ...). The options are VLMEvalKit's, passed to it unchanged (listed below);
+--judge, --judge-base-url and --judge-key choose the judge of the scifig datasets (else SCIFIG_JUDGE_*).
 
 Differences from running VLMEvalKit's run.py: predictions are written as TSV (exact text, no spreadsheet
 conversions) unless PRED_FORMAT is set; API keys and the credentials of URLs (user:password@) are masked in its logs
@@ -192,7 +297,7 @@ requested dataset ends without metrics (VLMEvalKit exits 0) or any sample could 
 
 VLMEVAL_EPILOG = """\
 examples:
-  scifig vlmeval --data SciFig_GRAB SciFig_PlotTwist --model Qwen2-VL-2B-Instruct --work-dir outputs
+  scifig vlmeval --data grab plot_twist scifibench --model Qwen2-VL-2B-Instruct --work-dir outputs
   scifig vlmeval --config my_models.json --work-dir outputs"""
 
 EXPORT_TSV_DESCRIPTION = """\
@@ -202,7 +307,7 @@ itself; exporting first lets you inspect the files or copy them to a machine wit
 
 EXPORT_TSV_EPILOG = """\
 example:
-  SCIFIG_GRAB_DATA=grab-data scifig export-tsv --data SciFig_GRAB --out ~/LMUData"""
+  SCIFIG_GRAB_DATA=grab-data scifig export-tsv --data grab --out ~/LMUData"""
 
 
 def vlmeval_help() -> str:
@@ -242,10 +347,9 @@ def register(commands: Any) -> None:
     export.add_argument(
         "--data",
         nargs="+",
-        choices=list(tsv.SPECS),
         default=None,
         metavar="NAME",
-        help=f"datasets (default: all): {', '.join(tsv.SPECS)}",
+        help=f"datasets or lmms-eval groups (default: all): {', '.join(tsv.SPECS)}",
     )
     export.add_argument("--out", type=Path, default=None, help="output folder (default: $LMUData or ~/LMUData)")
     export.set_defaults(handler=_export)

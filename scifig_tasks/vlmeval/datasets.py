@@ -14,8 +14,14 @@ VLMEvalKit behaviours deliberately not inherited: its MCQ evaluation (random gue
 reading the article "A" as an option), its VQA scoring, and its json dumping of numpy scalars (numpy 2). A reply
 VLMEvalKit could not obtain (``Failed to obtain answer via API.``) is counted wrong and flagged ``request_failed``.
 
-The judge (SciFIBench ambiguous outputs, Plot Twist reformatting) is configured as for lmms-eval, with
-``SCIFIG_JUDGE_*`` environment variables (:func:`core.judge.get_judge`); VLMEvalKit's ``--judge`` options are not used.
+Names (:mod:`scifig_tasks.vlmeval.names`): each dataset is called as the lmms-eval task of the same questions and
+protocol; a ``_paper`` twin scores with the paper's protocol (:func:`scifig_tasks.core.protocol.in_force`, as the
+lmms-eval hooks call it, so ``scifig rescore --protocol`` and the deprecated variables act alike in both frameworks).
+A deprecated ``SciFig_*`` name still builds its dataset, under the new name, with a one-line warning.
+
+The judge (SciFIBench ambiguous outputs and the paper protocol, MMSci, Plot Twist reformatting, GRAB extraction) is
+VLMEvalKit's ``--judge`` / ``--judge-base-url`` / ``--judge-key`` choice when one was made, else the
+``SCIFIG_JUDGE_*`` setup as for lmms-eval (:mod:`scifig_tasks.vlmeval.judging`); the scores file names it (``judge``).
 
 ``evaluate`` writes ``<prediction file>_scifig_records.jsonl`` (one scored record per question, with the reply) and
 ``<prediction file>_scifig_scores.json`` (the metrics, the breakdown, the task version and the environment block of
@@ -40,12 +46,12 @@ from vlmeval.dataset.image_base import ImageBaseDataset
 from vlmeval.smp import LMUDataRoot, toliststr
 
 from scifig_tasks.core import grab, plot_twist, scifibench
-from scifig_tasks.core.judge import configured_concurrency, get_judge
+from scifig_tasks.core.judge import JudgeClient, get_judge
+from scifig_tasks.core.protocol import Protocol, in_force
 from scifig_tasks.core.provenance import KEY, environment
 from scifig_tasks.core.secrets import mask_value, secrets_of
-from scifig_tasks.core.sources import SCIFIBENCH
 from scifig_tasks.core.versions import TASK_VERSIONS
-from scifig_tasks.vlmeval import tsv
+from scifig_tasks.vlmeval import judging, names, tsv
 
 Message = list[dict[str, str]]
 SCORING_THREADS = 8
@@ -59,11 +65,25 @@ class SciFigDataset(ImageBaseDataset):
     NAMES: tuple[str, ...] = ()
     BENCHMARK = ""
     """The benchmark whose task version (:data:`scifig_tasks.core.versions.TASK_VERSIONS`) the scores carry."""
+    NAMED: Protocol = "default"
+    """The protocol the class's names select (``paper``: the ``_paper`` twins); :meth:`protocol` is the one in force."""
     force_use_dataset_prompt = True
+    judge: JudgeClient | None = None
+    """The judge of the running :meth:`evaluate` (:mod:`scifig_tasks.vlmeval.judging`)."""
+
+    def __init__(self, dataset: str = "", skip_noimg: bool = True) -> None:
+        """A deprecated ``SciFig_*`` name builds the dataset under its new name (one warning line on stderr)."""
+        super().__init__(dataset=names.current(dataset or self.NAMES[0]), skip_noimg=skip_noimg)
 
     @classmethod
     def supported_datasets(cls) -> list[str]:
-        return list(cls.NAMES)
+        """The class's names, then the deprecated names of the same datasets (VLMEvalKit's ``build_dataset`` finds
+        the class by either; the listing shows today's names first)."""
+        return [*cls.NAMES, *(old for old, new in names.DEPRECATED.items() if new in cls.NAMES)]
+
+    def protocol(self) -> Protocol:
+        """The scoring protocol in force for this dataset (:func:`scifig_tasks.core.protocol.in_force`)."""
+        return in_force(self.BENCHMARK, self.NAMED)
 
     def load_data(self, dataset: str) -> pd.DataFrame:
         path = tsv.ensure_tsv(dataset, Path(LMUDataRoot()))
@@ -73,9 +93,9 @@ class SciFigDataset(ImageBaseDataset):
     def dump_image(self, line: Mapping[str, Any]) -> list[str]:
         """Write the row's image bytes as they are (no decode/re-encode) under content-hashed names."""
         os.makedirs(self.img_root, exist_ok=True)
-        encoded, names = toliststr(line["image"]), toliststr(line["image_path"])
+        encoded, files = toliststr(line["image"]), toliststr(line["image_path"])
         paths = []
-        for data, name in zip(encoded, names, strict=True):
+        for data, name in zip(encoded, files, strict=True):
             path = os.path.join(self.img_root, name)
             if not os.path.exists(path):
                 partial = f"{path}.partial{os.getpid()}"
@@ -96,6 +116,10 @@ class SciFigDataset(ImageBaseDataset):
     # ---- scoring ---------------------------------------------------------------------------------------------------
 
     def evaluate(self, eval_file: str, **judge_kwargs: Any) -> dict[str, Any]:
+        """Score a prediction file with the judge VLMEvalKit's options or the environment choose; write the records
+        and the scores (naming the judge) beside it; return the metrics."""
+        chosen = judging.resolve(judge_kwargs, self.TYPE)
+        self.judge = chosen.client
         replies = read_predictions(eval_file)
         lines = [line for _, line in self.data.iterrows()]
         missing = [str(line["index"]) for line in lines if str(line["index"]) not in replies]
@@ -108,16 +132,17 @@ class SciFigDataset(ImageBaseDataset):
 
         # judge calls (ambiguous answers, reformatting) run concurrently, one per scoring thread: as many threads as
         # the judge allows requests in flight (SCIFIG_JUDGE_MAX_CONCURRENCY), at least SCORING_THREADS
-        with ThreadPoolExecutor(max_workers=max(SCORING_THREADS, configured_concurrency() or 0)) as pool:
+        with ThreadPoolExecutor(max_workers=max(SCORING_THREADS, chosen.max_concurrency or 0)) as pool:
             records = list(pool.map(scored, lines))
         metrics, details = self.summarise(records)
-        stem, secrets = str(eval_file).rsplit(".", 1)[0], secrets_of(os.environ)
+        key = [self.judge.config.api_key] if self.judge is not None and self.judge.config.api_key else []
+        stem, secrets = str(eval_file).rsplit(".", 1)[0], secrets_of(os.environ, key)
         with open(f"{stem}_scifig_records.jsonl", "w", encoding="utf-8") as handle:
             for record in records:
                 handle.write(json.dumps(mask_value(record, secrets), ensure_ascii=False) + "\n")
         with open(f"{stem}_scifig_scores.json", "w", encoding="utf-8") as handle:
             scores = {"dataset": self.dataset_name, "version": TASK_VERSIONS[self.BENCHMARK], "metrics": metrics}
-            scores |= {"breakdown": details, KEY: environment("vlmeval")}
+            scores |= {"breakdown": details, "judge": chosen.described(), KEY: environment("vlmeval")}
             json.dump(mask_value(scores, secrets), handle, indent=1)
         return metrics
 
@@ -164,7 +189,7 @@ class SciFigGRAB(SciFigDataset):
     """GRAB (all four tasks): the README prompt, text then image (the README's chat message), exact match, breakdown
     per task/category/complexity/precision."""
 
-    NAMES = ("SciFig_GRAB",)
+    NAMES = ("grab",)
     BENCHMARK = "grab"
 
     def build_prompt(self, line: int | Mapping[str, Any]) -> Message:
@@ -186,29 +211,33 @@ class SciFigGRAB(SciFigDataset):
 
 class SciFigGRABLLMExtract(SciFigGRAB):
     """GRAB's ablation protocol: the judge extracts the answer with the paper's prompt, then the same exact match.
-    Refuses to start without a configured judge (``SCIFIG_JUDGE_*``)."""
+    Refuses to start without a judge (``SCIFIG_JUDGE_*``, or VLMEvalKit's ``--judge`` options)."""
 
-    NAMES = ("SciFig_GRAB_LLMExtract",)
+    NAMES = ("grab_llm_extract",)
 
     def load_data(self, dataset: str) -> pd.DataFrame:
-        grab.require_judge()
+        if not judging.declared() and get_judge() is None:
+            raise RuntimeError(grab.LLM_EXTRACT_NEEDS_JUDGE)
         return super().load_data(dataset)
 
     def score(self, line: Mapping[str, Any], reply: str | None) -> dict[str, Any]:
+        if self.judge is None:
+            raise RuntimeError(grab.LLM_EXTRACT_NEEDS_JUDGE)
         doc = self.doc(line)
-        return grab.sample_record(doc, grab.score_doc(doc, reply, grab.require_judge(), llm_extract=True))
+        return grab.sample_record(doc, grab.score_doc(doc, reply, self.judge, llm_extract=True))
 
 
 # ---- SciFIBench ----------------------------------------------------------------------------------------------------
 
 
 class SciFigSciFIBench(SciFigDataset):
-    """SciFIBench, four splits: the paper's prompts (Caption→Figure interleaved), letter resolution without
-    guessing, accuracy overall and per category."""
+    """SciFIBench, four splits (``scifibench_cs_figure2caption`` ...): the paper's prompts (Caption→Figure
+    interleaved), letter resolution by rules then the judge for what they refuse, never guessing; accuracy overall
+    and per category."""
 
     TYPE = "MCQ"
     BENCHMARK = "scifibench"
-    NAMES = tuple(f"SciFig_SciFIBench_{split}" for split in SCIFIBENCH.splits)
+    NAMES = names.GROUPS["scifibench"]
     PROMPT_VARIANT: scifibench.PromptVariant = "standard"
 
     def build_prompt(self, line: int | Mapping[str, Any]) -> Message:
@@ -226,10 +255,11 @@ class SciFigSciFIBench(SciFigDataset):
 
     def score(self, line: Mapping[str, Any], reply: str | None) -> dict[str, Any]:
         doc = self.doc(line)
-        return scifibench.sample_record(doc, scifibench.resolve_answer(doc, reply, get_judge()))
+        resolution = scifibench.resolve_answer(doc, reply, self.judge, self.protocol())
+        return scifibench.sample_record(doc, resolution)
 
     def summarise(self, records: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
-        table = scifibench.breakdown(records, get_judge())
+        table = scifibench.breakdown(records, self.judge)
         correct = sum(record["correct"] for record in records)
         unresolved = sum(record["resolution"] == "unresolved" for record in records)
         metrics = {"accuracy": correct / len(records), "n": len(records), "correct": correct, "unresolved": unresolved}
@@ -244,7 +274,7 @@ class SciFigPlotTwist(SciFigDataset):
     """Plot Twist (base charts: scatter, bar, pie): the paper's prompt and extraction, standard / relaxed /
     range-based accuracy and their collective forms, breakdown per chart and question type."""
 
-    NAMES = ("SciFig_PlotTwist",)
+    NAMES = ("plot_twist",)
     BENCHMARK = "plot_twist"
     PROTOCOL = plot_twist.DEFAULT_PROTOCOL
     """:data:`core.plot_twist.PROTOCOLS` key: the prompt and the reformatting (as the lmms-eval task variants)."""
@@ -256,7 +286,7 @@ class SciFigPlotTwist(SciFigDataset):
 
     def score(self, line: Mapping[str, Any], reply: str | None) -> dict[str, Any]:
         doc = self.doc(line)
-        score = plot_twist.score_output(doc, reply, get_judge(), protocol=self.PROTOCOL)
+        score = plot_twist.score_output(doc, reply, self.judge, protocol=self.PROTOCOL)
         return plot_twist.sample_record(doc, [score], self.PROTOCOL)
 
     def summarise(self, records: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -271,15 +301,23 @@ class SciFigPlotTwist(SciFigDataset):
 class SciFigSciFIBenchReasoning(SciFigSciFIBench):
     """SciFIBench with the paper's "reasoning" prompt (no "Only provide the letter ..." sentence)."""
 
-    NAMES = tuple(f"SciFig_SciFIBench_{split}_Reasoning" for split in SCIFIBENCH.splits)
+    NAMES = names.GROUPS["scifibench_reasoning"]
     PROMPT_VARIANT = "reasoning"
+
+
+class SciFigSciFIBenchPaper(SciFigSciFIBench):
+    """SciFIBench under the paper's protocol (``scifibench_*_paper``): every output goes to the judge with the
+    paper's parsing prompt (:func:`scifig_tasks.core.mcq_paper.resolve_scifibench`)."""
+
+    NAMES = names.GROUPS["scifibench_paper"]
+    NAMED = "paper"
 
 
 class SciFigPlotTwistRobustness(SciFigPlotTwist):
     """Plot Twist with every robustness variant (titles, markers, grid, Vega-Lite) and the base charts: the same
     metrics per variant and each variant's change against ``base``."""
 
-    NAMES = ("SciFig_PlotTwist_Robustness",)
+    NAMES = ("plot_twist_robustness",)
 
     def summarise(self, records: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
         metrics, table = super().summarise(records)
@@ -292,28 +330,28 @@ class SciFigPlotTwistRobustness(SciFigPlotTwist):
 class SciFigPlotTwistOpen(SciFigPlotTwist):
     """Plot Twist under the paper's CogVLM/ChartLlama protocol (lmms-eval ``plot_twist_open``)."""
 
-    NAMES = ("SciFig_PlotTwist_Open",)
+    NAMES = ("plot_twist_open",)
     PROTOCOL = "open"
 
 
 class SciFigPlotTwistOpenPaLI(SciFigPlotTwist):
     """Plot Twist under the paper's PaLI-3 protocol (lmms-eval ``plot_twist_open_pali``)."""
 
-    NAMES = ("SciFig_PlotTwist_Open_PaLI",)
+    NAMES = ("plot_twist_open_pali",)
     PROTOCOL = "open_pali"
 
 
 class SciFigPlotTwistRobustnessOpen(SciFigPlotTwistRobustness):
     """The robustness set under the CogVLM/ChartLlama protocol (title variants: "only based on the figure")."""
 
-    NAMES = ("SciFig_PlotTwist_Robustness_Open",)
+    NAMES = ("plot_twist_robustness_open",)
     PROTOCOL = "open"
 
 
 class SciFigPlotTwistRobustnessOpenPaLI(SciFigPlotTwistRobustness):
     """The robustness set under the PaLI-3 protocol (title variants: "only based on the figure")."""
 
-    NAMES = ("SciFig_PlotTwist_Robustness_Open_PaLI",)
+    NAMES = ("plot_twist_robustness_open_pali",)
     PROTOCOL = "open_pali"
 
 
@@ -322,6 +360,7 @@ CLASSES: tuple[type[SciFigDataset], ...] = (
     SciFigGRABLLMExtract,
     SciFigSciFIBench,
     SciFigSciFIBenchReasoning,
+    SciFigSciFIBenchPaper,
     SciFigPlotTwist,
     SciFigPlotTwistRobustness,
     SciFigPlotTwistOpen,

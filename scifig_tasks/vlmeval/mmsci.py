@@ -9,10 +9,13 @@ headline ``accuracy`` is the paper's "Avg.", pooled over all questions of the th
 unweighted mean of the settings). Captioning reports BLEU (the paper's n-gram precisions p2/p4, and cumulative BLEU),
 ROUGE, METEOR, BERTScore, CIDEr, FActScore and G-Eval from :func:`core.mmsci_captioning.evaluate` (a metric that
 cannot be computed is ``None`` with its reason, never 0) — not VLMEvalKit's own MMSci captioning evaluation.
-``SCIFIG_MMSCI_PROTOCOL=paper`` scores captions as the authors' code does; the sampling of k = 3 captions belongs to
-the model's configuration in VLMEvalKit (the lmms-eval ``*_paper`` tasks sample them).
+The ``_paper`` twins (:mod:`scifig_tasks.core.protocol`) score as the authors' code does: ``mmsci_paper`` and the
+``mmsci_<setting>_paper`` datasets read letters with :func:`core.mcq_paper.resolve_mmsci`, the
+``mmsci_caption_*_paper`` datasets score captions with the paper setting. VLMEvalKit asks the model once per question,
+so a paper captioning dataset scores that one caption (k = 1); the lmms-eval ``*_paper`` tasks sample k = 3.
 
-Names use "MMSCI": VLMEvalKit special-cases dataset names containing "MMSci".
+Names are the lmms-eval task names (:mod:`scifig_tasks.vlmeval.names`), all lower case: VLMEvalKit's special cases
+for names containing "MMSci" are case-sensitive and none of its lower-cased checks matches them.
 """
 
 from __future__ import annotations
@@ -21,16 +24,17 @@ from collections.abc import Mapping
 from typing import Any
 
 from scifig_tasks.core import mmsci, mmsci_captioning
-from scifig_tasks.core.judge import get_judge
+from scifig_tasks.vlmeval import names
 from scifig_tasks.vlmeval.datasets import Message, SciFigDataset, _message
 
 
 class SciFigMMSciMCQ(SciFigDataset):
-    """MMSci figure/caption matching, all three settings (``SciFig_MMSCI_MCQ`` test, ``..._Dev`` dev split)."""
+    """MMSci figure/caption matching: all three settings (``mmsci``, ``mmsci_dev``) or one (``mmsci_fig2cap``, ...,
+    ``mmsci_dev_subcap2fig``)."""
 
     BENCHMARK = "mmsci"
     TYPE = "MCQ"
-    NAMES = ("SciFig_MMSCI_MCQ", "SciFig_MMSCI_MCQ_Dev")
+    NAMES = tuple(name for name in names.MMSCI_MCQ if not name.endswith("_paper"))
     PROMPT_VARIANT: mmsci.PromptVariant = "standard"
 
     def build_prompt(self, line: int | Mapping[str, Any]) -> Message:
@@ -40,10 +44,10 @@ class SciFigMMSciMCQ(SciFigDataset):
 
     def score(self, line: Mapping[str, Any], reply: str | None) -> dict[str, Any]:
         doc = self.doc(line)
-        return mmsci.sample_record(doc, mmsci.resolve_answer(doc, reply, get_judge()))
+        return mmsci.sample_record(doc, mmsci.resolve_answer(doc, reply, self.judge, self.protocol()))
 
     def summarise(self, records: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
-        table = mmsci.breakdown(records, get_judge())
+        table = mmsci.breakdown(records, self.judge)
         per_setting = mmsci.setting_accuracies(table)
         pooled = table["overall"]["all"]
         answered = table[mmsci.PAPER_DENOMINATOR].get("overall", {}).get("all", {"n": 0, "correct": 0})
@@ -59,30 +63,47 @@ class SciFigMMSciMCQ(SciFigDataset):
         return metrics, table
 
 
+class SciFigMMSciMCQPaper(SciFigMMSciMCQ):
+    """MMSci multiple choice under the authors' protocol (``mmsci_paper``, ``mmsci_<setting>_paper``)."""
+
+    NAMES = tuple(name for name in names.MMSCI_MCQ if name.endswith("_paper"))
+    NAMED = "paper"
+
+
 class SciFigMMSciCaption(SciFigDataset):
-    """MMSci figure captioning, image only or with the article's abstract (test and ``_Dev`` splits)."""
+    """MMSci figure captioning, image only or with the article's abstract (test and dev splits)."""
 
     BENCHMARK = "mmsci"
-    NAMES = (
-        "SciFig_MMSCI_Caption_ImageOnly",
-        "SciFig_MMSCI_Caption_WithAbstract",
-        "SciFig_MMSCI_Caption_ImageOnly_Dev",
-        "SciFig_MMSCI_Caption_WithAbstract_Dev",
-    )
+    NAMES = tuple(name for name in names.MMSCI_CAPTIONING if not name.endswith("_paper"))
 
     def build_prompt(self, line: int | Mapping[str, Any]) -> Message:
         line = self._row(line)
-        with_abstract = "_WithAbstract" in self.dataset_name
+        with_abstract = "_with_abstract" in self.dataset_name
         prompt = mmsci.caption_prompt(self.doc(line)["abstract"]) if with_abstract else mmsci.caption_prompt()
         return _message(self.dump_image(line), prompt)
 
     def score(self, line: Mapping[str, Any], reply: str | None) -> dict[str, Any]:
+        """The caption record; under the paper protocol it holds the reply as its one sample (``protocol: paper``)."""
+        if self.protocol() == "paper":
+            return mmsci.caption_record(self.doc(line), reply, [reply])
         return mmsci.caption_record(self.doc(line), reply)
 
     def summarise(self, records: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
-        result = mmsci_captioning.evaluate(records)
+        result = mmsci_captioning.evaluate(records, judge=self.judge)
         metrics: dict[str, Any] = {"n": len(records), **result["values"]}
         return metrics, result["report"]
 
 
-MMSCI_CLASSES: tuple[type[SciFigDataset], ...] = (SciFigMMSciMCQ, SciFigMMSciCaption)
+class SciFigMMSciCaptionPaper(SciFigMMSciCaption):
+    """MMSci captioning scored with the authors' setting (``mmsci_caption_*_paper``)."""
+
+    NAMES = tuple(name for name in names.MMSCI_CAPTIONING if name.endswith("_paper"))
+    NAMED = "paper"
+
+
+MMSCI_CLASSES: tuple[type[SciFigDataset], ...] = (
+    SciFigMMSciMCQ,
+    SciFigMMSciMCQPaper,
+    SciFigMMSciCaption,
+    SciFigMMSciCaptionPaper,
+)

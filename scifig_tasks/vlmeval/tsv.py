@@ -36,12 +36,13 @@ from typing import Any
 import pandas as pd
 from PIL import Image
 
-from scifig_tasks.core import plot_twist
+from scifig_tasks.core import mmsci, plot_twist
 from scifig_tasks.core.data import BenchmarkSource, load_benchmark, undecoded
 from scifig_tasks.core.images import decoded_pixels, to_rgb
 from scifig_tasks.core.mcq import strip_label
 from scifig_tasks.core.sources import GRAB, MMSCI_CAPTIONING, MMSCI_MCQ, PLOT_TWIST, SCIFIBENCH
 from scifig_tasks.core.validated import files_identity
+from scifig_tasks.vlmeval import names
 
 FORMAT_VERSION = 2
 """Bumped whenever the TSV layout changes, so cached TSVs are rewritten (2: rows end in CRLF, so a field holding a
@@ -207,54 +208,53 @@ def _base_variant(row: Row) -> bool:
     return (row.get("variant") or plot_twist.BASE) == plot_twist.BASE
 
 
-def _specs(source: BenchmarkSource, tsv_format: TsvFormat, names: Mapping[str, tuple[str, Keep]]) -> dict[str, TsvSpec]:
+def _specs(source: BenchmarkSource, tsv_format: TsvFormat, given: Mapping[str, tuple[str, Keep]]) -> dict[str, TsvSpec]:
     """``name -> TsvSpec`` for the datasets of one source, given as ``name -> (split, keep)``."""
-    return {name: TsvSpec(name, source, split, tsv_format, keep) for name, (split, keep) in names.items()}
+    return {name: TsvSpec(name, source, split, tsv_format, keep) for name, (split, keep) in given.items()}
 
 
-_OPEN_PROTOCOLS = ("_Open", "_Open_PaLI")
+def _setting(name: str) -> Keep:
+    """Keep the MMSci questions of one setting (``fig2cap``, ``subfig2cap``, ``subcap2fig``)."""
+
+    def keep(row: Row) -> bool:
+        return row["setting"] == name
+
+    keep.__qualname__ = f"setting={name}"
+    return keep
+
+
+def _mmsci_mcq(name: str) -> tuple[str, Keep]:
+    """Split and rows of an MMSci multiple-choice dataset: ``mmsci[_dev][_<setting>][_paper]``."""
+    split = "dev" if name.startswith("mmsci_dev") else "test"
+    settings = [setting for setting in mmsci.SETTINGS if f"_{setting}" in name]
+    return split, _setting(settings[0]) if settings else None
+
 
 SPECS: dict[str, TsvSpec] = {
-    **_specs(GRAB, GRAB_FORMAT, {"SciFig_GRAB": ("GRAB", None), "SciFig_GRAB_LLMExtract": ("GRAB", None)}),
-    **_specs(
-        SCIFIBENCH,
-        SCIFIBENCH_FORMAT,
-        {
-            **{f"SciFig_SciFIBench_{split}": (split, None) for split in SCIFIBENCH.splits},
-            **{f"SciFig_SciFIBench_{split}_Reasoning": (split, None) for split in SCIFIBENCH.splits},
-        },
-    ),
+    **_specs(GRAB, GRAB_FORMAT, {name: ("GRAB", None) for name in names.GRAB}),
+    **_specs(SCIFIBENCH, SCIFIBENCH_FORMAT, {name: (names.scifibench_split(name), None) for name in names.SCIFIBENCH}),
     **_specs(
         PLOT_TWIST,
         PLOT_TWIST_FORMAT,
-        {
-            "SciFig_PlotTwist": ("test", _base_variant),
-            "SciFig_PlotTwist_Robustness": ("test", None),
-            # the same rows under the paper's open-model protocols (App. B.3 prompt, every output reformatted)
-            **{f"SciFig_PlotTwist{protocol}": ("test", _base_variant) for protocol in _OPEN_PROTOCOLS},
-            **{f"SciFig_PlotTwist_Robustness{protocol}": ("test", None) for protocol in _OPEN_PROTOCOLS},
-        },
+        # the base charts, or every robustness variant with them; the same rows under the paper's open-model
+        # protocols (App. B.3 prompt, every output reformatted)
+        {name: ("test", None if "robustness" in name else _base_variant) for name in names.PLOT_TWIST},
     ),
-    # MMSci: upper-case "MMSCI" because VLMEvalKit special-cases names containing "MMSci"
-    **_specs(MMSCI_MCQ, MMSCI_MCQ_FORMAT, {"SciFig_MMSCI_MCQ": ("test", None), "SciFig_MMSCI_MCQ_Dev": ("dev", None)}),
+    **_specs(MMSCI_MCQ, MMSCI_MCQ_FORMAT, {name: _mmsci_mcq(name) for name in names.MMSCI_MCQ}),
     **_specs(
         MMSCI_CAPTIONING,
         MMSCI_CAPTION_FORMAT,
-        {
-            f"SciFig_MMSCI_Caption_{setting}{suffix}": (split, None)
-            for split, suffix in (("test", ""), ("dev", "_Dev"))
-            for setting in ("ImageOnly", "WithAbstract")
-        },
+        {name: ("dev" if "_dev_" in name else "test", None) for name in names.MMSCI_CAPTIONING},
     ),
 }
-"""VLMEvalKit dataset name -> how its TSV is built. Names start with ``SciFig_`` and avoid VLMEvalKit's name-based
-special cases (MMSci, MMBench, ChartQA, MMMU, ...)."""
+"""VLMEvalKit dataset name (:mod:`scifig_tasks.vlmeval.names`: the lmms-eval task names) -> how its TSV is built.
+An old ``SciFig_*`` name finds its dataset's spec too (:func:`spec`), so files written under it stay readable."""
 
 
 def row_of(name: str, line: Row) -> dict[str, Any]:
     """The benchmark row (published / core field names and types) that a TSV line of dataset ``name`` holds: the
     inverse of how :func:`rows` wrote it (images excepted)."""
-    return _spec(name).format.row(line)
+    return spec(name).format.row(line)
 
 
 # ---- images --------------------------------------------------------------------------------------------------------
@@ -327,16 +327,16 @@ def fingerprint(spec: TsvSpec, environ: Mapping[str, str] | None = None) -> dict
 
 def write_tsv(name: str, directory: Path) -> tuple[Path, int]:
     """Write ``<directory>/<name>.tsv`` (and its source record); return the path and the number of rows."""
-    spec = _spec(name)
+    found = spec(name)
     directory.mkdir(parents=True, exist_ok=True)
-    table = pd.DataFrame(list(rows(spec)), dtype=str)
+    table = pd.DataFrame(list(rows(found)), dtype=str)
     path = directory / f"{name}.tsv"
     partial = path.with_suffix(".tsv.partial")
     # a field is quoted when it holds a line terminator character: with "\r\n", a bare carriage return in a question
     # (published text has them) is quoted too, where pandas' reader would otherwise end the row there
     table.to_csv(partial, sep="\t", index=False, lineterminator="\r\n")
     partial.replace(path)
-    _record_path(path).write_text(json.dumps(fingerprint(spec), indent=1))
+    _record_path(path).write_text(json.dumps(fingerprint(found), indent=1))
     return path, len(table)
 
 
@@ -344,7 +344,7 @@ def ensure_tsv(name: str, directory: Path) -> Path:
     """The TSV of ``name`` in ``directory``, (re)written when missing or when its source changed."""
     path = directory / f"{name}.tsv"
     record = _record_path(path)
-    current = fingerprint(_spec(name))
+    current = fingerprint(spec(name))
     if path.exists() and record.exists() and json.loads(record.read_text()) == current:
         return path
     write_tsv(name, directory)
@@ -360,10 +360,12 @@ def _record_path(path: Path) -> Path:
     return path.with_name(path.name + ".scifig.json")
 
 
-def _spec(name: str) -> TsvSpec:
-    if name not in SPECS:
+def spec(name: str) -> TsvSpec:
+    """The spec of dataset ``name``, today's or a deprecated one (mapped silently: a reader of old files)."""
+    found = SPECS.get(names.DEPRECATED.get(name, name))
+    if found is None:
         raise KeyError(f"unknown scifig VLMEvalKit dataset {name!r} (known: {', '.join(SPECS)})")
-    return SPECS[name]
+    return found
 
 
 def lmu_data_root(environ: Mapping[str, str] | None = None) -> Path:
