@@ -137,7 +137,8 @@ def test_export_is_generated_from_the_package_and_self_contained(tmp_path: Path)
     folder = tmp_path / "out" / "grab"
     vendored = sorted(path.stem for path in (folder / "grab_core").glob("*.py") if path.stem != "__init__")
     expected_modules = (
-        "audit configs deprecation errors grab grab_answers grab_mc images judge mcq outputs secrets settings stats"
+        "audit configs deprecation errors grab grab_answers grab_mc images judge judge_presets mcq outputs secrets "
+        "settings stats"
     )
     assert vendored == expected_modules.split()
     for name in vendored:  # each vendored module is the package's file with only the import root renamed

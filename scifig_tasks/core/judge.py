@@ -52,7 +52,6 @@ import json
 import logging
 import os
 import random
-import re
 import socket
 import tempfile
 import threading
@@ -68,8 +67,7 @@ import openai
 from tqdm.auto import tqdm
 
 from scifig_tasks.core import settings
-from scifig_tasks.core.configs import read_config
-from scifig_tasks.core.errors import ConfigError
+from scifig_tasks.core.judge_presets import load_preset
 from scifig_tasks.core.secrets import mask, secrets_of, url_credentials
 from scifig_tasks.core.settings import Settings
 
@@ -77,11 +75,7 @@ logger = logging.getLogger("scifig.judge")
 
 _OFF = settings.OFF_WORDS
 _NO_PRESET = settings.NO_PRESET_WORDS
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-# Preset fields and their types; the optional ones can also be overridden by SCIFIG_JUDGE_<FIELD> settings.
-_PRESET_REQUIRED: dict[str, type] = {"base_url": str, "model": str, "api_key_env": str}
-_PRESET_OPTIONAL: dict[str, type] = {"max_concurrency": int, "timeout_s": float, "max_retries": int, "max_tokens": int}
+# The preset fields SCIFIG_JUDGE_<FIELD> settings can override (:data:`judge_presets.OPTIONAL`).
 _KNOBS: dict[str, settings.Setting[Any]] = {
     "max_concurrency": settings.JUDGE_MAX_CONCURRENCY,
     "timeout_s": settings.JUDGE_TIMEOUT_S,
@@ -198,48 +192,6 @@ class JudgeConfig:
         return cls(
             base_url=base_url, model=model, api_key=api_key or None, cache_dir=_default_cache_dir(given), **knobs
         )
-
-
-class JudgePresetError(ConfigError):
-    """A bad judge preset (file and key named)."""
-
-    kind = "judge preset"
-
-
-def load_preset(name_or_path: str) -> dict[str, Any]:
-    """Load and validate a judge preset (a name in ``model_configs/judges`` or a YAML path); :class:`JudgePresetError`
-    naming the file and the offending key on any problem."""
-    _, source, data = read_config(
-        name_or_path, "judges", JudgePresetError, "; or give a path to a YAML file, or 'off' (SCIFIG_JUDGE)"
-    )
-    if not isinstance(data, dict):
-        raise JudgePresetError(source, None, f"expected a mapping of fields, got {type(data).__name__}")
-    allowed = _PRESET_REQUIRED | _PRESET_OPTIONAL
-    for key in data:
-        if key not in allowed:
-            raise JudgePresetError(source, str(key), f"unknown key (allowed: {', '.join(allowed)})")
-    for key in _PRESET_REQUIRED:
-        if key not in data:
-            raise JudgePresetError(source, key, "missing required key")
-    preset: dict[str, Any] = {}
-    for key, value in data.items():
-        kind = allowed[key]
-        if kind is str:
-            if not isinstance(value, str) or not value.strip():
-                raise JudgePresetError(source, key, "must be a non-empty string")
-            if key == "api_key_env" and not _ENV_NAME.fullmatch(value):  # the value is not echoed: it may be a key
-                raise JudgePresetError(source, key, "must name an environment variable")
-            preset[key] = value.strip()
-        elif key == "max_tokens" and value is None:
-            continue
-        else:
-            numeric = (int, float) if kind is float else (int,)
-            positive = key != "max_retries"
-            if isinstance(value, bool) or not isinstance(value, numeric) or value < 0 or (positive and value == 0):
-                sign = "positive" if positive else "non-negative"
-                raise JudgePresetError(source, key, f"must be a {sign} {kind.__name__}")
-            preset[key] = kind(value)
-    return preset
 
 
 @dataclass(frozen=True)

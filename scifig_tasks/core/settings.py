@@ -508,7 +508,7 @@ def _preset_credentials(choice: str, environ: Mapping[str, str]) -> dict[str, st
     judge reports a bad preset when it is built)."""
     if choice.strip().lower() in OFF_WORDS | NO_PRESET_WORDS:
         return {}
-    from scifig_tasks.core.judge import load_preset
+    from scifig_tasks.core.judge_presets import load_preset
 
     try:
         variable = load_preset(choice.strip())["api_key_env"]
