@@ -83,6 +83,12 @@ def test_demo_scores_a_local_grab_set_through_lmms_eval(tmp_path: Path, lmms_env
         stdin=subprocess.DEVNULL,
     )
     assert completed.returncode == 0, completed.stderr[-3000:]
+    # quiet by default: the table and the report path; lmms-eval's own output goes to demo.log
+    printed = (completed.stdout + completed.stderr).splitlines()
+    assert len(printed) <= 40 and completed.stderr == "", printed
+    assert "INFO" not in completed.stdout and "\x1b[" not in completed.stdout and "it/s" not in completed.stdout
+    log = (tmp_path / "demo" / "demo.log").read_text(encoding="utf-8")
+    assert "lmms_eval" in log and "|grab" in log  # lmms-eval's log lines and its own table went there
     table = completed.stdout[completed.stdout.index("| task | n | accuracy | 95% CI |") :]
     rows = dict(re.findall(r"^\| (grab\w*) \| (\d+) \|", table, re.MULTILINE))
     assert rows == {

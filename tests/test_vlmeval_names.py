@@ -20,9 +20,8 @@ import yaml
 from scifig_tasks.core import deprecation
 from scifig_tasks.vlmeval import names
 from scifig_tasks.vlmeval.cli import renamed_config, renamed_data
-from tests.harness.lmms import CLI_TIMEOUT_S
 from tests.harness.openai_server import ChatRequest
-from tests.harness.vlmeval import KEY, MODEL
+from tests.harness.vlmeval import MODEL, run_vlmeval
 
 TASKS = Path(__file__).parents[1] / "scifig_tasks" / "lmms_eval"
 JUDGE_KEY = "sk-judge-cmdline-secret-4567"
@@ -234,39 +233,6 @@ def test_old_tsv_and_prediction_names_stay_readable() -> None:
 F2C = "CS_Figure2Caption"
 
 
-def _run(tmp_path: Path, model_url: str, env: dict[str, str], data: dict[str, str], extra: list[str]) -> Any:
-    """``scifig vlmeval --config`` (VLMEvalKit's GPT4V against the local server) with ``extra`` options."""
-    lmu = tmp_path / "LMUData"
-    lmu.mkdir()
-    config = {
-        "model": {
-            MODEL: {
-                "class": "GPT4V",
-                "model": MODEL,
-                "api_base": f"{model_url}/chat/completions",
-                "key": KEY,
-                "retry": 1,
-                "wait": 0,
-                "temperature": 0,
-                "max_tokens": 64,
-            }
-        },
-        "data": {name: {"class": cls, "dataset": name} for name, cls in data.items()},
-    }
-    (tmp_path / "vlmeval.json").write_text(json.dumps(config))
-    command = [sys.executable, "-m", "scifig_tasks.cli", "vlmeval", "--config", str(tmp_path / "vlmeval.json")]
-    command += ["--work-dir", str(tmp_path / "out"), "--api-nproc", "2", *extra]
-    return subprocess.run(
-        command,
-        env={**env, "LMUData": str(lmu)},
-        capture_output=True,
-        text=True,
-        timeout=CLI_TIMEOUT_S,
-        stdin=subprocess.DEVNULL,
-        cwd=tmp_path,
-    )
-
-
 def test_vlmeval_judge_options_old_name_and_paper_twin(tmp_path: Path, openai_server, lmms_env) -> None:
     from tests.test_vlmeval_runner import FAILED, SCIFIBENCH_CASES, policy, scifibench_data
 
@@ -290,14 +256,13 @@ def test_vlmeval_judge_options_old_name_and_paper_twin(tmp_path: Path, openai_se
         "scifibench_cs_figure2caption_paper": "SciFigSciFIBenchPaper",
     }
     judge_options = ["--judge", "cmdline-judge", "--judge-base-url", cmdline_judge.base_url, "--judge-key", JUDGE_KEY]
-    completed = _run(tmp_path, model.base_url, env, data, judge_options)
+    completed, out = run_vlmeval(tmp_path, model.base_url, env, data, extra=judge_options)
     output_text = completed.stdout + completed.stderr
     assert completed.returncode == 0, output_text[-6000:]
 
     # the old name ran as today's dataset, with exactly one deprecation line
     warning = "scifig: VLMEvalKit dataset SciFig_SciFIBench_CS_Figure2Caption is deprecated and goes in 0.3.0"
     assert completed.stderr.count(warning) == 1 and f"{warning} — use scifibench_cs_figure2caption" in completed.stderr
-    out = tmp_path / "out" / MODEL
     assert set(json.loads((out / "status.json").read_text())["datasets"]) == {
         "scifibench_cs_figure2caption",
         "scifibench_cs_figure2caption_paper",

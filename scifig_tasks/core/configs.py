@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import importlib.metadata
+from collections.abc import Iterable
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,23 @@ def read_config(
     except yaml.YAMLError as exc:
         raise error(str(path), None, f"invalid YAML: {exc}") from None
     return path.stem, str(path), data
+
+
+def check_fields(
+    data: Any, required: Iterable[str], optional: Iterable[str], error: type[ConfigError], source: str
+) -> dict[str, Any]:
+    """A preset's mapping of fields: each key known, every required one present; ``error`` names the file and key."""
+    if not isinstance(data, dict):
+        raise error(source, None, f"expected a mapping of fields, got {type(data).__name__}")
+    required = tuple(required)
+    allowed = (*required, *optional)
+    for key in data:
+        if key not in allowed:
+            raise error(source, str(key), f"unknown key (allowed: {', '.join(allowed)})")
+    for key in required:
+        if key not in data:
+            raise error(source, key, "missing required key")
+    return data
 
 
 def installed_entry_point(group: str, name: str) -> Any:

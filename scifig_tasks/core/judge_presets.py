@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from scifig_tasks.core.configs import read_config
+from scifig_tasks.core.configs import check_fields, read_config
 from scifig_tasks.core.errors import ConfigError
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -30,15 +30,8 @@ def load_preset(name_or_path: str) -> dict[str, Any]:
     _, source, data = read_config(
         name_or_path, "judges", JudgePresetError, "; or give a path to a YAML file, or 'off' (SCIFIG_JUDGE)"
     )
-    if not isinstance(data, dict):
-        raise JudgePresetError(source, None, f"expected a mapping of fields, got {type(data).__name__}")
+    check_fields(data, REQUIRED, OPTIONAL, JudgePresetError, source)
     allowed = REQUIRED | OPTIONAL
-    for key in data:
-        if key not in allowed:
-            raise JudgePresetError(source, str(key), f"unknown key (allowed: {', '.join(allowed)})")
-    for key in REQUIRED:
-        if key not in data:
-            raise JudgePresetError(source, key, "missing required key")
     preset: dict[str, Any] = {}
     for key, value in data.items():
         kind = allowed[key]

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from scifig_tasks.core.configs import read_config, shipped_names
+from scifig_tasks.core.configs import check_fields, read_config, shipped_names
 from scifig_tasks.core.errors import ConfigError
 
 BACKENDS = ("hf", "vllm", "openai", "clip")
@@ -120,15 +120,7 @@ def _mapping(source: str, key: str, value: Any, secrets_forbidden: bool) -> dict
 
 def parse_preset(data: Any, name: str, source: str) -> Preset:
     """Validate a loaded YAML mapping (see the module docstring for the schema)."""
-    if not isinstance(data, dict):
-        raise PresetError(source, None, f"expected a mapping of fields, got {type(data).__name__}")
-    allowed = (*_TOP_KEYS, *_OPTIONAL_TOP)
-    for key in data:
-        if key not in allowed:
-            raise PresetError(source, str(key), f"unknown key (allowed: {', '.join(allowed)})")
-    for key in _TOP_KEYS:
-        if key not in data:
-            raise PresetError(source, key, "missing required key")
+    check_fields(data, _TOP_KEYS, _OPTIONAL_TOP, PresetError, source)
     description = _require(source, "description", data["description"], str, "a non-empty string")
     backend = data["backend"]
     if backend not in BACKENDS:

@@ -20,11 +20,16 @@ MODEL = "fake-vlm"
 
 
 def run_vlmeval(
-    tmp_path: Path, base_url: str, env: dict[str, str], data: dict[str, str], scifig: list[str] | None = None
+    tmp_path: Path,
+    base_url: str,
+    env: dict[str, str],
+    data: dict[str, str],
+    scifig: list[str] | None = None,
+    extra: list[str] | None = None,
 ) -> tuple[subprocess.CompletedProcess, Path]:
     """Run the datasets ``data`` (name -> class) through a ``--config`` file; return the process and the model's
     output folder. ``$LMUData`` is a fresh folder under ``tmp_path``. ``scifig``: the command that runs scifig
-    (default: this interpreter's ``-m scifig_tasks.cli``)."""
+    (default: this interpreter's ``-m scifig_tasks.cli``); ``extra``: more ``scifig vlmeval`` options."""
     lmu = tmp_path / "LMUData"
     lmu.mkdir()
     config = {
@@ -46,7 +51,7 @@ def run_vlmeval(
     work = tmp_path / "vlmeval-out"
     scifig = scifig or [sys.executable, "-m", "scifig_tasks.cli"]
     command = [*scifig, "vlmeval", "--config", str(tmp_path / "vlmeval.json")]
-    command += ["--work-dir", str(work), "--api-nproc", "4"]
+    command += ["--work-dir", str(work), "--api-nproc", "4", *(extra or [])]
     completed = subprocess.run(
         command,
         env={**env, "LMUData": str(lmu)},
