@@ -42,20 +42,21 @@ then.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import hashlib
 import json
 import os
 import shutil
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from scifig_tasks.core import provenance, settings
+from scifig_tasks.core import judge, provenance, settings
 from scifig_tasks.core.errors import DataError
 from scifig_tasks.core.mmsci import PAPER_DENOMINATOR
 from scifig_tasks.core.protocol import PROTOCOLS, Protocol, rescoring_as
@@ -121,6 +122,9 @@ class RescoredRun:
     """What differs between the environment the run recorded and this one (:func:`environment_changes`)."""
     partial: list[str] = field(default_factory=list)
     """One line per log scored although damaged (``--allow-partial``): the file and what was missing or repeated."""
+    judge_usage: dict[str, Any] | None = None
+    """What the judge did for this run's re-scoring (:func:`scifig_tasks.core.judge.usage_report`; under
+    ``--dry-run`` the requests it would send); None when it was not asked."""
 
 
 def environment_changes(recorded: Any, current: Mapping[str, Any]) -> list[str]:
@@ -406,7 +410,8 @@ def rescore_task(
         check_document(task_name, task, docs[doc_id], sample, results, path)
 
     def score(sample: dict[str, Any]) -> dict[str, Any]:
-        metrics = task.process_results(docs[sample["doc_id"]], _outputs(sample))
+        with judge.task_scope(task_name):  # each scoring thread charges its judge calls to the task
+            metrics = task.process_results(docs[sample["doc_id"]], _outputs(sample))
         progress.update(1)
         return metrics
 
@@ -437,7 +442,8 @@ def _aggregate(
         for metrics in scored[name]:
             for metric, value in metrics.items():
                 output.sample_metrics[(metric, "none")].append(value)
-        output.calculate_aggregate_metric(bootstrap_iters=bootstrap)
+        with judge.task_scope(name):
+            output.calculate_aggregate_metric(bootstrap_iters=bootstrap)
         output.calculate_clt_aggregate_metric()
         outputs.append(output)
     results, _samples, _configs, versions, _shots, _better = consolidate_results(outputs)
@@ -453,9 +459,12 @@ def rescore_lmms(
     protocol: str | None,
     workers: int = WORKERS,
     allow_partial: bool = False,
+    dry: bool = False,
 ) -> RescoredRun:
     """Score an lmms-eval results file's sample logs again; write the run in lmms-eval's format under ``out``. A
-    damaged log is refused unless ``allow_partial`` (:func:`accept`)."""
+    damaged log is refused unless ``allow_partial`` (:func:`accept`). ``dry``: score within
+    :func:`scifig_tasks.core.judge.dry_run` (no judge request sent) and write nothing: the run's ``judge_usage``
+    counts the requests re-scoring would send (``would_send``) and the cache hits."""
     from tqdm import tqdm
 
     results = read_results(path)
@@ -494,6 +503,12 @@ def rescore_lmms(
                 name, leaves[name], logged[name], results, files[name], workers, progress
             )
     new_tasks, new_groups, show_groups = _aggregate(task_dict, leaves, scored, bootstrap)
+    subtasks = results.get("group_subtasks") or {}
+    usage = judge.usage_report(
+        drain=True, groups={g: _members(results, g) & set(tasks) for g in groups if g in subtasks}
+    )
+    if dry:
+        return RescoredRun(path, [], out / path.parent.name, [], partial=partial, judge_usage=usage)
 
     model_dir = out / path.parent.name
     model_dir.mkdir(parents=True, exist_ok=True)
@@ -501,6 +516,8 @@ def rescore_lmms(
     if target.resolve() == path.resolve():
         raise RescoreRefused(f"{path}: --out would overwrite the run itself; choose another folder")
     document = _results_document(results, new_tasks, new_groups if show_groups else {}, selected, path, protocol)
+    if usage is not None:
+        document[provenance.KEY]["judge_usage"] = usage
     damaged = {name: checks[name].as_json() for name in tasks if not checks[name].complete}
     if damaged:
         document["scifig_rescore"]["partial"] = damaged
@@ -542,7 +559,8 @@ def rescore_lmms(
     from scifig_tasks.core.judge import judge_failures
 
     failed = judge_failures({"results": new_tasks, "groups": new_groups})
-    return RescoredRun(path, written, model_dir, [diffs[name] for name in sorted(diffs)], failed, changes, partial)
+    diffs_sorted = [diffs[name] for name in sorted(diffs)]
+    return RescoredRun(path, written, model_dir, diffs_sorted, failed, changes, partial, judge_usage=usage)
 
 
 def _results_document(
@@ -615,10 +633,19 @@ def _dataset_class(name: str) -> type:
     raise RescoreRefused(f"{name}: not a scifig VLMEvalKit dataset")
 
 
-def rescore_vlmeval(path: Path, model: str, dataset: str, out: Path, allow_partial: bool = False) -> RescoredRun:
+def rescore_vlmeval(
+    path: Path, model: str, dataset: str, out: Path, allow_partial: bool = False, dry: bool = False
+) -> RescoredRun:
     """Score a VLMEvalKit prediction file again with its dataset class's ``evaluate``, into ``out/<model>/``. A file
     that lacks or repeats questions of the dataset is refused unless ``allow_partial`` (:func:`accept`): then the
-    questions predicted are scored and the scores file records ``partial``."""
+    questions predicted are scored and the scores file records ``partial``. ``dry``: as :func:`rescore_lmms`
+    (scored in a temporary folder that is removed)."""
+    if dry:
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="scifig-rescore-dry-") as scratch:
+            run = rescore_vlmeval(path, model, dataset, Path(scratch), allow_partial)
+        return RescoredRun(path, [], out / model, [], partial=run.partial, judge_usage=run.judge_usage)
     from scifig_tasks.vlmeval.datasets import read_predictions
     from scifig_tasks.vlmeval.names import DEPRECATED
 
@@ -636,13 +663,18 @@ def rescore_vlmeval(path: Path, model: str, dataset: str, out: Path, allow_parti
     if partial:  # score the questions predicted
         data.data = data.data[data.data["index"].astype(str).isin(replies)].reset_index(drop=True)
     shutil.copyfile(path, copied)
-    data.evaluate(str(copied))
+    with judge.task_scope(dataset):
+        data.evaluate(str(copied))
+    usage = judge.usage_report(drain=True)
     stem = str(path).rsplit(".", 1)[0]
     new_stem = str(copied).rsplit(".", 1)[0]
     old_scores = _json_or_none(Path(f"{stem}{SCORES_SUFFIX}"))
     new_scores = _json_or_none(Path(f"{new_stem}{SCORES_SUFFIX}")) or {}
     if partial:
         new_scores["partial"] = check.as_json()
+    if usage is not None and isinstance(new_scores.get(provenance.KEY), dict):
+        new_scores[provenance.KEY].setdefault("judge_usage", usage)
+    if partial or usage is not None:
         Path(f"{new_stem}{SCORES_SUFFIX}").write_text(json.dumps(new_scores, indent=1), encoding="utf-8")
     old_records = read_jsonl(Path(f"{stem}{RECORDS_SUFFIX}")) if Path(f"{stem}{RECORDS_SUFFIX}").is_file() else []
     new_records = read_jsonl(Path(f"{new_stem}{RECORDS_SUFFIX}"))
@@ -662,7 +694,8 @@ def rescore_vlmeval(path: Path, model: str, dataset: str, out: Path, allow_parti
     written = [copied, Path(f"{new_stem}{SCORES_SUFFIX}"), Path(f"{new_stem}{RECORDS_SUFFIX}")]
     failed = _count_judge_failed(new_scores.get("breakdown"))
     changes = environment_changes((old_scores or {}).get(provenance.KEY), new_scores.get(provenance.KEY) or {})
-    return RescoredRun(path, written, model_dir, [diff], {dataset: failed} if failed else {}, changes, partial)
+    failures = {dataset: failed} if failed else {}
+    return RescoredRun(path, written, model_dir, [diff], failures, changes, partial, judge_usage=usage)
 
 
 def _prediction_rows(path: Path) -> list[tuple[str, dict[str, str]]]:
@@ -797,19 +830,50 @@ def rescore(
     protocol: str | None = None,
     tasks: Sequence[str] | None = None,
     allow_partial: bool = False,
+    dry: bool = False,
 ) -> list[RescoredRun]:
     """Score every run under ``paths`` again into ``out``; return what was written and the differences. Damaged
-    logs are refused unless ``allow_partial``."""
+    logs are refused unless ``allow_partial``. ``dry``: send no judge request and write nothing; each run's
+    ``judge_usage`` says what re-scoring would send (:func:`dry_run_lines`)."""
     chosen = checked_protocol(protocol)
     results, predictions = find_runs(paths)
-    with rescoring_as(chosen):
-        runs = [rescore_lmms(path, out, tasks, chosen, allow_partial=allow_partial) for path in results]
+    with rescoring_as(chosen), judge.dry_run() if dry else _nothing():
+        runs = [rescore_lmms(path, out, tasks, chosen, allow_partial=allow_partial, dry=dry) for path in results]
         for path, model, dataset in predictions:
             if tasks and dataset not in tasks:
                 continue
-            runs.append(rescore_vlmeval(path, model, dataset, out, allow_partial))
-    write_diffs(runs)
+            runs.append(rescore_vlmeval(path, model, dataset, out, allow_partial, dry=dry))
+    if not dry:
+        write_diffs(runs)
     return runs
+
+
+@contextlib.contextmanager
+def _nothing() -> Iterator[None]:
+    yield
+
+
+def dry_run_lines(runs: Sequence[RescoredRun]) -> list[str]:
+    """What ``--dry-run`` prints: per run and task, the judge requests re-scoring would send and the judge calls the
+    cache answers, then the total. A reply that leads to further requests (MMSci's FActScore: one rating per atomic
+    fact) counts its follow-ups only when it is cached: the count is then a lower bound, and the line says so."""
+    lines, send, cached = [], 0, 0
+    followups = False
+    for run in runs:
+        usage = run.judge_usage or {}
+        for task, row in (usage.get("tasks") or {}).items():
+            would, hits = int(row.get("would_send", 0)), int(row.get("cache_hits", 0))
+            send, cached = send + would, cached + hits
+            followups = followups or ("caption" in task and would > 0)
+            lines.append(f"{run.source}: {task}: {would:,} judge requests to send, {hits:,} answered by the cache")
+    if not lines:
+        lines.append("no judge request: re-scoring these runs asks the judge nothing (or no judge is configured)")
+    bound = " at least" if followups else ""
+    lines.append(
+        f"scifig rescore --dry-run: re-scoring would send{bound} {send:,} judge requests (retries aside); the judge "
+        f"cache answers {cached:,}; nothing was sent or written"
+    )
+    return lines
 
 
 def _quiet_lmms_eval() -> None:
@@ -828,13 +892,23 @@ def _command(args: argparse.Namespace) -> int:
 def _rescore_command(args: argparse.Namespace) -> int:
     _quiet_lmms_eval()
     tasks = [name for name in (args.tasks or "").split(",") if name] or None
+    if args.out is None and not args.dry_run:
+        print("scifig rescore: error: --out is required (except with --dry-run)", file=sys.stderr)
+        return 2
     try:
-        runs = rescore(args.runs, args.out, args.protocol, tasks, args.allow_partial)
+        runs = rescore(args.runs, args.out or Path("."), args.protocol, tasks, args.allow_partial, dry=args.dry_run)
     except (RescoreRefused, DataError) as exc:
         for line in str(exc).splitlines():
             print(f"scifig rescore: REFUSED: {line}", file=sys.stderr)
         return 1
+    if args.dry_run:
+        print("\n".join(dry_run_lines(runs)))
+        return 0
     print(summary(runs))
+    for run in runs:
+        if run.judge_usage is not None:
+            total = run.judge_usage["total"]
+            print(f"judge for {run.source}: {judge.usage_words(total, priced=run.judge_usage['priced'])}")
     for run in runs:
         print(f"{run.source} -> {run.model_dir}")
     for run in runs:
@@ -870,7 +944,9 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
         metavar="RUN",
         help="lmms-eval output folder or results file, or VLMEvalKit work dir",
     )
-    parser.add_argument("--out", type=Path, required=True, help="folder for the re-scored run and rescore_diff.json")
+    parser.add_argument(
+        "--out", type=Path, default=None, help="folder for the re-scored run and rescore_diff.json (required)"
+    )
     parser.add_argument(
         "--protocol",
         choices=PROTOCOLS,
@@ -883,6 +959,12 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="score a damaged log (samples missing or repeated) from what is there; the tables say n and "
         '"partial", and the exit status is 1',
+    )
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="send no judge request and write nothing: say how many judge requests re-scoring would send and how "
+        "many the judge cache already answers",
     )
 
 
@@ -902,6 +984,7 @@ EPILOG = """\
 examples:
   scifig rescore runs --out rescored
   scifig rescore runs --out rescored-paper --protocol paper --tasks scifibench
+  scifig rescore --dry-run runs --protocol paper   # judge requests it would send, nothing sent
   scifig report rescored --out report"""
 
 

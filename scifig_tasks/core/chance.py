@@ -20,7 +20,8 @@ never guessed from the prompt; each benchmark has one rule for its answer space 
 * MMSci captioning (``mmsci_captioning``) has no chance answer: a caption is free text, with no answer space to draw
   from; :func:`answer_space` refuses it (:data:`NO_CHANCE`), as it refuses a benchmark it does not know.
 
-The guess depends only on ``(seed, question id, prompt)``, so it is reproducible and independent of request order.
+The guess depends only on ``(seed, question id, prompt)``, so it is reproducible and independent of request order
+and of which process of a data-parallel run (``accelerate launch``) answers it.
 """
 
 from __future__ import annotations

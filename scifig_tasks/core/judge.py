@@ -38,6 +38,14 @@ evaluation run:
   temperature), so a rerun makes no repeated calls. Only replies the caller's ``accept`` check reads are cached, and
   a cached entry it rejects (one written by an older release) is asked again. The cache directory is
   ``SCIFIG_JUDGE_CACHE``, else ``$XDG_CACHE_HOME/scifig/judge``, else ``~/.cache/scifig/judge``.
+* Accounting: every call is charged to the task it is made for (:func:`task_scope`; the calling thread's task, which
+  :meth:`JudgeClient.complete_many` hands to its own threads): requests sent, cache hits, shared replies, failures,
+  prompt and completion tokens (the reply's ``usage``), and the wall time during which at least one of the task's
+  calls was waiting on the judge. :func:`usage_report` gives the per-task figures of every client of the process,
+  with the cost when the judge has a price per million tokens (``price_per_million_input`` /
+  ``price_per_million_output``, or ``SCIFIG_JUDGE_PRICE_PER_MILLION_INPUT`` / ``_OUTPUT``); results files record it
+  as the environment block's ``judge_usage``. Under :func:`dry_run` no request is sent: a call the cache cannot
+  answer is counted as ``would_send`` and fails.
 * The API key only ever travels in the ``Authorization`` header: it is kept out of reprs, logs and errors, and a
   cache entry holds no secret (:mod:`scifig_tasks.core.secrets`: the environment's keys and the judge's, echoed in
   a model output the prompt quotes or in the judge's reply, are masked; the base URL is stored without user:password).
@@ -45,6 +53,8 @@ evaluation run:
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import email.utils
 import hashlib
 import importlib
@@ -56,7 +66,8 @@ import socket
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+import weakref
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -81,6 +92,8 @@ _KNOBS: dict[str, settings.Setting[Any]] = {
     "timeout_s": settings.JUDGE_TIMEOUT_S,
     "max_retries": settings.JUDGE_MAX_RETRIES,
     "max_tokens": settings.JUDGE_MAX_TOKENS,
+    "price_per_million_input": settings.JUDGE_PRICE_PER_MILLION_INPUT,
+    "price_per_million_output": settings.JUDGE_PRICE_PER_MILLION_OUTPUT,
 }
 """The setting that overrides each optional preset field."""
 
@@ -101,6 +114,46 @@ Accept = Callable[[str], bool]
 
 # Statuses that say something about the endpoint rather than about one prompt: they count towards the breaker.
 _ENDPOINT_STATUSES = frozenset({401, 403, 404, 408, 409, 429})
+
+NO_TASK = "(no task)"
+"""The accounting label of judge calls made outside any :func:`task_scope`."""
+
+USAGE_COUNTS = ("calls", "requests", "cache_hits", "shared", "judged", "failed", "would_send")
+"""Per-task counters: ``calls`` (judgements asked for) = ``judged`` + ``cache_hits`` + ``shared`` + ``failed``
+(+ ``would_send`` under :func:`dry_run`); ``requests`` counts HTTP requests sent, retries included."""
+USAGE_TOKENS = ("prompt_tokens", "completion_tokens")
+"""Token counters, summed from each reply's ``usage`` (a reply without one adds nothing)."""
+
+_task: contextvars.ContextVar[str | None] = contextvars.ContextVar("scifig_judge_task", default=None)
+_dry = False
+
+
+@contextlib.contextmanager
+def task_scope(name: str | None) -> Iterator[None]:
+    """Charge the judge calls made in this block (in this thread, and in the threads ``complete_many`` starts from
+    it) to the task ``name``."""
+    token = _task.set(name)
+    try:
+        yield
+    finally:
+        _task.reset(token)
+
+
+def current_task() -> str:
+    """The task judge calls made now are charged to (:data:`NO_TASK` outside any :func:`task_scope`)."""
+    return _task.get() or NO_TASK
+
+
+@contextlib.contextmanager
+def dry_run() -> Iterator[None]:
+    """Within this block :func:`get_judge` hands out clients that send nothing: a call the cache answers is a cache
+    hit, any other is counted as ``would_send`` and returns ``judge_failed`` (``scifig rescore --dry-run``)."""
+    global _dry
+    before, _dry = _dry, True
+    try:
+        yield
+    finally:
+        _dry = before
 
 
 def _default_cache_dir(given: Settings | Mapping[str, str] | None = None) -> Path:
@@ -138,6 +191,8 @@ class JudgeConfig:
     max_tokens: int | None = settings.JUDGE_MAX_TOKENS.default
     cache_dir: Path = field(default_factory=_default_cache_dir)  # the process's settings
     breaker_threshold: int = BREAKER_THRESHOLD  # consecutive failed calls that open the circuit breaker
+    price_per_million_input: float | None = None  # price of a million prompt tokens (any currency); None: unpriced
+    price_per_million_output: float | None = None  # price of a million completion tokens
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "base_url", _normalise_base_url(self.base_url))
@@ -154,6 +209,26 @@ class JudgeConfig:
             raise ValueError(f"judge max_tokens must be >= 1, got {self.max_tokens}")
         if self.breaker_threshold < 1:
             raise ValueError(f"judge breaker_threshold must be >= 1, got {self.breaker_threshold}")
+        prices = (self.price_per_million_input, self.price_per_million_output)
+        if any(price is not None and price < 0 for price in prices):
+            raise ValueError(f"judge prices per million tokens must be >= 0, got {prices}")
+        if (prices[0] is None) != (prices[1] is None):
+            raise ValueError(
+                "judge price_per_million_input and price_per_million_output go together: give both or neither"
+            )
+
+    @property
+    def priced(self) -> bool:
+        """Whether a price per million tokens is configured (both input and output)."""
+        return self.price_per_million_input is not None and self.price_per_million_output is not None
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float | None:
+        """The price of the tokens, in the preset's currency; None when no price is configured."""
+        if self.price_per_million_input is None or self.price_per_million_output is None:
+            return None
+        return (
+            prompt_tokens * self.price_per_million_input + completion_tokens * self.price_per_million_output
+        ) / 1_000_000
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> JudgeConfig | None:
@@ -321,8 +396,13 @@ class JudgeClient:
     circuit breaker opened (``None`` while closed).
     """
 
-    def __init__(self, config: JudgeConfig) -> None:
+    def __init__(self, config: JudgeConfig, *, dry_run: bool | None = None) -> None:
         self.config = config
+        # send nothing: count the calls the cache cannot answer (:func:`dry_run`; a client made within it is dry)
+        self.dry_run = _dry if dry_run is None else dry_run
+        self._usage: dict[str, dict[str, float]] = {}
+        self._active: dict[str, tuple[int, float]] = {}  # task -> (calls waiting on the judge, since when)
+        self._would_send: set[Path] = set()
         self._slots = threading.BoundedSemaphore(config.max_concurrency)
         self._lock = threading.Lock()
         self._stats = dict.fromkeys(("requests", "cache_hits", "shared", "judged", "failed"), 0)
@@ -337,6 +417,7 @@ class JudgeClient:
         self._secrets = secrets_of(os.environ, [*extra, *url_credentials(config.base_url)])
         self._flavour = _httpx_flavour()
         self._sdk = _sdk_client(self)
+        _all_clients.add(self)
 
     def __repr__(self) -> str:
         return f"JudgeClient(model={self.config.model!r}, base_url={self.config.base_url!r})"
@@ -362,7 +443,45 @@ class JudgeClient:
 
     def _bump(self, name: str) -> None:
         with self._lock:
-            self._stats[name] += 1
+            if name in self._stats:
+                self._stats[name] += 1
+            self._charge(current_task(), name, 1)
+
+    def _charge(self, task: str, name: str, amount: float) -> None:
+        """Add ``amount`` to the task's counter ``name`` (the caller holds the lock)."""
+        usage = self._usage.get(task)
+        if usage is None:
+            usage = self._usage[task] = dict.fromkeys((*USAGE_COUNTS, *USAGE_TOKENS, "wall_s"), 0)
+        usage[name] += amount
+
+    @contextlib.contextmanager
+    def _timed(self) -> Iterator[None]:
+        """One call of the current task: counted, and its time waiting on the judge added to the task's ``wall_s``
+        (the union of its calls' intervals: calls in flight together count once)."""
+        task = current_task()
+        with self._lock:
+            self._charge(task, "calls", 1)
+            waiting, since = self._active.get(task, (0, time.monotonic()))
+            self._active[task] = (waiting + 1, since)
+        try:
+            yield
+        finally:
+            with self._lock:
+                waiting, since = self._active[task]
+                if waiting == 1:
+                    del self._active[task]
+                    self._charge(task, "wall_s", time.monotonic() - since)
+                else:
+                    self._active[task] = (waiting - 1, since)
+
+    def usage(self, *, drain: bool = False) -> dict[str, dict[str, float]]:
+        """Per task: the counters of :data:`USAGE_COUNTS`, the tokens and ``wall_s``; ``drain`` starts them afresh
+        (each results file reports what was spent since the last one)."""
+        with self._lock:
+            found = {task: dict(usage) for task, usage in self._usage.items()}
+            if drain:
+                self._usage.clear()
+        return found
 
     def complete(
         self,
@@ -379,6 +498,13 @@ class JudgeClient:
         ``accept(reply)`` says whether a reply is the answer asked for: one it rejects (or an empty one) is asked
         again and, when retries run out, is ``judge_failed``; a cached one it rejects is asked again.
         """
+        with self._timed():
+            return self._complete_or_share(prompt, max_tokens, system, temperature, accept)
+
+    def _complete_or_share(
+        self, prompt: str, max_tokens: int | None, system: str | None, temperature: float, accept: Accept
+    ) -> JudgeResult:
+        """:meth:`complete` within its accounting."""
         max_tokens = self.config.max_tokens if max_tokens is None else max_tokens
         entry: dict[str, Any] = {
             "base_url": _endpoint(self.config.base_url),
@@ -404,7 +530,7 @@ class JudgeClient:
                 self._bump("shared")
                 return shared
             if shared.status != "judged":
-                self._bump("failed")
+                self._bump("shared" if self.dry_run else "failed")
                 return shared
             return self._complete(entry, stored, path, accept)  # read by another check: ask for this one
         try:
@@ -435,6 +561,8 @@ class JudgeClient:
         }
         if max_tokens is not None:
             body["max_tokens"] = max_tokens
+        if self.dry_run:
+            return self._not_sent(path)
         reply = self._ask(body, accept)
         if isinstance(reply, _Failure):
             self._bump("failed")
@@ -460,7 +588,10 @@ class JudgeClient:
             tqdm(total=len(unique), desc="LLM judge", unit="prompt", disable=len(prompts) <= 1) as bar,
         ):
             futures = {
-                prompt: pool.submit(self.complete, prompt, max_tokens=max_tokens, accept=accept) for prompt in unique
+                prompt: pool.submit(
+                    contextvars.copy_context().run, self.complete, prompt, max_tokens=max_tokens, accept=accept
+                )
+                for prompt in unique
             }
             for _ in as_completed(futures.values()):
                 bar.update()
@@ -483,12 +614,24 @@ class JudgeClient:
         max_tokens = self.config.max_tokens if max_tokens is None else max_tokens
         if max_tokens is not None:
             body["max_tokens"] = max_tokens
-        reply = self._ask(body, accept)
-        if isinstance(reply, _Failure):
-            self._bump("failed")
-            return JudgeResult(status="judge_failed", text=None, error=reply.error)
-        self._bump("judged")
-        return JudgeResult(status="judged", text=reply)
+        with self._timed():
+            if self.dry_run:
+                return self._not_sent(None)
+            reply = self._ask(body, accept)
+            if isinstance(reply, _Failure):
+                self._bump("failed")
+                return JudgeResult(status="judge_failed", text=None, error=reply.error)
+            self._bump("judged")
+            return JudgeResult(status="judged", text=reply)
+
+    def _not_sent(self, path: Path | None) -> JudgeResult:
+        """A dry run's cache miss: counted once per distinct request (a sampled one every time), never sent."""
+        with self._lock:
+            fresh = path is None or path not in self._would_send
+            if path is not None:
+                self._would_send.add(path)
+        self._bump("would_send" if fresh else "shared")
+        return JudgeResult(status="judge_failed", text=None, error="not sent (dry run)")
 
     # --- one call: the breaker, the SDK (with its retries), replies that are not answers asked again -------------
 
@@ -531,9 +674,20 @@ class JudgeClient:
             content = completion.choices[0].message.content
         except (AttributeError, LookupError, TypeError):
             return _Failure("malformed response: no choices[0].message.content", malformed=True)
+        self._count_tokens(getattr(completion, "usage", None))
         if not isinstance(content, str):
             return _Failure(f"malformed response: content is {type(content).__name__}, not a string", malformed=True)
         return content
+
+    def _count_tokens(self, usage: Any) -> None:
+        """Add a reply's ``usage`` (prompt and completion tokens) to the current task; a reply without one adds
+        nothing."""
+        found = {name: getattr(usage, name, None) for name in USAGE_TOKENS}
+        task = current_task()
+        with self._lock:
+            for name, value in found.items():
+                if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                    self._charge(task, name, value)
 
     def _send(self, send: Callable[..., Any], request: Any, **kwargs: Any) -> Any:
         """One HTTP attempt, as the SDK makes it (retries included): within the concurrency bound, counted, and an
@@ -683,8 +837,95 @@ class JudgeClient:
             logger.warning("could not write judge cache entry %s: %s", path, exc)
 
 
-_clients: dict[JudgeConfig, JudgeClient] = {}
+_clients: dict[tuple[JudgeConfig, bool], JudgeClient] = {}
 _clients_lock = threading.Lock()
+_all_clients: weakref.WeakSet[JudgeClient] = weakref.WeakSet()
+"""Every client of the process (those :func:`get_judge` shares and any other), for :func:`usage_report`."""
+
+
+def _totals(rows: Iterable[Mapping[str, float]]) -> dict[str, float]:
+    total: dict[str, float] = dict.fromkeys((*USAGE_COUNTS, *USAGE_TOKENS, "wall_s"), 0)
+    for row in rows:
+        for name in total:
+            total[name] += row.get(name, 0)
+    return total
+
+
+def _row(usage: Mapping[str, float], cost: float | None) -> dict[str, Any]:
+    """One task's figures as results files record them: integers, seconds to 0.001, the cost (None: no price)."""
+    row: dict[str, Any] = {name: int(usage.get(name, 0)) for name in (*USAGE_COUNTS, *USAGE_TOKENS)}
+    if not row["would_send"]:
+        del row["would_send"]
+    row["wall_s"] = round(float(usage.get("wall_s", 0.0)), 3)
+    row["cost"] = None if cost is None else round(cost, 6)
+    return row
+
+
+def usage_report(
+    *, drain: bool = True, groups: Mapping[str, Iterable[str]] | None = None, clients: Iterable[JudgeClient] = ()
+) -> dict[str, Any] | None:
+    """What the judge did and cost, per task, over the process's clients (or ``clients``): ``None`` when nothing
+    asked the judge. ``groups`` (group -> its tasks) adds each group's sums. ``drain`` starts the counts afresh.
+
+    Shape: ``{"judges": [{"model", "host", "price_per_million": {"input", "output"} | None}], "priced": bool,
+    "tasks": {task: row}, "groups": {group: row}, "total": row}``; a row has the counters of
+    :data:`USAGE_COUNTS` (``would_send`` only in a dry run), the tokens, ``wall_s`` and ``cost`` (``None`` when a
+    judge that was asked has no price).
+    """
+    chosen = list(clients) or list(_all_clients)
+    per_task: dict[str, list[tuple[JudgeConfig, Mapping[str, float]]]] = {}
+    judges: list[dict[str, Any]] = []
+    for client in chosen:
+        used = {task: row for task, row in client.usage(drain=drain).items() if row["calls"]}
+        if not used:
+            continue
+        config = client.config
+        price = (
+            {"input": config.price_per_million_input, "output": config.price_per_million_output}
+            if config.priced
+            else None
+        )
+        judge = {"model": config.model, "host": endpoint_host(config.base_url), "price_per_million": price}
+        if judge not in judges:
+            judges.append(judge)
+        for task, row in used.items():
+            per_task.setdefault(task, []).append((config, row))
+    if not per_task:
+        return None
+
+    def cost(parts: Sequence[tuple[JudgeConfig, Mapping[str, float]]]) -> float | None:
+        costs = [c.cost(int(row["prompt_tokens"]), int(row["completion_tokens"])) for c, row in parts]
+        return None if any(value is None for value in costs) else sum(value or 0.0 for value in costs)
+
+    # the wall time of tasks asked by several clients is their sum: an upper bound of the time the task waited
+    tasks = {task: _row(_totals(row for _, row in parts), cost(parts)) for task, parts in sorted(per_task.items())}
+    every = [part for parts in per_task.values() for part in parts]
+    report: dict[str, Any] = {"judges": judges, "priced": all(judge["price_per_million"] for judge in judges)}
+    report["tasks"] = tasks
+    if groups:
+        found = {}
+        for group, members in groups.items():
+            parts = [part for member in members for part in per_task.get(member, [])]
+            if parts:
+                found[group] = _row(_totals(row for _, row in parts), cost(parts))
+        if found:
+            report["groups"] = dict(sorted(found.items()))
+    report["total"] = _row(_totals(row for _, row in every), cost(every))
+    return report
+
+
+def usage_words(row: Mapping[str, Any] | None, *, priced: bool | None = None) -> str:
+    """One row of :func:`usage_report` in words: ``12 requests, 3 cache hits, 1,234 + 56 tokens, cost 0.0012`` (or
+    ``no price configured``); failures named when there were any."""
+    if not row:
+        return "no judge usage recorded"
+    parts = [f"{row.get('requests', 0):,} requests", f"{row.get('cache_hits', 0):,} cache hits"]
+    if row.get("failed"):
+        parts.append(f"{row['failed']:,} failed")
+    parts.append(f"{row.get('prompt_tokens', 0):,} prompt + {row.get('completion_tokens', 0):,} completion tokens")
+    cost = row.get("cost")
+    parts.append("no price configured" if cost is None or priced is False else f"cost {cost:.4f}")
+    return ", ".join(parts)
 
 
 def failure_summary(command: str, failed: Mapping[str, int]) -> str:
@@ -737,9 +978,9 @@ def get_judge(given: Settings | Mapping[str, str] | None = None) -> JudgeClient 
         logger.debug("LLM judge off or not configured")
         return None
     with _clients_lock:
-        client = _clients.get(config)
+        client = _clients.get((config, _dry))
         if client is None:
-            client = _clients[config] = JudgeClient(config)
+            client = _clients[(config, _dry)] = JudgeClient(config, dry_run=_dry)
             logger.info(
                 "LLM judge: model %s at %s (max_concurrency=%d, cache %s)",
                 config.model,

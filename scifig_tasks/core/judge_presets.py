@@ -1,7 +1,9 @@
 """Judge presets: ``model_configs/judges/<name>.yaml`` (or a YAML path) naming an OpenAI-compatible endpoint.
 
 Required fields ``base_url``, ``model`` and ``api_key_env`` (the name of the variable holding the key, never the key);
-optional ``max_concurrency``, ``timeout_s``, ``max_retries`` and ``max_tokens``, each overridable by its
+optional ``max_concurrency``, ``timeout_s``, ``max_retries``, ``max_tokens`` and the prices
+``price_per_million_input`` / ``price_per_million_output`` (of a million prompt / completion tokens, in any one
+currency; both or neither: with them, results record the judge's cost), each overridable by its
 ``SCIFIG_JUDGE_<FIELD>`` setting. A bad preset stops with the file and the key named.
 """
 
@@ -15,7 +17,16 @@ from scifig_tasks.core.errors import ConfigError
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 REQUIRED: dict[str, type] = {"base_url": str, "model": str, "api_key_env": str}
-OPTIONAL: dict[str, type] = {"max_concurrency": int, "timeout_s": float, "max_retries": int, "max_tokens": int}
+OPTIONAL: dict[str, type] = {
+    "max_concurrency": int,
+    "timeout_s": float,
+    "max_retries": int,
+    "max_tokens": int,
+    "price_per_million_input": float,
+    "price_per_million_output": float,
+}
+PRICES = ("price_per_million_input", "price_per_million_output")
+"""The price fields: non-negative (a local judge costs 0), given together."""
 
 
 class JudgePresetError(ConfigError):
@@ -45,9 +56,13 @@ def load_preset(name_or_path: str) -> dict[str, Any]:
             continue
         else:
             numeric = (int, float) if kind is float else (int,)
-            positive = key != "max_retries"
+            positive = key != "max_retries" and key not in PRICES
             if isinstance(value, bool) or not isinstance(value, numeric) or value < 0 or (positive and value == 0):
                 sign = "positive" if positive else "non-negative"
                 raise JudgePresetError(source, key, f"must be a {sign} {kind.__name__}")
             preset[key] = kind(value)
+    given = [key for key in PRICES if key in preset]
+    if len(given) == 1:
+        missing = next(key for key in PRICES if key not in preset)
+        raise JudgePresetError(source, missing, f"must be given with {given[0]} (both prices or neither)")
     return preset

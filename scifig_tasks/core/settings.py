@@ -244,6 +244,24 @@ JUDGE_AUDIT = declare(
 JUDGE_AUDIT_SEED = declare(
     "SCIFIG_JUDGE_AUDIT_SEED", _integer(), 0, "seed of the audit's sample", "an integer", "judge"
 )
+JUDGE_PRICE_PER_MILLION_INPUT: Setting[float | None] = declare(
+    "SCIFIG_JUDGE_PRICE_PER_MILLION_INPUT",
+    _number(0.0),
+    None,
+    "judge price of a million prompt tokens (with _OUTPUT: the run's judge cost)",
+    "a number >= 0",
+    "judge",
+    shown_default="the preset's, else none (no cost shown)",
+)
+JUDGE_PRICE_PER_MILLION_OUTPUT: Setting[float | None] = declare(
+    "SCIFIG_JUDGE_PRICE_PER_MILLION_OUTPUT",
+    _number(0.0),
+    None,
+    "judge price of a million completion tokens",
+    "a number >= 0",
+    "judge",
+    shown_default="the preset's, else none (no cost shown)",
+)
 
 # local data (scifig_tasks.core.sources)
 GRAB_DATA: Setting[Path | None] = declare(

@@ -7,12 +7,21 @@ Which benchmark's rule answers a request is decided by the task lmms-eval names 
 the ``metadata.scifig_source`` that task's YAML under this package's task folder declares (:func:`task_sources`).
 Before answering anything, every task of the batch is checked: a task that is not this package's, or whose
 benchmark has no chance answer (MMSci captioning), stops the run with one line naming the task.
+
+Data parallel (``accelerate launch --num_processes N -m lmms_eval``): lmms-eval's evaluator shards the documents
+itself (rank ``r`` builds the requests of documents ``r, r + N, ...``), pads the shorter shards with copies of their
+last request, and gathers the logged samples and per-sample metrics on rank 0, which aggregates and writes the files.
+A model only answers the requests it is given; what the evaluator needs from it is an ``accelerator``, a ``device``
+(each rank's request count is gathered on it) and ``rank`` / ``world_size`` (:func:`join_data_parallel`). Each
+answer is seeded by its task, split and document id, never by the process, so an N-process run gives the answers
+of a single-process run.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import cache
+from typing import Any
 
 from lmms_eval.api.instance import Instance
 from lmms_eval.api.model import lmms
@@ -51,6 +60,24 @@ def guesser_for(task: str) -> chance.Guesser:
         raise ValueError(f"scifig_chance cannot answer task {task!r}: {exc}") from None
 
 
+def join_data_parallel(model: lmms) -> Any:
+    """Give ``model`` its place in lmms-eval's data parallelism, as lmms-eval's own models do; return the device of
+    this process (a ``torch.device``: ``cuda:<local rank>`` under ``accelerate launch`` on GPUs, ``cpu`` under
+    ``ACCELERATE_USE_CPU=true`` or with no GPU).
+
+    Sets ``model.accelerator`` (one ``Accelerator`` per process; under a launcher it joins the process group:
+    NCCL on GPUs, gloo on CPUs), ``model._rank`` (the global process index, as the evaluator sets it) and
+    ``model._world_size``. A single process gets rank 0 of 1.
+    """
+    from accelerate import Accelerator
+
+    accelerator = Accelerator()
+    model.accelerator = accelerator
+    model._rank = accelerator.process_index
+    model._world_size = accelerator.num_processes
+    return accelerator.device
+
+
 class ScifigChance(lmms):
     is_simple = True
 
@@ -63,14 +90,17 @@ class ScifigChance(lmms):
         if unknown:
             raise ValueError(f"scifig_chance: unknown model_args {unknown} (supported: seed)")
         self.seed = int(seed)
+        self.device = join_data_parallel(self)  # the evaluator gathers each rank's request count on it
 
     def generate_until(self, requests: list[Instance]) -> list[str]:
         for task in dict.fromkeys(request.task_name for request in requests):
             guesser_for(task)  # every task checked before any answer
-        return [self._answer(request) for request in tqdm(requests, desc="scifig_chance")]
+        progress = tqdm(requests, desc="scifig_chance", disable=self.rank != 0)
+        return [self._answer(request) for request in progress]
 
     def _answer(self, request: Instance) -> str:
-        # args of a simple generation request: (context, gen_kwargs, doc_to_visual, doc_id, task, split)
+        # args of a simple generation request: (context, gen_kwargs, doc_to_visual, doc_id, task, split); doc_id is
+        # the document's index in its split on every rank (the evaluator shards by index, it does not renumber)
         prompt, task, split, doc_id = request.args[0], request.task_name, request.args[5], request.doc_id
         try:
             return chance.guess(prompt, task_sources()[task], self.seed, salt=f"{task}/{split}/{doc_id}")

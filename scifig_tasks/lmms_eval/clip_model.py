@@ -6,6 +6,12 @@ Model args: ``model`` (default the paper's ``ViT-H-14-378-quickgelu``), ``pretra
 a checkpoint path, or ``none`` for random weights), ``model_config`` (path to an open_clip model-config JSON to
 register first, e.g. a small custom architecture), lmms-eval's ``--batch_size`` (texts or images embedded per forward
 pass), ``device`` (default cuda when available), ``seed`` (initialisation seed when ``pretrained=none``).
+
+Data parallel (``accelerate launch --num_processes N -m lmms_eval``): lmms-eval shards the documents by rank and
+gathers the results on rank 0 (see :mod:`scifig_tasks.lmms_eval.chance_model`); each process loads the model on
+its own device (``cuda:<local rank>``, or ``cpu`` under ``ACCELERATE_USE_CPU=true``), whatever ``device`` says, as
+lmms-eval's own models do. Every process builds the same weights (same ``seed``), so a prediction does not depend on
+the rank that made it.
 """
 
 from __future__ import annotations
@@ -15,9 +21,11 @@ from typing import Any
 
 from lmms_eval.api.instance import Instance
 from lmms_eval.api.model import lmms
+from loguru import logger
 from tqdm import tqdm
 
 from scifig_tasks.core.choices import choice_query
+from scifig_tasks.lmms_eval.chance_model import join_data_parallel
 
 
 class ScifigClip(lmms):
@@ -39,7 +47,7 @@ class ScifigClip(lmms):
 
         if model_config:
             open_clip.add_model_config(Path(model_config))
-        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        self.device = self._placement(device, join_data_parallel(self))
         torch.manual_seed(int(seed))
         weights = None if str(pretrained).lower() in ("", "none") else pretrained
         self.model, _, self.preprocess = open_clip.create_model_and_transforms(
@@ -51,6 +59,18 @@ class ScifigClip(lmms):
         self.model.eval()
         self.tokenizer = open_clip.get_tokenizer(model)
         self.batch_size = max(1, int(batch_size))
+
+    def _placement(self, asked: str | None, own: Any) -> str:
+        """The device the model runs on: ``asked`` (default cuda when available) in a single process; with several
+        processes, each one's own device (``own``), so that N processes use N GPUs and the evaluator's gather (on
+        ``self.device``) runs on the process group's device."""
+        import torch
+
+        if self.world_size == 1:
+            return asked or ("cuda" if torch.cuda.is_available() else "cpu")
+        if asked and torch.device(asked) != own and self.rank == 0:
+            logger.warning(f"scifig_clip: device={asked} ignored with {self.world_size} processes: each uses its own")
+        return str(own)
 
     def _embed_images(self, images: list[Any]) -> Any:
         import torch
@@ -84,7 +104,7 @@ class ScifigClip(lmms):
 
     def generate_until(self, requests: list[Instance]) -> list[str]:
         answers = []
-        for request in tqdm(requests, desc="scifig_clip"):
+        for request in tqdm(requests, desc="scifig_clip", disable=self.rank != 0):
             _, _, doc_to_visual, doc_id, task, split = request.args
             doc = self.task_dict[task][split][doc_id]
             answers.append(self.choose(doc, doc_to_visual(doc)))

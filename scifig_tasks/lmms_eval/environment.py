@@ -7,16 +7,52 @@ runs are written unchanged. lmms-eval's own ``lmms_eval_version`` and ``git_hash
 working directory when there is one (not lmms-eval's release), so the block records the installed ``lmms-eval``.
 The block's ``data`` says where each scifig source read its data: ``{"local": true}`` (``SCIFIG_<BENCH>_DATA``; the
 path itself is not written) or ``{"hub": "<dataset id>"}``, so a report can say a run did not score the published set.
+
+Judge accounting (what the judge did and cost). Judge calls are charged to the task they score for
+(:func:`scifig_tasks.core.judge.task_scope`): ``ConfigurableTask.process_results`` (run in lmms-eval's scoring
+threads) and ``TaskOutput.calculate_aggregate_metric`` (the breakdowns, FActScore and G-Eval) are wrapped to name
+their task. The block's ``judge_usage`` is :func:`scifig_tasks.core.judge.usage_report` of what was asked since the
+previous results file: per task and group, requests sent, cache hits, failures, prompt and completion tokens, wall
+time in the judge and the cost (``null``: no price configured); absent when the judge was not asked.
+
+Before the model runs, one line says the most judge requests the run can send (:func:`judge_bound`): after lmms-eval
+has built each task's requests (``--limit`` applied), every output of a task whose ``process_results`` may ask the
+judge (:data:`JUDGED_PER_OUTPUT`) counts once -- an output goes to the judge at most once, when the rules cannot read
+it or, for multiple choice, as one of the audit's share (``SCIFIG_JUDGE_AUDIT``) of those they can. Retries are not
+counted; MMSci captioning's judged metrics are asked at aggregation, two requests per judged caption (FActScore's
+split and G-Eval) plus one per atomic fact, which is not known in advance.
 """
 
 from __future__ import annotations
 
-from functools import wraps
+import math
+import sys
+import threading
+from collections.abc import Iterable, Mapping
+from functools import partial, wraps
+from pathlib import Path
 from typing import Any
 
-from scifig_tasks.core import settings
+from scifig_tasks.core import judge, settings
 from scifig_tasks.core.provenance import KEY, environment
 from scifig_tasks.core.sources import SOURCES
+from scifig_tasks.lmms_eval import TASKS_DIR
+
+USAGE_KEY = "judge_usage"
+"""The environment block's entry holding the judge accounting."""
+
+JUDGED_PER_OUTPUT: dict[str, frozenset[str]] = {
+    "grab": frozenset({"grab_process_results_llm_extract", "grab_mc_process_results"}),
+    "scifibench": frozenset({"scifibench_process_results", "scifibench_paper_process_results", "_alignment_results"}),
+    "mmsci": frozenset({"_mcq_process_results"}),
+    "plot_twist": frozenset({"_results"}),
+}
+"""Task folder -> the ``process_results`` hooks (the function under any ``partial``) that may send an output to the
+judge, at most once per output."""
+AUDITED = frozenset({"grab_mc_process_results", "scifibench_process_results", "_mcq_process_results"})
+"""Hooks of multiple-choice tasks whose rule-read answers the judge audit samples."""
+JUDGED_AT_AGGREGATION = frozenset({"mmsci_caption_process_results", "mmsci_caption_paper_process_results"})
+"""Hooks of tasks whose judged metrics are asked when lmms-eval aggregates (MMSci captioning)."""
 
 
 def has_scifig_task(results: dict[str, Any]) -> bool:
@@ -40,8 +76,120 @@ def data_origins(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return found
 
 
+def _hook(task: Any) -> tuple[str, str] | None:
+    """The task folder and function name of a scifig task's ``process_results`` hook (None for other tasks)."""
+    function = getattr(getattr(task, "config", None), "process_results", None)
+    while isinstance(function, partial):
+        function = function.func
+    code = getattr(function, "__code__", None)
+    if code is None:
+        return None
+    source = Path(code.co_filename).resolve()  # lmms-eval loads a task folder's utils.py by path, not as our module
+    if source.parent.parent != TASKS_DIR:
+        return None
+    return source.parent.name, getattr(function, "__name__", "")
+
+
+def _outputs(task: Any) -> int:
+    """The model outputs the task's built requests will produce (every repeat counted)."""
+    return sum(max(1, int(getattr(instance, "repeats", 1) or 1)) for instance in getattr(task, "instances", []))
+
+
+def judge_bound(tasks: Mapping[str, Any], share: float) -> tuple[int, list[str], list[str]]:
+    """The most judge requests the built ``tasks`` can send (retries aside): per output of a task that may judge it,
+    one; the per-task words (``grab_properties_llm_extract 40``, ``scifibench_cs_figure2caption 50 (audit up to
+    20)``) and the tasks judged at aggregation, whose count is not known in advance."""
+    total, words, later = 0, [], []
+    for name, task in tasks.items():
+        hook = _hook(task)
+        if hook is None:
+            continue
+        folder, function = hook
+        if function in JUDGED_AT_AGGREGATION:
+            later.append(name)
+            continue
+        if function not in JUDGED_PER_OUTPUT.get(folder, frozenset()):
+            continue
+        outputs = _outputs(task)
+        total += outputs
+        audit = min(outputs, max(math.ceil(share * outputs), 20)) if function in AUDITED and share > 0 else 0
+        words.append(f"{name} {outputs:,}" + (f" (audit up to {audit:,})" if audit else ""))
+    return total, words, later
+
+
+def bound_line(tasks: Mapping[str, Any]) -> str | None:
+    """The line said before a judged run starts (None without a judge or without a task that may ask it)."""
+    if judge.configured_concurrency() is None:
+        return None
+    share = settings.current().get(settings.JUDGE_AUDIT)
+    total, words, later = judge_bound(tasks, share)
+    if not words and not later:
+        return None
+    line = f"scifig: this run sends the LLM judge at most {total:,} requests (retries aside, before its cache answers"
+    line += f" any): {', '.join(words)}" if words else " any)"
+    if later:
+        line += (
+            f"; and for {', '.join(later)} two per judged caption plus one per atomic fact (not known in advance; "
+            "SCIFIG_MMSCI_JUDGED_SUBSET bounds the captions)"
+        )
+    return line
+
+
+class _Pending:
+    """The tasks of one ``evaluate`` call whose requests are not built yet; the bound line is said after the last."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.tasks: dict[int, tuple[str, Any]] = {}
+        self.built: dict[str, Any] = {}
+
+    def expect(self, outputs: Iterable[Any]) -> None:
+        with self.lock:
+            self.tasks = {id(output.task): (output.task_name, output.task) for output in outputs}
+            self.built = {}
+
+    def built_one(self, task: Any) -> dict[str, Any] | None:
+        """Note ``task`` built; every expected task once they all are."""
+        with self.lock:
+            found = self.tasks.pop(id(task), None)
+            if found is None:
+                return None
+            self.built[found[0]] = found[1]
+            if self.tasks:
+                return None
+            built, self.built = self.built, {}
+            return built
+
+
+_pending = _Pending()
+
+
+def _say(line: str) -> None:
+    from loguru import logger  # lmms-eval's logger: the line shows where its own INFO lines do
+
+    logger.info(line)
+
+
+def _groups(results: Mapping[str, Any]) -> dict[str, list[str]]:
+    """Group -> its leaf tasks, from the results' ``group_subtasks``."""
+    subtasks = results.get("group_subtasks")
+    if not isinstance(subtasks, dict):
+        return {}
+
+    def leaves(name: str, seen: frozenset[str]) -> list[str]:
+        members = subtasks.get(name) or []
+        if not members:
+            return [name]
+        return [leaf for member in members if member not in seen for leaf in leaves(member, seen | {member})]
+
+    return {name: leaves(name, frozenset({name})) for name, members in subtasks.items() if members}
+
+
 def install() -> None:
-    """Wrap ``EvaluationTracker.save_results_aggregated``; idempotent."""
+    """Wrap ``EvaluationTracker.save_results_aggregated`` (the environment block and the judge accounting), the hooks
+    that charge judge calls to their task, and those that say the run's judge bound; idempotent."""
+    from lmms_eval import evaluator_utils
+    from lmms_eval.api.task import ConfigurableTask
     from lmms_eval.loggers.evaluation_tracker import EvaluationTracker
 
     save = EvaluationTracker.save_results_aggregated
@@ -52,7 +200,55 @@ def install() -> None:
     def save_with_environment(self: Any, results: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
         if isinstance(results, dict) and has_scifig_task(results):
             results[KEY] = {**environment("lmms-eval"), "data": data_origins(results)}
+            usage = judge.usage_report(drain=True, groups=_groups(results))
+            if usage is not None:
+                results[KEY][USAGE_KEY] = usage
         return save(self, results, *args, **kwargs)
 
     save_with_environment._scifig_environment = True  # type: ignore[attr-defined]
     EvaluationTracker.save_results_aggregated = save_with_environment
+
+    process_results = ConfigurableTask.process_results
+
+    @wraps(process_results)
+    def process_results_charged(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with judge.task_scope(getattr(self.config, "task", None)):
+            return process_results(self, *args, **kwargs)
+
+    ConfigurableTask.process_results = process_results_charged
+
+    aggregate = evaluator_utils.TaskOutput.calculate_aggregate_metric
+
+    @wraps(aggregate)
+    def aggregate_charged(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with judge.task_scope(self.task_name):
+            return aggregate(self, *args, **kwargs)
+
+    evaluator_utils.TaskOutput.calculate_aggregate_metric = aggregate_charged
+
+    build = ConfigurableTask.build_all_requests
+
+    @wraps(build)
+    def build_then_bound(self: Any, *args: Any, **kwargs: Any) -> Any:
+        built = build(self, *args, **kwargs)
+        tasks = _pending.built_one(self)
+        if tasks:
+            line = bound_line(tasks)
+            if line is not None:
+                _say(line)
+        return built
+
+    ConfigurableTask.build_all_requests = build_then_bound
+
+    get_task_list = evaluator_utils.get_task_list
+
+    @wraps(get_task_list)
+    def task_list_expected(task_dict: dict[Any, Any]) -> Any:
+        outputs = get_task_list(task_dict)
+        _pending.expect(output for output in outputs if getattr(output, "task", None) is not None)
+        return outputs
+
+    evaluator_utils.get_task_list = task_list_expected
+    loaded = sys.modules.get("lmms_eval.evaluator")  # imported before this package's plugin: rebind its name too
+    if loaded is not None and getattr(loaded, "get_task_list", None) is get_task_list:
+        loaded.get_task_list = task_list_expected  # type: ignore[attr-defined]

@@ -4,7 +4,9 @@ each run scored, on which data (:mod:`scifig_tasks.report.coverage`) and how the
 Judge use is read from the breakdowns' ``flags``: GRAB's ``judge`` (``not_used``, ``judged``, ``judge_failed``,
 ``judge_off``), the multiple-choice ``resolution`` (``rule``, ``judge``, ``unresolved``), Plot Twist's
 ``answer_source`` (``rule``, ``judge``, ``not_provided``, one per output of every repeat) and the captioning
-``caption_report.judged`` statuses; the judge's model is the one the results file's environment block names.
+``caption_report.judged`` statuses; the judge's model is the one the results file's environment block names. What
+the judge did and cost (requests, cache hits, tokens, cost or "no price configured") comes from the block's
+``judge_usage`` (:func:`scifig_tasks.core.judge.usage_report`), summed over the row's tasks.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from scifig_tasks.core.judge import usage_words
 from scifig_tasks.report.coverage import coverage
 from scifig_tasks.report.document import Note, Section, Table
 from scifig_tasks.report.runs import Run
@@ -87,6 +90,32 @@ def judge_model(run: Run, task: str) -> str:
     return str(judge["model"]) if isinstance(judge, dict) and judge.get("model") else "the judge"
 
 
+USAGE_FIELDS = ("requests", "cache_hits", "failed", "prompt_tokens", "completion_tokens")
+
+
+def usage_text(run: Run, tasks: Sequence[str]) -> str | None:
+    """The judge's usage for ``tasks`` in words (their results files' ``judge_usage``: a task's, else a group's
+    row), or None when no file recorded any."""
+    rows: list[Mapping[str, Any]] = []
+    priced = True
+    for task in tasks:
+        path = run.task_files.get(task)
+        block = run.environments.get(path) if path is not None else None
+        usage = block.get("judge_usage") if isinstance(block, dict) else None
+        if not isinstance(usage, dict):
+            continue
+        row = (usage.get("tasks") or {}).get(task) or (usage.get("groups") or {}).get(task)
+        if isinstance(row, dict):
+            rows.append(row)
+            priced = priced and bool(usage.get("priced"))
+    if not rows:
+        return None
+    total: dict[str, Any] = {name: sum(int(row.get(name) or 0) for row in rows) for name in USAGE_FIELDS}
+    costs = [row.get("cost") for row in rows]
+    total["cost"] = None if not priced or any(cost is None for cost in costs) else sum(costs)
+    return usage_words(total, priced=priced)
+
+
 def judge_words(counts: Mapping[str, int], total: int | None, model: str, unit: str = "questions") -> str:
     """Judge use in words: ``not used (40 questions)``, ``gpt-4o-mini, 12 of 40 questions``, with failures and an
     absent judge named (those answers count as wrong)."""
@@ -154,6 +183,9 @@ def _row(run: Run, entry: Entry) -> tuple[list[str], int] | None:
         judge = caption_judge_words(counts, judge_model(run, present[0]))
     else:
         judge = judge_words(counts, total, judge_model(run, present[0]), unit) if counts else "-"
+    used = usage_text(run, present)
+    if used is not None:
+        judge = f"{judge}; {used}" if judge != "-" else used
     checked = [task for task in COVERAGE_TASKS.get(entry.label, ()) if run.has(task)]
     if entry.benchmark == "plot_twist":
         checked = checked[:1]

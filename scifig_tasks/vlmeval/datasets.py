@@ -46,6 +46,7 @@ from vlmeval.dataset.image_base import ImageBaseDataset
 from vlmeval.smp import LMUDataRoot, toliststr
 
 from scifig_tasks.core import grab, plot_twist, scifibench
+from scifig_tasks.core import judge as judge_accounting
 from scifig_tasks.core.judge import JudgeClient, get_judge
 from scifig_tasks.core.protocol import Protocol, in_force
 from scifig_tasks.core.provenance import KEY, environment
@@ -128,13 +129,15 @@ class SciFigDataset(ImageBaseDataset):
 
         def scored(line: Mapping[str, Any]) -> dict[str, Any]:
             reply = replies[str(line["index"])]
-            return {**self.score(line, reply), "prediction": reply}
+            with judge_accounting.task_scope(self.dataset_name):
+                return {**self.score(line, reply), "prediction": reply}
 
         # judge calls (ambiguous answers, reformatting) run concurrently, one per scoring thread: as many threads as
         # the judge allows requests in flight (SCIFIG_JUDGE_MAX_CONCURRENCY), at least SCORING_THREADS
         with ThreadPoolExecutor(max_workers=max(SCORING_THREADS, chosen.max_concurrency or 0)) as pool:
             records = list(pool.map(scored, lines))
-        metrics, details = self.summarise(records)
+        with judge_accounting.task_scope(self.dataset_name):
+            metrics, details = self.summarise(records)
         key = [self.judge.config.api_key] if self.judge is not None and self.judge.config.api_key else []
         stem, secrets = str(eval_file).rsplit(".", 1)[0], secrets_of(os.environ, key)
         with open(f"{stem}_scifig_records.jsonl", "w", encoding="utf-8") as handle:
@@ -143,6 +146,9 @@ class SciFigDataset(ImageBaseDataset):
         with open(f"{stem}_scifig_scores.json", "w", encoding="utf-8") as handle:
             scores = {"dataset": self.dataset_name, "version": TASK_VERSIONS[self.BENCHMARK], "metrics": metrics}
             scores |= {"breakdown": details, "judge": chosen.described(), KEY: environment("vlmeval")}
+            usage = judge_accounting.usage_report(drain=True)
+            if usage is not None:
+                scores[KEY]["judge_usage"] = usage
             json.dump(mask_value(scores, secrets), handle, indent=1)
         return metrics
 
