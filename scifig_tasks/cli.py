@@ -12,6 +12,10 @@
   model arguments in the results file).
   ``--preset NAME`` expands a model preset (:mod:`scifig_tasks.core.presets`) to lmms-eval arguments; explicit
   arguments win. ``scifig eval --help`` prints this command's help, then lmms-eval's options.
+  Model replies are cached by default (:func:`with_default_cache`: ``<--output_path>/.scifig-cache/<--model>``,
+  an explicit ``--use_cache PATH`` wins, ``--no-cache`` turns it off; one line says which at the start) with the
+  rules of :mod:`scifig_tasks.lmms_eval.response_cache`, so the same command run again after a stop asks the model
+  only what it has not answered.
   Before lmms-eval starts, every name of ``--tasks`` must be a task, group or tag of scifig or lmms-eval
   (:func:`scifig_tasks.tasks_cli.unknown_tasks_message`): an unknown one ends the command in one line with the
   closest name, exit status 2.
@@ -26,9 +30,9 @@
   ``scifig.curate`` entry points (this package never imports ``curation``; the demo's GRAB generator is the
   ``scifig.builders`` entry point ``grab``).
 * ``scifig tasks-path`` prints the task folder (for ``lmms-eval --include_path``); ``scifig --version`` the version.
-* Commands registered from their own modules (:data:`COMMAND_MODULES`): ``report``, ``rescore`` and ``export-upstream``,
-  ``vlmeval`` and ``export-tsv`` (VLMEvalKit), ``presets``, ``doctor``, ``config``, ``finetune`` and
-  ``finetune-data``.
+* Commands registered from their own modules (:data:`COMMAND_MODULES`): ``report``, ``compare``, ``rescore`` and
+  ``export-upstream``, ``vlmeval`` and ``export-tsv`` (VLMEvalKit), ``presets``, ``doctor``, ``config``,
+  ``finetune`` and ``finetune-data``.
 
 Every parser is a :class:`scifig_tasks.cli_format.Parser`: what ``--help`` prints is written for users (what the
 command does, each option, an example); these notes are not shown.
@@ -65,7 +69,9 @@ def tasks_path() -> Path:
 
 
 def run_lmms_eval(argv: Sequence[str]) -> list[dict[str, Any]]:
-    """Run lmms-eval's CLI in-process; return its results dicts or raise :class:`EvalFailed`."""
+    """Run lmms-eval's CLI in-process; return its results dicts or raise :class:`EvalFailed`. With ``--use_cache``
+    the cache is scifig's (:mod:`scifig_tasks.lmms_eval.response_cache`: replies stored as they arrive, keys that
+    hold what the model is sent)."""
     import lmms_eval.__main__ as lmms_main
 
     from scifig_tasks.lmms_eval.plugin import install
@@ -95,12 +101,16 @@ def run_lmms_eval(argv: Sequence[str]) -> list[dict[str, Any]]:
     lmms_main.cli_evaluate_single = tracked
     sys.argv = ["lmms-eval", *argv]
     try:
-        lmms_main.cli_evaluate()
+        with _response_cache(_cache_option(argv) is not None):
+            lmms_main.cli_evaluate()
     finally:
         lmms_main.cli_evaluate_single = evaluate_single
         sys.argv = saved_argv
-    if failures or not outcomes:
-        raise EvalFailed("; ".join(failures) or "lmms-eval produced no results")
+    if failures:
+        raise EvalFailed("; ".join(failures))
+    if not outcomes and int(os.environ.get("RANK", "0")) == 0:
+        # under `accelerate launch` / torchrun, lmms-eval returns the gathered results on rank 0 only
+        raise EvalFailed("lmms-eval produced no results")
     return outcomes
 
 
@@ -115,9 +125,61 @@ def _option(argv: Sequence[str], name: str) -> str | None:
     return value
 
 
-def eval_command(argv: Sequence[str], debug: bool = False) -> int:
-    """``scifig eval``: run lmms-eval with keys masked; 1 when it failed or any sample could not be judged, 2 when
-    ``--tasks`` names a task that does not exist (said before lmms-eval starts)."""
+CACHE_OPTIONS = ("--use_cache", "-c")
+"""lmms-eval's spellings of its response-cache option."""
+CACHE_FOLDER = ".scifig-cache"
+"""The default cache of ``scifig eval``: ``<--output_path>/.scifig-cache/<--model>``."""
+
+
+def _cache_option(argv: Sequence[str]) -> str | None:
+    """The cache folder ``argv`` gives lmms-eval (``--use_cache PATH`` / ``-c PATH``), if any."""
+    values = [value for name in CACHE_OPTIONS if (value := _option(argv, name)) is not None]
+    return values[-1] if values else None
+
+
+def _response_cache(enabled: bool) -> contextlib.AbstractContextManager[None]:
+    if not enabled:
+        return contextlib.nullcontext()
+    from scifig_tasks.lmms_eval.response_cache import installed
+
+    return installed()
+
+
+def with_default_cache(argv: Sequence[str], cache: bool = True) -> tuple[list[str], str]:
+    """``argv`` with ``scifig eval``'s default response cache, and the one line that says what is cached.
+
+    Rule: replies are cached unless ``cache`` is false (``--no-cache``); an explicit ``--use_cache PATH`` wins;
+    otherwise the cache is ``<--output_path>/.scifig-cache/<--model>``, and nothing is cached without
+    ``--output_path``. ``--no-cache`` with ``--use_cache`` is refused (:class:`~scifig_tasks.cli_format.CommandError`).
+    """
+    import re
+
+    from scifig_tasks.cli_format import CommandError
+
+    argv = list(argv)
+    given, output = _cache_option(argv), _option(argv, "--output_path")
+    if not cache:
+        if given is not None:
+            raise CommandError("--no-cache and --use_cache both given", "keep one of them")
+        return argv, "scifig eval: model replies are not cached (--no-cache): a stopped run starts again from the start"
+    if given is None and output is None:
+        return argv, (
+            "scifig eval: model replies are not cached (no --output_path): give --use_cache DIR to resume a stopped run"
+        )
+    if given is None:
+        model = re.sub(r"[^A-Za-z0-9._-]+", "-", _option(argv, "--model") or "model")
+        given = str(Path(output or ".") / CACHE_FOLDER / model)
+        argv += ["--use_cache", given]
+    return argv, (
+        f"scifig eval: model replies are cached in {given}: run the same command again to resume, "
+        "only unanswered questions go to the model (--no-cache: off)"
+    )
+
+
+def eval_command(argv: Sequence[str], debug: bool = False, cache: bool = True) -> int:
+    """``scifig eval``: run lmms-eval with keys masked and model replies cached (:func:`with_default_cache`,
+    ``cache`` false for ``--no-cache``); 1 when it failed or any sample could not be judged, 2 when ``--tasks`` names
+    a task that does not exist (said before lmms-eval starts)."""
     from scifig_tasks.cli_format import CommandError, error_line
     from scifig_tasks.core.presets import PresetError
     from scifig_tasks.lmms_eval.presets import apply_preset
@@ -134,6 +196,8 @@ def eval_command(argv: Sequence[str], debug: bool = False) -> int:
         problem = unknown_tasks_message(tasks, [include] if include else [])
         if problem is not None:
             raise CommandError(problem)
+    argv, cache_line = with_default_cache(argv, cache)
+    print(cache_line, file=sys.stderr, flush=True)
     # the environment's keys and URL credentials, and those of URLs in the arguments (--model_args base_url=...)
     with masked_output(secrets_of(os.environ, command_line=argv), _option(argv, "--output_path")):
         try:
@@ -254,6 +318,7 @@ CURATED_BENCHMARKS = ("grab", "scifibench", "plot_twist", "mmsci")
 
 COMMAND_MODULES: tuple[str, ...] = (
     "scifig_tasks.report.cli",
+    "scifig_tasks.compare_cli",
     "scifig_tasks.rescore",
     "scifig_tasks.lmms_eval.export",
     "scifig_tasks.vlmeval.cli",
@@ -287,7 +352,12 @@ sub-tasks). The options are lmms-eval's, passed to it unchanged (listed below); 
 Differences from running lmms-eval directly: the exit status is 1 when a task was not found, data was bad, scoring
 failed or any sample could not be scored by the LLM judge (lmms-eval exits 0 whatever happened); API keys and the
 credentials of URLs (user:password@) are masked, shown as <NAME_OF_THE_VARIABLE>, on the screen and in the files
-written under --output_path; --preset fills in the model options from a model preset."""
+written under --output_path; --preset fills in the model options from a model preset.
+
+Resuming: the model's replies are cached as they arrive (lmms-eval's --use_cache, by default
+OUTPUT_PATH/.scifig-cache/MODEL; --use_cache DIR for another folder, --no-cache for none). Run the same command
+again after a stop (Ctrl-C, a crash, a server that went down) and only the questions without a reply go to the model.
+Sampled requests (temperature above 0) are not cached."""
 
 EVAL_EPILOG = """\
 examples:
@@ -362,6 +432,13 @@ def _add_eval(commands: Any) -> None:
         metavar="NAME",
         help="model preset (scifig presets lists them): sets --model, --model_args and the endpoint's variables; "
         "options you give explicitly win",
+    )
+    parser.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="do not cache the model's replies (by default they are kept in OUTPUT_PATH/.scifig-cache/MODEL, or in "
+        "lmms-eval's --use_cache DIR, so that the same command run again after a stop asks the model only what it "
+        "has not answered)",
     )
 
 
@@ -473,7 +550,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(parser: argparse.ArgumentParser, args: argparse.Namespace, rest: list[str]) -> int:
     if args.command == "eval":
         presets = [item for name in args.preset or [] for item in ("--preset", name)]
-        return eval_command(presets + rest, debug=args.debug)
+        return eval_command(presets + rest, debug=args.debug, cache=not args.no_cache)
     if rest and not getattr(args, "passthrough", False):
         parser.error(f"unrecognised arguments: {' '.join(rest)}")
     args.rest = rest

@@ -26,6 +26,7 @@ COMMANDS = [
     "curate",
     "tasks-path",
     "report",
+    "compare",
     "rescore",
     "export-upstream",
     "vlmeval",

@@ -151,7 +151,7 @@ def test_scifig_vlmeval_work_dir_holds_no_secret(tmp_path: Path, openai_server, 
     model, judge = openai_server(echoing_key(answer)), openai_server(echoing_key(answer))
     env = grab_env(tmp_path, judge.base_url)
     env["OPENAI_API_BASE"] = f"http://{MODEL_USER}:{MODEL_PASSWORD}@127.0.0.1:9/v1"  # credentials of an unused URL
-    data = {"SciFig_GRAB": "SciFigGRAB", "SciFig_GRAB_LLMExtract": "SciFigGRABLLMExtract"}
+    data = {"grab": "SciFigGRAB", "grab_llm_extract": "SciFigGRABLLMExtract"}
     scifig = [sys.executable, "-m", "scifig_tasks.cli"]
 
     completed, out = run_vlmeval(tmp_path, model.base_url, env, data, scifig)
@@ -163,9 +163,9 @@ def test_scifig_vlmeval_work_dir_holds_no_secret(tmp_path: Path, openai_server, 
     secrets = {"model key": CONFIG_KEY, "judge key": JUDGE_KEY, **url_secrets(MODEL_USER, MODEL_PASSWORD)}
     assert not [name for name, secret in secrets.items() if secret in output]
     assert leaks([out.parent, tmp_path / "LMUData"], secrets) == {}
-    (predictions,) = out.rglob("fake-vlm_SciFig_GRAB.tsv")
+    (predictions,) = out.rglob("fake-vlm_grab.tsv")
     assert "15 (session <secret>)" in predictions.read_text()
-    (records,) = out.rglob("fake-vlm_SciFig_GRAB_LLMExtract_scifig_records.jsonl")
+    (records,) = out.rglob("fake-vlm_grab_llm_extract_scifig_records.jsonl")
     record = json.loads(records.read_text().splitlines()[0])
     assert record["prediction"] == "15 (session <secret>)"
     assert record["extracted"] == "15 (session <SCIFIG_JUDGE_API_KEY>)"

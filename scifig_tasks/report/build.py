@@ -5,9 +5,10 @@ logged their samples, ``samples.html``: every sample with its figure, prompt, ou
 (:mod:`scifig_tasks.report.samples`).
 
 Each benchmark is one section module with ``section(runs, figdir) -> Section | None`` (``None``: not run). The page
-opens with the summary (:mod:`scifig_tasks.report.summary`). No machine path is written: results files are named
-relative to the report (or by file name when far from it), and any absolute path left in a note is shortened the same
-way (:mod:`scifig_tasks.report.paths`).
+opens with the summary (:mod:`scifig_tasks.report.summary`); with two or more models a "Comparison" section follows
+the benchmarks: each later model against the first on the questions both answered (:mod:`scifig_tasks.report.compare`).
+No machine path is written: results files are named relative to the report (or by file name when far from it), and
+any absolute path left in a note is shortened the same way (:mod:`scifig_tasks.report.paths`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any, get_args
 
 from scifig_tasks.core import provenance
 from scifig_tasks.core.outputs import OutputStatus
+from scifig_tasks.report.compare import comparison_section
 from scifig_tasks.report.document import Note, Section, Table, to_html, to_markdown
 from scifig_tasks.report.paths import shown, shown_path
 from scifig_tasks.report.runs import Run, load_runs
@@ -58,6 +60,8 @@ def build_report(results: Iterable[Path], out: Path) -> Report:
         tasks = sorted({task for run in runs for task in run.entries})
         raise ValueError(f"no benchmark of this package in the results (tasks found: {', '.join(tasks) or 'none'})")
     top = summary_section(runs, [section.title for section in sections], sum(len(run.sources) for run in runs))
+    if len(runs) > 1:  # every later model against the first, question by question
+        sections.append(comparison_section(runs))
     flagged = _flagged(runs)
     if flagged is not None:
         sections.append(flagged)

@@ -1,0 +1,263 @@
+"""Resuming a stopped ``scifig eval``: lmms-eval's response cache, made safe for the scifig tasks and written as
+replies arrive.
+
+Why. lmms-eval writes its results only at the end: a run stopped after 40 of 200 model calls loses every reply.
+lmms-eval 0.7.3 has a response cache (``--use_cache PATH``, an SQLite file plus a JSONL log, only for deterministic
+requests: temperature 0, no sampling, one sequence); ``scifig eval`` turns it on by default
+(:func:`scifig_tasks.cli.eval_command`). As lmms-eval ships it, the cache does not resume a stopped run and can
+return a wrong reply:
+
+* it stores a batch of replies only once the model has answered the whole batch (every ``generate_until`` request of
+  the run), so a stopped run has stored nothing;
+* each process writes into a new run folder (``runs/<random id>/``) that a later run reads only once it was merged,
+  which happens at the end of a successful run;
+* its key is (request type, task, document id, generation arguments, the leading text of the request, the task's
+  configuration with function *names*, the model and its arguments): the images, what ``doc_to_messages`` builds,
+  the data behind a task (``SCIFIG_*_DATA``), the settings that change a prompt, the endpoint behind the ``openai``
+  model (``OPENAI_API_BASE``) and the copy of a repeated request (``repeats``) are not in it, so a different request
+  can be answered with another's reply;
+* a failed request (``[LMMS_EVAL_REQUEST_FAILED ...]``, ``[LMMS_EVAL_BUDGET_EXCEEDED]``) is stored as a reply, so
+  a rerun would never ask it again;
+* the model's arguments are stored in clear (``meta.model_fingerprint``: ``--model_args api_key=...`` or a URL's
+  credentials), and so is every reply (a server echoing the key).
+
+Rules implemented (:class:`ScifigResponseCache`, the class ``scifig eval`` gives lmms-eval):
+
+* Replies are stored as they arrive: the requests go to the model in chunks of its own concurrency
+  (``num_concurrent`` of the API models, else its batch size), each chunk's replies stored before the next is sent.
+  A stopped run loses at most the replies of the chunk in flight.
+* One run folder per cache (``runs/scifig/``, lmms-eval's ``LMMS_CACHE_RUN_ID``; :data:`RUN_ID`), reopened by the
+  next run, whose crash recovery replays the JSONL log into the SQLite file.
+* The key also holds a digest of what the model is sent (:func:`request_digest`): every text and every image pixel
+  of ``doc_to_messages`` (or of the text and ``doc_to_visual`` of a plain model), the copy number of a repeated
+  request, and the model's endpoint when ``OPENAI_API_BASE`` is set. Two requests share a reply only when the model
+  would be sent the same thing.
+* Failure markers and empty replies are neither stored nor logged with a key (lmms-eval's crash recovery would
+  store them on the next start).
+* Nothing is stored in clear that :func:`scifig_tasks.core.secrets.secrets_of` calls a secret: replies are masked
+  before they are written and the model's arguments are kept only as a hash.
+* Sampled requests (temperature above 0, ``do_sample``, several sequences: the ``_paper`` captioning tasks) are not
+  cached, as in lmms-eval: a rerun asks them again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from lmms_eval.caching.response_cache import (
+    ResponseCache,
+    _extract_content_hash,
+    compute_cache_key,
+    extract_gen_kwargs,
+    is_deterministic,
+)
+from loguru import logger
+
+from scifig_tasks.core.secrets import mask, secrets_of
+
+RUN_ID = "scifig"
+"""The run folder of every ``scifig eval`` (``runs/scifig/``), so that a rerun reopens what a stopped run wrote."""
+RUN_ID_VARIABLE = "LMMS_CACHE_RUN_ID"
+ENDPOINT_VARIABLE = "OPENAI_API_BASE"
+FAILURE_MARKERS = ("[LMMS_EVAL_REQUEST_FAILED", "[LMMS_EVAL_BUDGET_EXCEEDED")
+"""Replies lmms-eval's API models return instead of an answer: never stored."""
+CACHED_TYPES = ("generate_until", "loglikelihood")
+"""Request types keyed and chunked here; others (multi-round, agentic) keep lmms-eval's own handling."""
+
+
+def chunk_size(lm: Any) -> int:
+    """Requests sent to the model at once: its concurrency (``num_concurrent``), else its batch size, at least 1."""
+    for name in ("num_concurrent", "batch_size"):
+        with contextlib.suppress(AttributeError, TypeError, ValueError):
+            value = int(getattr(lm, name))
+            if value >= 1:
+                return value
+    return 1
+
+
+def _update(digest: Any, value: Any) -> None:
+    """Feed ``value`` into ``digest`` unambiguously: texts, numbers, images (mode, size, pixels), bytes, mappings
+    (sorted keys) and sequences; anything else by its type and ``repr``."""
+    if value is None or isinstance(value, bool | int | float | str):
+        digest.update(f"{type(value).__name__}:{len(str(value))}:{value}".encode())
+    elif isinstance(value, bytes | bytearray):
+        digest.update(f"bytes:{len(value)}:".encode() + bytes(value))
+    elif hasattr(value, "tobytes") and hasattr(value, "mode") and hasattr(value, "size"):  # a PIL image
+        pixels = value.tobytes()
+        digest.update(f"image:{value.mode}:{value.size}:{len(pixels)}:".encode() + pixels)
+    elif isinstance(value, Mapping):
+        digest.update(f"map:{len(value)}:".encode())
+        for key in sorted(value, key=str):
+            _update(digest, str(key))
+            _update(digest, value[key])
+    elif isinstance(value, list | tuple):
+        digest.update(f"seq:{len(value)}:".encode())
+        for item in value:
+            _update(digest, item)
+    else:
+        digest.update(f"{type(value).__qualname__}:{value!r}".encode())
+
+
+def request_digest(lm: Any, request: Any, copy: int, endpoint: str = "") -> str:
+    """What the model is sent for ``request``: its text arguments, what its callables (``doc_to_messages``,
+    ``doc_to_visual``) build from the document, the copy number among the request's ``repeats`` and the endpoint.
+    Raises ``LookupError`` when the document is not in ``lm.task_dict``."""
+    digest = hashlib.sha256()
+    doc = None
+    for argument in request.args:
+        if isinstance(argument, dict):  # the generation arguments: already in lmms-eval's key
+            continue
+        if callable(argument):
+            if doc is None:
+                doc = lm.task_dict[request.task_name][request.args[-1]][request.doc_id]
+            _update(digest, argument(doc))
+        else:
+            _update(digest, argument)
+    _update(digest, copy)
+    _update(digest, endpoint)
+    return digest.hexdigest()[:32]
+
+
+def _copies(requests: Sequence[Any]) -> list[int]:
+    """The copy number of each request: lmms-eval repeats one ``Instance`` ``repeats`` times in the list it runs."""
+    seen: dict[int, int] = {}
+    numbers = []
+    for request in requests:
+        numbers.append(seen.get(id(request), 0))
+        seen[id(request)] = numbers[-1] + 1
+    return numbers
+
+
+class ScifigResponseCache(ResponseCache):
+    """lmms-eval's :class:`ResponseCache` with the rules of this module (replies stored as they arrive, keys that
+    hold what the model is sent, no failures stored, nothing secret in clear)."""
+
+    _secrets: Mapping[str, str] = {}
+    _endpoint: str = ""
+
+    @classmethod
+    def create(cls, cache_root: str, **kwargs: Any) -> ScifigResponseCache:
+        """lmms-eval's ``create``; the secrets to mask and the endpoint are read from the environment."""
+        cache = super().create(cache_root, **kwargs)
+        assert isinstance(cache, ScifigResponseCache)
+        cache._secrets = secrets_of(os.environ)
+        cache._endpoint = os.environ.get(ENDPOINT_VARIABLE, "")
+        return cache
+
+    def _open_local_handles(self) -> None:
+        """lmms-eval's, with the model's fingerprint (``model|model arguments``) written as a hash only."""
+        clear = self.model_fingerprint
+        model = clear.split("|", 1)[0]
+        self.model_fingerprint = f"{model}|sha256:{hashlib.sha256(clear.encode()).hexdigest()[:16]}" if clear else ""
+        try:
+            super()._open_local_handles()
+        finally:
+            self.model_fingerprint = clear
+
+    def _extract_cacheable(self, response: Any) -> Any:  # type: ignore[override]
+        """The reply as lmms-eval stores it, with every secret masked."""
+        value = ResponseCache._extract_cacheable(response)
+        return mask(value, self._secrets) if isinstance(value, str) and self._secrets else value
+
+    @staticmethod
+    def _is_valid_response(response: Any, request_type: str) -> bool:
+        """lmms-eval's rule (no empty reply), and no failure marker."""
+        text = getattr(response, "text", response)
+        if isinstance(text, str) and text.lstrip().startswith(FAILURE_MARKERS):
+            return False
+        return ResponseCache._is_valid_response(response, request_type)
+
+    def _key(self, lm: Any, reqtype: str, request: Any, copy: int) -> str:
+        content = _extract_content_hash(request) + ":" + request_digest(lm, request, copy, self._endpoint)
+        return compute_cache_key(
+            request_type=reqtype,
+            task_name=request.task_name,
+            doc_id=request.doc_id,
+            gen_kwargs=extract_gen_kwargs(request),
+            idx=request.idx,
+            content_hash=content,
+            task_fingerprint=self._task_fingerprints.get(request.task_name, ""),
+            model_fingerprint_hash=self._model_fingerprint_hash,
+            eval_version=self._eval_version,
+        )
+
+    def execute(self, lm: Any, reqtype: str, requests: list[Any]) -> list[Any]:
+        """Replies to ``requests`` in order: cached ones looked up, the others asked chunk by chunk
+        (:func:`chunk_size`), each chunk's valid deterministic replies stored before the next chunk is sent."""
+        if reqtype not in CACHED_TYPES:
+            return super().execute(lm, reqtype, requests)
+        results: list[Any] = [None] * len(requests)
+        keys = [
+            self._key(lm, reqtype, request, copy) if is_deterministic(reqtype, extract_gen_kwargs(request)) else ""
+            for request, copy in zip(requests, _copies(requests), strict=True)
+        ]
+        hits_before = self._hits
+        for start in self._chunks(len(requests), chunk_size(lm)):
+            missing = []
+            for index in start:
+                cached = self._lookup(keys[index]) if keys[index] else None
+                if cached is not None:
+                    results[index] = cached
+                    self._hits += 1
+                else:
+                    missing.append(index)
+                    self._misses += bool(keys[index])
+                    self._skipped += not keys[index]
+            if missing:
+                replies = getattr(lm, reqtype)([requests[index] for index in missing])
+                for index, reply in zip(missing, replies, strict=True):
+                    results[index] = reply
+                    self._record(reqtype, requests[index], keys[index], reply)
+        if self._hits > hits_before:
+            logger.info(f"ResponseCache: {self._hits - hits_before}/{len(requests)} replies from the cache")
+        return results
+
+    @staticmethod
+    def _chunks(total: int, size: int) -> Iterator[range]:
+        for start in range(0, total, size):
+            yield range(start, min(start + size, total))
+
+    def _record(self, reqtype: str, request: Any, key: str, reply: Any) -> None:
+        """Log ``reply`` (with its key only when it is stored) and store it when it is deterministic and valid."""
+        stored = bool(key) and self._is_valid_response(reply, reqtype)
+        cacheable = self._extract_cacheable(reply)
+        gen_kwargs = extract_gen_kwargs(request)
+        self._log_to_audit(
+            reqtype,
+            request.task_name,
+            request.doc_id,
+            request.idx,
+            gen_kwargs,
+            cacheable,
+            cache_key=key if stored else "",
+            deterministic=bool(key),
+            task_fingerprint=self._task_fingerprints.get(request.task_name, ""),
+            model_fingerprint_hash=self._model_fingerprint_hash,
+        )
+        if stored:
+            self._store(key, reqtype, request.task_name, request.doc_id, request.idx, gen_kwargs, cacheable)
+            if self._use_scratch:  # lmms-eval's crash-safety copy when the cache folder is on a network file system
+                self._entries_since_checkpoint += 1
+                if self._entries_since_checkpoint >= self._checkpoint_interval:
+                    self._checkpoint_to_run_dir()
+
+
+@contextlib.contextmanager
+def installed() -> Iterator[None]:
+    """Within the block, lmms-eval's evaluator builds a :class:`ScifigResponseCache` for ``--use_cache`` and writes
+    into the run folder :data:`RUN_ID` (unless ``LMMS_CACHE_RUN_ID`` is set)."""
+    import lmms_eval.evaluator as evaluator
+
+    saved_class, saved_run = evaluator.ResponseCache, os.environ.get(RUN_ID_VARIABLE)
+    evaluator.ResponseCache = ScifigResponseCache
+    os.environ.setdefault(RUN_ID_VARIABLE, RUN_ID)
+    try:
+        yield
+    finally:
+        evaluator.ResponseCache = saved_class
+        if saved_run is None:
+            os.environ.pop(RUN_ID_VARIABLE, None)

@@ -1,0 +1,332 @@
+"""Runs compared question by question: the table ``scifig compare`` prints and the report's "Comparison" section.
+
+Each run's per-question verdicts are read from what its scorer logged, through the readers the report uses
+(:func:`scifig_tasks.report.runs.load_runs` for lmms-eval sample logs and VLMEvalKit ``*_scifig_records.jsonl``;
+:func:`scifig_tasks.report.samples.cell_of` for "correct"): GRAB's ``breakdown`` record ``correct`` (exact match),
+SciFIBench's and MMSci's ``correct`` (the resolved letter), and for Plot Twist the standard (exact) accuracy
+``standard_acc`` of the question (counted correct when every repeat is standard-correct; with the default single
+repeat that is the question's ``standard_acc``). MMSci captioning has corpus-level metrics only and is not compared.
+A VLMEvalKit dataset spanning several lmms-eval tasks (``grab``, ``plot_twist``, ``mmsci``) is split into them as
+the samples page splits it (:func:`scifig_tasks.report.samples.viewer_task`).
+
+Questions are matched by their records' own id fields (:data:`scifig_tasks.report.samples.DOC_KEYS`: GRAB ``pid``,
+SciFIBench ``ID``, Plot Twist ``q_id`` + ``variant``, MMSci ``uid`` + figure + setting + subfigure) when every
+question of the task carries them once in both runs, so an lmms-eval run and a VLMEvalKit run line up; otherwise by
+lmms-eval's ``doc_id`` within one framework. The statistics and the pairing rule are
+:mod:`scifig_tasks.core.compare`. Every pair is a later run against the first (``B`` vs ``A``, ``C`` vs ``A``).
+A top-level lmms-eval group of this package (``grab``, ``scifibench``, ``mmsci``, ``grab_llm_extract``, ...; read
+from the task YAMLs) with two or more of its tasks compared also gets a row pooling their questions, as the group's
+own accuracy does: a question is never counted twice (``grab`` and ``grab_llm_extract`` ask the same questions and
+are pooled apart).
+"""
+
+from __future__ import annotations
+
+import functools
+import string
+import textwrap
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from scifig_tasks.core import compare as stats
+from scifig_tasks.report.document import Note, Section, Table
+from scifig_tasks.report.runs import Run
+from scifig_tasks.report.samples import BENCHMARK_PREFIXES, DOC_KEYS, cell_of, viewer_task
+
+WIDTH = 100
+"""Columns of the terminal table and its verdict lines."""
+NO_CORRECTNESS = "no per-question correctness (corpus-level metrics only)"
+NOT_POOLED = ("scifibench_alignment", "plot_twist_robustness")
+"""Groups of one experiment asking the same questions under several conditions (caption markings, chart variants):
+their tasks are compared one by one, never pooled (a question would count once per condition)."""
+NO_RECORDS = "No run logged its samples (lmms-eval --log_samples), so the models are not compared question by question."
+
+
+@dataclass
+class Answers:
+    """One run's verdicts on one task, keyed two ways: by the records' id fields and by ``doc_id``."""
+
+    by_id: dict[Any, bool] | None = field(default_factory=dict)
+    """``None`` when a question lacks its id fields or two share them."""
+    by_doc: dict[Any, bool] | None = field(default_factory=dict)
+    """``None`` when a ``doc_id`` is logged twice."""
+    framework: str = "lmms-eval"
+    version: str | None = None
+    unscored: bool = False
+    """Some question has no per-question correctness (captioning)."""
+
+
+@dataclass
+class Row:
+    """One task (or a benchmark's pooled tasks) of one pair of runs: compared, refused, or not compared."""
+
+    benchmark: str
+    task: str
+    a: int
+    b: int
+    result: stats.Paired | None = None
+    reason: str = ""
+    status: str = "compared"
+    """``compared``, ``refused`` (the reason says why) or ``not compared`` (a task only one run has)."""
+    tasks: int = 1
+    """Tasks pooled in the row (more than one: the benchmark's row)."""
+
+    def as_json(self, labels: Sequence[str]) -> dict[str, Any]:
+        entry: dict[str, Any] = {
+            "benchmark": self.benchmark,
+            "task": self.task,
+            "a": labels[self.a],
+            "b": labels[self.b],
+            "status": self.status,
+        }
+        if self.tasks > 1:
+            entry["pooled_tasks"] = self.tasks
+        if self.result is not None:
+            entry |= self.result.as_json()
+            entry["verdict"] = stats.verdict(self.result, self.task, labels[self.a], labels[self.b])
+        if self.reason:
+            entry["reason"] = self.reason
+        return entry
+
+
+@dataclass
+class Comparison:
+    """Every pair's rows, with the runs' labels and descriptions."""
+
+    labels: list[str]
+    names: list[str]
+    rows: list[Row]
+    resamples: int
+    seed: int
+
+    @property
+    def compared(self) -> list[Row]:
+        return [row for row in self.rows if row.result is not None]
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "runs": [{"label": label, "run": name} for label, name in zip(self.labels, self.names, strict=True)],
+            "bootstrap": {"resamples": self.resamples, "seed": self.seed, "level": stats.LEVEL},
+            "test": f"exact McNemar, significant at p < {stats.ALPHA}",
+            "comparisons": [row.as_json(self.labels) for row in self.rows],
+        }
+
+
+def benchmark_of(task: str) -> str:
+    return next((prefix for prefix in BENCHMARK_PREFIXES if task.startswith(prefix)), task)
+
+
+def _id_key(record: Mapping[str, Any]) -> tuple[str, ...] | None:
+    for fields in DOC_KEYS:
+        if fields[0] in record:
+            return tuple(str(record.get(name, "")) for name in fields)
+    return None
+
+
+def answers(run: Run) -> dict[str, Answers]:
+    """The run's per-question verdicts, per lmms-eval task."""
+    found: dict[str, Answers] = {}
+    for logged_as, samples in sorted(run.samples.items()):
+        if not logged_as.startswith(BENCHMARK_PREFIXES):
+            continue
+        source = run.task_files.get(logged_as)
+        version = run.task_versions.get(source, {}).get(logged_as) if source is not None else None
+        for position, sample in enumerate(samples):
+            record = sample.get("breakdown") if isinstance(sample.get("breakdown"), dict) else {}
+            task = viewer_task(logged_as, record)
+            entry = found.get(task)
+            if entry is None:
+                framework = "VLMEvalKit" if sample.get("vlmeval_dataset") else "lmms-eval"
+                entry = found[task] = Answers(framework=framework, version=version)
+            correct = cell_of(logged_as, sample).correct
+            if correct is None:
+                entry.unscored = True
+                continue
+            key = _id_key(record)
+            if entry.by_id is not None:
+                if key is None or key in entry.by_id:
+                    entry.by_id = None
+                else:
+                    entry.by_id[key] = correct
+            doc = sample.get("doc_id", position)
+            if entry.by_doc is not None:
+                if doc in entry.by_doc:
+                    entry.by_doc = None
+                else:
+                    entry.by_doc[doc] = correct
+    return found
+
+
+def _pair(a: Answers, b: Answers, names: tuple[str, str]) -> tuple[list[bool], list[bool]] | str:
+    """The pairing rule on two runs' answers to a task: by id fields when both have them, else by ``doc_id`` within
+    one framework."""
+    if a.unscored or b.unscored:
+        return NO_CORRECTNESS
+    if a.by_id is not None and b.by_id is not None:
+        return stats.pair(a.by_id, b.by_id, a.version, b.version, names)
+    if a.framework != b.framework:
+        return "the questions cannot be matched across frameworks (no unique question ids in the records)"
+    if a.by_doc is None or b.by_doc is None:
+        twice = " and ".join(name for name, side in zip(names, (a, b), strict=True) if side.by_doc is None)
+        return f"a doc_id is logged twice in {twice} (a damaged sample log)"
+    return stats.pair(a.by_doc, b.by_doc, a.version, b.version, names)
+
+
+def compare_runs(
+    runs: Sequence[Run], resamples: int = stats.RESAMPLES, seed: int = stats.SEED, labels: Sequence[str] = ()
+) -> Comparison:
+    """Every later run against the first, task by task (and pooled per benchmark)."""
+    labels = list(labels) or [string.ascii_uppercase[i] if i < 26 else f"R{i + 1}" for i in range(len(runs))]
+    per_run = [answers(run) for run in runs]
+    rows: list[Row] = []
+    for b in range(1, len(runs)):
+        tasks = sorted({*per_run[0], *per_run[b]}, key=lambda t: (_order(benchmark_of(t)), t))
+        pooled: dict[str, tuple[list[bool], list[bool]]] = {}
+        pair_rows: list[Row] = []
+        for task in tasks:
+            benchmark = benchmark_of(task)
+            if task not in per_run[b] or task not in per_run[0]:
+                only = labels[0] if task in per_run[0] else labels[b]
+                pair_rows.append(Row(benchmark, task, 0, b, reason=f"only {only} has it", status="not compared"))
+                continue
+            paired = _pair(per_run[0][task], per_run[b][task], (labels[0], labels[b]))
+            if isinstance(paired, str):
+                status = "not compared" if paired == NO_CORRECTNESS else "refused"
+                pair_rows.append(Row(benchmark, task, 0, b, reason=paired, status=status))
+                continue
+            pair_rows.append(Row(benchmark, task, 0, b, stats.compare(*paired, resamples=resamples, seed=seed)))
+            pooled[task] = paired
+        for group, members in groups().items():
+            inside = [i for i, row in enumerate(pair_rows) if row.result is not None and row.task in members]
+            if len(inside) < 2:
+                continue
+            first = [answer for task in (pair_rows[i].task for i in inside) for answer in pooled[task][0]]
+            second = [answer for task in (pair_rows[i].task for i in inside) for answer in pooled[task][1]]
+            counted = (
+                f"{len(inside)} tasks" if len(inside) == len(members) else f"{len(inside)} of {len(members)} tasks"
+            )
+            result = stats.compare(first, second, resamples=resamples, seed=seed)
+            pair_rows.insert(
+                inside[0], Row(benchmark_of(group), f"{group} ({counted})", 0, b, result, tasks=len(inside))
+            )
+        rows += pair_rows
+    return Comparison(labels, [run.model for run in runs], rows, resamples, seed)
+
+
+@functools.cache
+def groups() -> dict[str, frozenset[str]]:
+    """Each top-level group of this package's lmms-eval tasks (``grab``, ``scifibench``, ``mmsci_paper``, ...) and
+    its leaf tasks, from the task folder's YAMLs: the questions a pooled row adds up, never a question twice."""
+    from scifig_tasks.tasks_cli import scifig_tasks, top_level
+
+    tasks = scifig_tasks()
+
+    def leaves(name: str) -> set[str]:
+        members = tasks[name].members if name in tasks else []
+        return {leaf for member in members for leaf in leaves(member)} if members else {name}
+
+    pooled = [info for info in top_level(tasks) if info.members and info.name not in NOT_POOLED]
+    return {info.name: frozenset(leaves(info.name)) for info in pooled}
+
+
+def _order(benchmark: str) -> int:
+    return BENCHMARK_PREFIXES.index(benchmark) if benchmark in BENCHMARK_PREFIXES else len(BENCHMARK_PREFIXES)
+
+
+# ---- presentation --------------------------------------------------------------------------------------------------
+
+
+def cells(row: Row, labels: Sequence[str]) -> list[str]:
+    """A compared row's cells (percent, one decimal)."""
+    result = row.result
+    assert result is not None
+    low, high = (stats.points(value) for value in result.ci)
+    return [
+        row.task,
+        str(result.n),
+        f"{100 * result.accuracy_a:.1f}",
+        f"{100 * result.accuracy_b:.1f}",
+        f"{stats.points(result.difference):+.1f} ({low:+.1f}, {high:+.1f})",
+        str(result.only_a),
+        str(result.only_b),
+        stats.p_text(result.p_value).removeprefix("p = ").removeprefix("p "),
+    ]
+
+
+def _header(labels: Sequence[str], b: int) -> list[str]:
+    a, other = labels[0], labels[b]
+    return ["task", "n", f"acc {a}", f"acc {other}", f"{other} - {a} (95% CI)", f"only {a}", f"only {other}", "p"]
+
+
+def text_table(comparison: Comparison, width: int = WIDTH) -> str:
+    """The terminal table: per pair a legend, the compared rows aligned in columns, refusals and the verdicts, each
+    line at most ``width`` columns."""
+    labels = comparison.labels
+    lines = [
+        line
+        for label, name in zip(labels, comparison.names, strict=True)
+        for line in textwrap.wrap(f"{label}: {name}", width, break_long_words=False, break_on_hyphens=False)
+    ]
+    for b in range(1, len(labels)):
+        a, other = labels[0], labels[b]
+        rows = [row for row in comparison.rows if row.b == b]
+        lines += ["", f"{other} vs {a} (accuracies in %; {other} - {a} in points, paired bootstrap 95% CI)"]
+        compared = [cells(row, labels) for row in rows if row.result is not None]
+        if compared:
+            header = _header(labels, b)
+            widths = [max(len(line[i]) for line in [header, *compared]) for i in range(len(header))]
+            spare = width - (sum(widths) + 2 * (len(widths) - 1))
+            if spare < 0:  # shorten the task names, the only long column
+                widths[0] = max(8, widths[0] + spare)
+            for line in [header, *compared]:
+                first = line[0] if len(line[0]) <= widths[0] else line[0][: widths[0] - 1] + "~"
+                rest = [cell.rjust(w) for cell, w in zip(line[1:], widths[1:], strict=True)]
+                lines.append("  ".join([first.ljust(widths[0]), *rest]).rstrip())
+        else:
+            lines.append("no task compared")
+        for row in rows:
+            if row.result is None:
+                lines += textwrap.wrap(f"{row.task}: {row.status}: {row.reason}", width, subsequent_indent="  ")
+        for row in rows:
+            if row.result is not None:
+                text = stats.verdict(row.result, row.task, a, other)
+                kept = text.replace("McNemar p = ", "McNemar\xa0p\xa0=\xa0").replace("95% CI ", "95%\xa0CI\xa0")
+                wrapped = textwrap.wrap(f"- {kept}", width, subsequent_indent="  ")
+                lines += [line.replace("\xa0", " ") for line in wrapped]  # no break inside "p = 0.006"
+    return "\n".join(lines)
+
+
+def comparison_section(runs: Sequence[Run]) -> Section:
+    """The report's "Comparison" section: every later model against the first, on the questions both answered."""
+    if not any(run.samples for run in runs):
+        return Section("Comparison", [Note(NO_RECORDS)], "comparison")
+    comparison = compare_runs(runs)
+    labels = comparison.labels
+    blocks: list[Any] = [
+        Note(
+            "Each model against the first on the questions both answered (matched by question id): accuracies in %, "
+            "the paired difference in points with its 95% paired-bootstrap interval "
+            f"({comparison.resamples:,} resamples over questions, seed {comparison.seed}), the questions only one "
+            "of the two got right and the exact McNemar test, which decides significance (p < 0.05). Runs on other "
+            "questions or task versions are not compared. Plot Twist counts its standard (exact) accuracy."
+        ),
+        Note("; ".join(f"{label} = {name}" for label, name in zip(labels, comparison.names, strict=True)) + "."),
+    ]
+    for b in range(1, len(labels)):
+        rows = [row for row in comparison.rows if row.b == b]
+        blocks.append(
+            Table(
+                f"{labels[b]} vs {labels[0]}",
+                _header(labels, b),
+                [cells(row, labels) for row in rows if row.result is not None],
+                "no task could be compared",
+            )
+        )
+        compared = [(row, row.result) for row in rows if row.result is not None]
+        blocks += [Note(stats.verdict(r, row.task, labels[0], labels[b])) for row, r in compared if r.significant]
+        others = ", ".join(row.task for row, result in compared if not result.significant)
+        if others:
+            blocks.append(Note(f"No significant difference between {labels[0]} and {labels[b]} on {others}."))
+        blocks += [Note(f"{row.task}: {row.status}: {row.reason}.") for row in rows if row.result is None]
+    return Section("Comparison", blocks, "comparison")
