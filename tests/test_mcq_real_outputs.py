@@ -161,7 +161,7 @@ def test_real_outputs_through_the_lmms_eval_cli(tmp_path: Path, openai_server, l
 def test_real_outputs_through_the_vlmeval_runner(tmp_path: Path, openai_server, lmms_env) -> None:
     model = openai_server(reply_with_the_recorded_output)
     env = {**lmms_env, "SCIFIG_SCIFIBENCH_DATA": str(write_data(tmp_path / "scifibench")), "SCIFIG_JUDGE": "off"}
-    name = "SciFig_SciFIBench_CS_Figure2Caption"
+    name = "scifibench_cs_figure2caption"
     completed, out = run_vlmeval(tmp_path, model.base_url, env, {name: "SciFigSciFIBench"})
     assert completed.returncode == 0, (completed.stdout + completed.stderr)[-6000:]
     (records_file,) = out.glob(f"*{name}*_scifig_records.jsonl")

@@ -257,11 +257,11 @@ def test_installed_from_the_wheel_lmms_eval_vlmeval_and_presets_run_outside_the_
         outside,
         server.base_url,
         {**env, "SCIFIG_GRAB_DATA": str(grab)},
-        {"SciFig_GRAB": "SciFigGRAB"},
+        {"grab": "SciFigGRAB"},
         scifig=[str(venv / "bin" / "scifig")],
     )
     assert completed.returncode == 0, (completed.stdout + completed.stderr)[-4000:]
-    scores = vlmeval_scores(work, "SciFig_GRAB")
+    scores = vlmeval_scores(work, "grab")
     assert scores["scifig_environment"]["scifig"]["commit"] is None
     assert scores["scifig_environment"]["libraries"]["ms-vlmeval"] == importlib.metadata.version("ms-vlmeval")
     assert server.count == 8
