@@ -24,7 +24,6 @@ def test_the_task_name_is_the_switch() -> None:
         "paper",
         "paper",
     ]
-    assert protocol.paper_twin("mmsci") == "mmsci_paper" == protocol.paper_twin("mmsci_paper")
     assert protocol.in_force("scifibench", "paper", {}) == "paper"
     assert protocol.in_force("scifibench", "default", {}) == "default"
     assert protocol.in_force("scifibench", "paper", {"SCIFIG_PROTOCOL": "default"}) == "paper"  # the name wins

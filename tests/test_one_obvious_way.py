@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from scifig_tasks.core import protocol, settings
+from scifig_tasks.core import protocol, published, settings
 
 ROOT = Path(__file__).resolve().parents[1]
 VARIABLE = re.compile(r"\bSCIFIG_[A-Z0-9_]*[A-Z0-9]\b")
@@ -114,6 +114,26 @@ def test_a_paper_protocol_is_scored_only_by_a_task_named_paper() -> None:
 
 def test_every_variable_the_code_names_is_declared() -> None:
     assert variables() <= set(settings.DECLARED), sorted(variables() - set(settings.DECLARED))
+
+
+def test_the_question_counts_scifig_tasks_shows_are_the_published_sizes() -> None:
+    """The YAMLs' ``scifig_questions`` (what ``scifig tasks`` prints) say what :mod:`scifig_tasks.core.published`
+    records: GRAB's total and properties task, SciFIBench's splits (four, or the alignment experiment's one)."""
+    expected = {
+        "grab": published.GRAB_QUESTIONS,
+        "grab_llm_extract": published.GRAB_QUESTIONS,
+        "grab_properties_mc": published.GRAB_TASKS["properties"],
+        "scifibench": 4 * published.SCIFIBENCH_SPLIT_QUESTIONS,
+        "scifibench_paper": 4 * published.SCIFIBENCH_SPLIT_QUESTIONS,
+        "scifibench_reasoning": 4 * published.SCIFIBENCH_SPLIT_QUESTIONS,
+        "scifibench_alignment": published.SCIFIBENCH_SPLIT_QUESTIONS,
+    }
+    stated = {
+        name: int(str(config["metadata"]["scifig_questions"]).replace(",", ""))
+        for name, config in task_configs().items()
+        if "scifig_questions" in (config.get("metadata") or {})
+    }
+    assert stated == expected
 
 
 def counts(root: Path) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from scifig_tasks.core.grab_answers import EQUATION_TEMPLATES, EquationKind
+from scifig_tasks.core.published import GRAB_TASKS
 
 INTEGER = " Give your answer as an integer."
 ONE_DP = " Give your answer to 1 decimal place."
@@ -139,7 +140,7 @@ QUESTION_TYPES: tuple[QuestionType, ...] = (
 )
 
 TASK_ORDER: tuple[str, ...] = (P, F, S, T)
-TASK_COUNTS: dict[str, int] = {P: 660, F: 710, S: 490, T: 310}
+TASK_COUNTS: dict[str, int] = dict(GRAB_TASKS)  # as published
 
 EQUATION_MIX: tuple[tuple[EquationKind, int], ...] = (
     ("linear", 9),

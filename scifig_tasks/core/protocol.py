@@ -39,11 +39,6 @@ def of_task(task: str) -> Protocol:
     return "paper" if task.endswith(PAPER_SUFFIX) else "default"
 
 
-def paper_twin(task: str) -> str:
-    """The name of ``task``'s paper-protocol twin (``scifibench`` → ``scifibench_paper``)."""
-    return task if of_task(task) == "paper" else f"{task}{PAPER_SUFFIX}"
-
-
 def in_force(benchmark: str, named: Protocol = "default", environ: Mapping[str, str] | None = None) -> Protocol:
     """The protocol a task of ``benchmark`` whose name selects ``named`` scores with.
 

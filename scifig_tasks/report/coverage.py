@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from scifig_tasks.core import published
 from scifig_tasks.report.document import Note
 from scifig_tasks.report.runs import Run
 
@@ -50,15 +51,20 @@ PUBLISHED: dict[str, PublishedSet] = {
     "grab": PublishedSet(
         "GRAB",
         "grab",
-        {"grab": 2170, "grab_properties": 660, "grab_functions": 710, "grab_series": 490, "grab_transforms": 310},
+        {
+            "grab": published.GRAB_QUESTIONS,
+            **dict(zip(GRAB_SUBTASKS, published.GRAB_TASKS.values(), strict=True)),  # in the published order
+        },
         {"grab": GRAB_SUBTASKS},
-        full="the full published GRAB set (2,170 questions)",
+        full=f"the full published GRAB set ({published.GRAB_QUESTIONS:,} questions)",
     ),
     "scifibench": PublishedSet(
         "SciFIBench CS",
         "scifibench",
-        {"scifibench_cs_figure2caption": 500, "scifibench_cs_caption2figure": 500},
-        full="the full published CS splits (500 questions each)",
+        dict.fromkeys(
+            ("scifibench_cs_figure2caption", "scifibench_cs_caption2figure"), published.SCIFIBENCH_SPLIT_QUESTIONS
+        ),
+        full=f"the full published CS splits ({published.SCIFIBENCH_SPLIT_QUESTIONS} questions each)",
         unit="split",
     ),
     "plot_twist": PublishedSet(
@@ -75,9 +81,9 @@ PUBLISHED: dict[str, PublishedSet] = {
         full="the full published MMSci test set",
     ),
 }
-"""Published set sizes: GRAB 2,170 questions (properties 660, functions 710, series 490, transforms 310; the GRAB
-task README), SciFIBench 500 per CS split (the rows' only columns); MMSci's size is not checked (the limit and the data
-record still are); Plot Twist has no published data."""
+"""Published set sizes (:mod:`scifig_tasks.core.published`): GRAB per task, SciFIBench per CS split (the published
+rows' only columns); MMSci's size is not checked (the limit and the data record still are); Plot Twist has no published
+data."""
 
 
 @dataclass(frozen=True)
