@@ -4,8 +4,9 @@ Importing the package makes lmms-eval's ``TaskManager`` list the scifig tasks an
 nothing of lmms-eval is imported here): see :func:`scifig_tasks.lmms_eval.plugin.install_with_lmms_eval`.
 """
 
+from scifig_tasks.core.release import VERSION
 from scifig_tasks.lmms_eval.plugin import install_with_lmms_eval
 
-__version__ = "0.2.1"
+__version__ = VERSION
 
 install_with_lmms_eval()

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import importlib
 import io
 import os
@@ -68,22 +69,17 @@ def tasks_path() -> Path:
     return TASKS_DIR
 
 
-def run_lmms_eval(argv: Sequence[str]) -> list[dict[str, Any]]:
-    """Run lmms-eval's CLI in-process; return its results dicts or raise :class:`EvalFailed`. With ``--use_cache``
-    the cache is scifig's (:mod:`scifig_tasks.lmms_eval.response_cache`: replies stored as they arrive, keys that
-    hold what the model is sent)."""
-    import lmms_eval.__main__ as lmms_main
+CLI_EVALUATE_SINGLE = "lmms_eval.__main__.cli_evaluate_single"
+"""The run patch through which ``scifig eval`` learns each configuration's results or exception: lmms-eval's CLI
+catches every exception of a run, logs it and exits 0 (:mod:`scifig_tasks.lmms_eval.patches` says why no public
+mechanism serves)."""
 
-    from scifig_tasks.lmms_eval.plugin import install
 
-    install()
-    argv = list(argv)
-    if _option(argv, "--include_path") is None:
-        argv += ["--include_path", str(tasks_path())]
-    outcomes: list[dict[str, Any]] = []
-    failures: list[str] = []
-    evaluate_single = lmms_main.cli_evaluate_single
+def tracking(outcomes: list[dict[str, Any]], failures: list[str], evaluate_single: Any) -> Any:
+    """lmms-eval's ``cli_evaluate_single`` that appends its results to ``outcomes`` and its exception, or the
+    requested tasks without results, to ``failures`` (the exception is re-raised for lmms-eval to report)."""
 
+    @functools.wraps(evaluate_single)
     def tracked(args: argparse.Namespace) -> Any:
         try:
             results, samples = evaluate_single(args)
@@ -97,14 +93,34 @@ def run_lmms_eval(argv: Sequence[str]) -> list[dict[str, Any]]:
             outcomes.append(results)
         return results, samples
 
+    return tracked
+
+
+def run_lmms_eval(argv: Sequence[str]) -> list[dict[str, Any]]:
+    """Run lmms-eval's CLI in-process; return its results dicts or raise :class:`EvalFailed`. With ``--use_cache``
+    the cache is scifig's (:mod:`scifig_tasks.lmms_eval.response_cache`: replies stored as they arrive, keys that
+    hold what the model is sent). The patches are checked against the installed lmms-eval before it runs: one that
+    changed raises :class:`~scifig_tasks.lmms_eval.patches.LmmsEvalVersionError` (one line)."""
+    from scifig_tasks.lmms_eval.patches import during_run
+    from scifig_tasks.lmms_eval.plugin import install
+
+    install()
+    import lmms_eval.__main__ as lmms_main
+
+    argv = list(argv)
+    if _option(argv, "--include_path") is None:
+        argv += ["--include_path", str(tasks_path())]
+    outcomes: list[dict[str, Any]] = []
+    failures: list[str] = []
     saved_argv = sys.argv
-    lmms_main.cli_evaluate_single = tracked
     sys.argv = ["lmms-eval", *argv]
     try:
-        with _response_cache(_cache_option(argv) is not None):
+        with (
+            during_run({CLI_EVALUATE_SINGLE: functools.partial(tracking, outcomes, failures)}),
+            _response_cache(_cache_option(argv) is not None),
+        ):
             lmms_main.cli_evaluate()
     finally:
-        lmms_main.cli_evaluate_single = evaluate_single
         sys.argv = saved_argv
     if failures:
         raise EvalFailed("; ".join(failures))
@@ -182,6 +198,7 @@ def eval_command(argv: Sequence[str], debug: bool = False, cache: bool = True) -
     a task that does not exist (said before lmms-eval starts)."""
     from scifig_tasks.cli_format import CommandError, error_line
     from scifig_tasks.core.presets import PresetError
+    from scifig_tasks.lmms_eval.concurrency import with_judge_concurrency
     from scifig_tasks.lmms_eval.presets import apply_preset
     from scifig_tasks.tasks_cli import unknown_tasks_message
 
@@ -198,6 +215,9 @@ def eval_command(argv: Sequence[str], debug: bool = False, cache: bool = True) -
             raise CommandError(problem)
     argv, cache_line = with_default_cache(argv, cache)
     print(cache_line, file=sys.stderr, flush=True)
+    argv, parallel_line = with_judge_concurrency(argv)  # lmms-eval's --process_docs_parallel, sized for the judge
+    if parallel_line is not None:
+        print(parallel_line, file=sys.stderr, flush=True)
     # the environment's keys and URL credentials, and those of URLs in the arguments (--model_args base_url=...)
     with masked_output(secrets_of(os.environ, command_line=argv), _option(argv, "--output_path")):
         try:
@@ -254,7 +274,7 @@ def demo(out: Path, per_task: int, seed: int, workers: int | None = None, verbos
     default (one line saying what runs, the results table, the report's path); ``verbose`` shows what the generator
     and lmms-eval print, which otherwise goes to ``OUT/demo.log``."""
     from scifig_tasks.cli_format import CommandError, error_line
-    from scifig_tasks.core.configs import installed_entry_point
+    from scifig_tasks.core.resources import installed_entry_point
     from scifig_tasks.report.build import build_report
 
     log = out / "demo.log"
@@ -319,7 +339,7 @@ CURATED_BENCHMARKS = ("grab", "scifibench", "plot_twist", "mmsci")
 COMMAND_MODULES: tuple[str, ...] = (
     "scifig_tasks.report.cli",
     "scifig_tasks.compare_cli",
-    "scifig_tasks.rescore",
+    "scifig_tasks.rescore_cli",
     "scifig_tasks.lmms_eval.export",
     "scifig_tasks.vlmeval.cli",
     "scifig_tasks.presets_cli",
@@ -486,7 +506,7 @@ def _add_curate(commands: Any) -> None:
         epilog=CURATE_EPILOG,
     )
     benchmarks = curate.add_subparsers(dest="curate_command", required=True, metavar="BENCHMARK", title="benchmarks")
-    from scifig_tasks.core.configs import installed_entry_point
+    from scifig_tasks.core.resources import installed_entry_point
 
     for name in CURATED_BENCHMARKS:
         installed_entry_point("scifig.curate", name)(benchmarks)

@@ -34,6 +34,7 @@ from typing import Any, Literal
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
+from scifig_tasks.cli_format import CommandError
 from scifig_tasks.core import provenance
 
 Status = Literal["ok", "note", "FAIL"]
@@ -215,6 +216,28 @@ def check_frameworks(probe: Probe) -> Iterator[Check]:
         yield Check("FAIL", "framework", 'neither lmms-eval nor VLMEvalKit is installed — pip install "scifig[lmms]"')
 
 
+def check_lmms_eval_patches(probe: Probe) -> Iterator[Check]:
+    """The lmms-eval internals scifig patches (:mod:`scifig_tasks.lmms_eval.patches`) are there with the parameters
+    it was verified against: a newer lmms-eval that changed one is named here, before a run fails on it."""
+    if probe.version("lmms-eval") is None:
+        return
+    try:
+        from scifig_tasks.lmms_eval import patches
+
+        patches.check(patches.PATCHES)
+    except CommandError as exc:
+        yield Check("FAIL", "lmms-eval patches", str(exc))
+        return
+    except Exception:  # lmms-eval does not import: check_frameworks has said so
+        return
+    yield Check(
+        "ok",
+        "lmms-eval patches",
+        f"the {len(patches.PATCHES)} patched targets are as verified on lmms-eval {patches.PINNED} "
+        "(docs/lmms-eval-integration.md)",
+    )
+
+
 def check_torch(probe: Probe) -> Iterator[Check]:
     installed = probe.version("torch")
     if installed is None:
@@ -344,6 +367,7 @@ CHECKS = (
     check_requirements,
     check_lock,
     check_frameworks,
+    check_lmms_eval_patches,
     check_torch,
     check_settings,
     check_data,

@@ -20,7 +20,7 @@ from statsmodels.stats.contingency_tables import mcnemar
 from scifig_tasks import compare_cli
 from scifig_tasks.cli_format import CommandError
 from scifig_tasks.core import compare as stats
-from scifig_tasks.core import grab
+from scifig_tasks.core.grab import rules as grab
 from scifig_tasks.report.build import build_report
 from scifig_tasks.report.compare import WIDTH, compare_runs, text_table
 from scifig_tasks.report.runs import Run, load_runs

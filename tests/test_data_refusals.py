@@ -11,9 +11,10 @@ import huggingface_hub
 import pyarrow.parquet as pq
 import pytest
 
-from scifig_tasks.core import grab, plot_twist
 from scifig_tasks.core.data import expect_answer, load_benchmark, undecoded
 from scifig_tasks.core.errors import DataError
+from scifig_tasks.core.grab import rules as grab
+from scifig_tasks.core.plot_twist import rules as plot_twist
 from scifig_tasks.core.sources import GRAB, GRAB_FEATURES, SCIFIBENCH
 from tests.harness.grab_data import Row, png, records, write_records
 from tests.harness.scifibench_data import FEATURES as SCIFIBENCH_FEATURES

@@ -44,12 +44,13 @@ def versions(**overrides: str | None) -> Any:
 def test_this_installation_has_no_problem(tmp_path: Path) -> None:
     checks = run_checks(probe(tmp_path))
     assert failures(checks) == []
-    assert [check.name for check in checks][:6] == [
+    assert [check.name for check in checks][:7] == [
         "python",
         "requirements",
         "lock",
         "lmms-eval",
         "VLMEvalKit",
+        "lmms-eval patches",
         "torch",
     ]
     if Path(sys.prefix).resolve() == (Path(__file__).resolve().parents[1] / ".venv").resolve():
@@ -211,3 +212,16 @@ def test_settings_a_bad_value_fails_an_unknown_or_deprecated_variable_is_a_note(
     ]
     (fine,) = [check for check in run_checks(probe(tmp_path)) if check.name == "settings"]
     assert fine == Check("ok", "settings", f"1 of {len(DECLARED)} set (`scifig config` shows them all)")
+
+
+def test_an_lmms_eval_whose_patched_internals_changed_fails_naming_the_target(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from scifig_tasks.lmms_eval import patches
+
+    changed = replace(patches.PATCHES[1], signatures={"": ("self", "no_such_parameter")})
+    monkeypatch.setattr(patches, "PATCHES", (patches.PATCHES[0], changed))
+    check = line(run_checks(probe(tmp_path)), "lmms-eval patches")
+    assert check.status == "FAIL"
+    assert "ConfigurableTask.download(self, no_such_parameter)" in check.detail
+    assert "download(self, dataset_kwargs" in check.detail and "lmms-eval==0.7.3" in check.detail

@@ -135,18 +135,20 @@ def test_export_is_generated_from_the_package_and_self_contained(tmp_path: Path)
     completed = _scifig("export-upstream", "--bench", "grab", "--out", str(tmp_path / "out"), cwd=tmp_path)
     assert completed.returncode == 0, completed.stderr
     folder = tmp_path / "out" / "grab"
-    vendored = sorted(path.stem for path in (folder / "grab_core").glob("*.py") if path.stem != "__init__")
+    core = folder / "grab_core"
+    vendored = sorted(path.relative_to(core).as_posix() for path in core.rglob("*.py") if path != core / "__init__.py")
     expected_modules = (
-        "audit configs deprecation errors grab grab_answers grab_mc images judge judge_presets mcq outputs secrets "
-        "settings stats"
+        "audit.py deprecation.py errors.py grab/__init__.py grab/answers.py grab/multiple_choice.py grab/rules.py "
+        "images.py judge.py judge_presets.py multiple_choice.py raw_outputs.py resources.py secrets.py settings.py "
+        "stats.py"
     )
     assert vendored == expected_modules.split()
     for name in vendored:  # each vendored module is the package's file with only the import root renamed
-        source = (REPO / "scifig_tasks" / "core" / f"{name}.py").read_text()
+        source = (REPO / "scifig_tasks" / "core" / name).read_text()
         expected = source.replace("scifig_tasks.core", "grab_core")
-        if name == "configs":  # where the judge finds its presets
+        if name == "resources.py":  # where the judge finds its presets
             expected = expected.replace('resources.files("scifig_model_configs")', 'resources.files("grab_core")')
-        assert (folder / "grab_core" / f"{name}.py").read_text() == expected, name
+        assert (core / name).read_text() == expected, name
     assert sorted(p.name for p in (folder / "grab_core" / "judges").glob("*.yaml")) == sorted(
         p.name for p in (REPO / "model_configs" / "judges").glob("*.yaml")
     )

@@ -7,7 +7,8 @@ import re
 import pytest
 from scipy.stats import binomtest
 
-from scifig_tasks.core import chance, grab
+from scifig_tasks.core import chance
+from scifig_tasks.core.grab import rules as grab
 from scifig_tasks.core.stats import Tally, wilson_interval
 
 QUESTION = "What is the value of the gradient of the function? Give your answer as an integer."
@@ -199,7 +200,7 @@ def test_chance_picks_option_letters_uniformly() -> None:
 
 
 def test_chance_reads_mmsci_option_lines() -> None:
-    from scifig_tasks.core import mmsci
+    from scifig_tasks.core.mmsci import rules as mmsci
 
     prompt = mmsci.mcq_prompt(mmsci.FIG2CAP_QUESTION, ["Title one", "Title two", "Title three", "Title four"])
     assert chance.option_letters(prompt) == ["A", "B", "C", "D"]

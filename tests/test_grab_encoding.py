@@ -1,5 +1,5 @@
-"""GRAB's PNG encoder: lossless (the pixels, mode, size and dpi of matplotlib's ``savefig``), the PNG filters chosen
-per row as documented in ``curation.grab.render``, and a valid chunk layout."""
+"""GRAB's PNG encoder: lossless (the pixels, mode, size and dpi of matplotlib's ``savefig``), every row stored with
+the PNG filter Up as documented in ``curation.grab.render``, and a valid chunk layout with ``pHYs``."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from PIL import Image
 
 from curation.grab.plan import cached_plan, select
-from curation.grab.render import draw_figure, encode_png, filtered_rows, render_png
+from curation.grab.render import draw_figure, encode_png, render_png
 
 DPI = 30
 WHITE = (255, 255, 255, 255)
@@ -67,36 +67,30 @@ def test_a_literal_image_round_trips_with_the_literal_header() -> None:
     assert image.info["dpi"] == pytest.approx((100, 100), abs=0.01)
 
 
-def test_rows_use_up_or_sub_whichever_changes_fewer_pixels() -> None:
+def filters_of(png: bytes, height: int, width: int) -> list[int]:
+    """The PNG filter type of every row (the first byte of each decompressed scanline)."""
+    data = zlib.decompress(b"".join(data for kind, data in chunks(png) if kind == b"IDAT"))
+    return np.frombuffer(data, dtype=np.uint8).reshape(height, 1 + 4 * width)[:, 0].tolist()
+
+
+def test_every_row_is_stored_with_filter_up() -> None:
     line = [WHITE, RED, WHITE, WHITE]  # a vertical red line at x = 1
-    rows = [line, line, [GREY] * 4, line, line]  # and a horizontal grey one at y = 2
-    filtered = filtered_rows(np.array(rows, dtype=np.uint8))
-    assert filtered.shape == (5, 17)
-    # Row 0: Up would keep 4 non-zero pixels, Sub 3 (first pixel, red, white after red). Rows 1 and 4 repeat the row
-    # above (Up: 0). Row 2 is uniform (Sub: only its first pixel); row 3 differs from row 2 everywhere.
-    assert filtered[:, 0].tolist() == [1, 2, 1, 1, 2]
-    assert filtered[0, 1:].tolist() == [255, 255, 255, 255, 215, 40, 41, 0, 41, 216, 215, 0, 0, 0, 0, 0]
-    assert filtered[1, 1:].tolist() == [0] * 16 and filtered[4, 1:].tolist() == [0] * 16
-    assert filtered[2, 1:].tolist() == [176, 176, 176, 255] + [0] * 12
-    png = encode_png(np.array(rows, dtype=np.uint8), 72)
-    assert np.array_equal(np.asarray(decode(png)), np.array(rows, dtype=np.uint8))
-
-
-def test_sub_is_tried_only_where_over_a_32nd_of_the_pixels_differ_from_above() -> None:
-    pixels = np.full((3, 64, 4), 255, dtype=np.uint8)
-    pixels[0, :2] = GREY  # row 1 differs from row 0 in 2 pixels (2/64 = 1/32: not over), Sub would change only 1
-    pixels[2, :3] = GREY  # row 2 differs from row 1 in 3 pixels (over 1/32), Sub changes 2
-    assert filtered_rows(pixels)[:, 0].tolist() == [1, 2, 1]
-    assert np.array_equal(np.asarray(decode(encode_png(pixels, 72))), pixels)
+    rows = np.array([line, line, [GREY] * 4, line, line], dtype=np.uint8)  # and a horizontal grey one at y = 2
+    png = encode_png(rows, 72)
+    assert filters_of(png, 5, 4) == [2] * 5
+    assert np.array_equal(np.asarray(decode(png)), rows)
 
 
 def test_large_images_span_several_idat_chunks_and_stay_exact() -> None:
     rng = np.random.default_rng(0)
     pixels = rng.integers(0, 256, size=(300, 200, 4), dtype=np.uint8)  # noise: ~240 kB compressed
     png = encode_png(pixels, 1000)
-    idat = [data for kind, data in chunks(png) if kind == b"IDAT"]
-    assert len(idat) == 4 and [len(data) for data in idat[:3]] == [65536] * 3
+    layout = [kind for kind, _ in chunks(png)]
+    assert layout[:2] == [b"IHDR", b"pHYs"] and layout[-1] == b"IEND"
+    assert set(layout[2:-1]) == {b"IDAT"} and len(layout[2:-1]) > 1
+    assert filters_of(png, 300, 200) == [2] * 300
     assert np.array_equal(np.asarray(decode(png)), pixels)
+    assert decode(png).info["dpi"] == pytest.approx((1000, 1000), abs=0.01)
 
 
 def test_rejects_a_buffer_that_is_not_rgba() -> None:

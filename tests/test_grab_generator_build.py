@@ -17,7 +17,7 @@ from curation.grab.build import FEATURES, build_grab
 from curation.grab.plan import answer_of
 from scifig_tasks.cli import main
 from scifig_tasks.core.data import load_benchmark
-from scifig_tasks.core.grab_mc import mc_options
+from scifig_tasks.core.grab.multiple_choice import mc_options
 from scifig_tasks.core.sources import GRAB, GRAB_FEATURES
 
 DPI = 20

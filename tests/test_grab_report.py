@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from scifig_tasks.core import grab
+from scifig_tasks.core.grab import rules as grab
 from scifig_tasks.report.document import Table
 from scifig_tasks.report.grab import section
 from scifig_tasks.report.runs import Run

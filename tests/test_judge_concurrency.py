@@ -1,11 +1,11 @@
 """Judged runs keep the judge's configured number of requests in flight, in lmms-eval and in VLMEvalKit.
 
 lmms-eval judges from ``process_results`` threads (``--process_docs_parallel``, default 4); with a judge configured
-scifig raises them to ``SCIFIG_JUDGE_MAX_CONCURRENCY`` and never lowers a larger value. VLMEvalKit's scoring pool is
-sized the same way (at least 8). Concurrency is counted in the judge server (its peak of requests handled at once),
-never inferred from timings: the test's judge holds every request until the expected number are held together
-(:class:`Gathering`), so a run reaches exactly that peak, and a run with fewer scoring threads stays below it (each
-of its requests is released after a few seconds' wait instead).
+``scifig eval`` passes ``--process_docs_parallel`` = ``SCIFIG_JUDGE_MAX_CONCURRENCY`` unless the user chose a number.
+VLMEvalKit's scoring pool is sized the same way (at least 8). Concurrency is counted in the judge server (its peak of
+requests handled at once), never inferred from timings: the test's judge holds every request until the expected number
+are held together (:class:`Gathering`), so a run reaches exactly that peak, and a run with fewer scoring threads stays
+below it (each of its requests is released after a few seconds' wait instead).
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import re
 import subprocess
 import sys
 import threading
-import types
 from pathlib import Path
 
 import pytest
@@ -30,7 +29,7 @@ OUTPUT_IN_PROMPT = re.compile(r'The output from the model answering the question
 TASKS = ("properties", "function", "series", "transform")
 # 12 questions per GRAB subtask: lmms-eval scores the subtasks one after the other, each in its own thread pool
 ROWS = [Row(TASKS[pid % 4], str(pid)) for pid in range(48)]
-RAISED_LINE = "scifig: process_results runs in 6 threads (process_docs_parallel was 4)"
+RAISED_LINE = "scifig eval: process_results runs in 6 threads (--process_docs_parallel 6;"
 
 
 def extracting_judge(request: ChatRequest) -> Reply:
@@ -88,71 +87,29 @@ def test_docs_parallel_is_raised_to_the_judge_concurrency_and_never_lowered() ->
     assert concurrency.docs_parallel(1, 16) == 16
 
 
-def fake_evaluate(lm: str, task_dict: str = "tasks", process_docs_parallel: int = 4) -> int:
-    return process_docs_parallel
-
-
-def test_wrapper_follows_the_judge_configuration(no_judge_env: pytest.MonkeyPatch) -> None:
-    wrapped = concurrency.raising(fake_evaluate, "fake")
-    assert wrapped("lm") == 4  # no judge: lmms-eval's value as it is
-    judge_configured(no_judge_env, "6")
-    assert wrapped("lm") == 6  # the default 4 raised
-    assert wrapped("lm", process_docs_parallel=2) == 6
-    assert wrapped("lm", "tasks", 3) == 6  # given positionally
-    assert wrapped("lm", process_docs_parallel=10) == 10  # a larger value is kept
-    assert wrapped("lm", "tasks", 12) == 12
-    no_judge_env.setenv("SCIFIG_JUDGE_MAX_CONCURRENCY", "many")  # misconfigured: left to the scoring to report
-    assert wrapped("lm") == 4
-    no_judge_env.setenv("SCIFIG_JUDGE_MAX_CONCURRENCY", "16")
-    no_judge_env.setenv("SCIFIG_JUDGE", "off")
-    assert wrapped("lm") == 4
-
-
-EVALUATOR = """
-import {package}.models
-
-def simple_evaluate(model, process_docs_parallel=4):
-    return evaluate(model, process_docs_parallel=process_docs_parallel)
-
-def evaluate(lm, process_docs_parallel=4):
-    return process_docs_parallel
-"""
-
-MODELS = """
-import sys
-from scifig_tasks.lmms_eval import concurrency
-
-concurrency._when_bound(sys.modules["{package}"], "evaluator", concurrency.wrap_evaluator)
-"""
-
-
-def test_an_evaluator_mid_import_is_wrapped_when_its_import_completes(
+def test_scifig_eval_passes_the_judge_concurrency_unless_a_number_is_chosen(
     tmp_path: Path, no_judge_env: pytest.MonkeyPatch
 ) -> None:
-    """lmms-eval's layout: the evaluator imports the models package (where the plugin installs) before it defines
-    ``evaluate``; the wrapping happens when the evaluator's import completes, and the package's type is restored."""
-    package = "scifig_fake_lmms"
-    (tmp_path / package).mkdir()
-    (tmp_path / package / "__init__.py").write_text("")
-    (tmp_path / package / "models.py").write_text(MODELS.format(package=package))
-    (tmp_path / package / "evaluator.py").write_text(EVALUATOR.format(package=package))
-    no_judge_env.syspath_prepend(str(tmp_path))
+    argv = ["--model", "openai", "--tasks", "grab"]
+    assert concurrency.with_judge_concurrency(argv) == (argv, None)  # no judge: lmms-eval's default
     judge_configured(no_judge_env, "6")
-    try:
-        from scifig_fake_lmms import evaluator  # type: ignore[import-not-found]
-
-        assert evaluator.simple_evaluate.__name__ == "simple_evaluate"
-        assert evaluator.simple_evaluate._scifig_concurrency == f"{package}.evaluator.simple_evaluate"
-        assert evaluator.evaluate._scifig_concurrency == f"{package}.evaluator.evaluate"
-        assert evaluator.simple_evaluate("lm") == 6
-        assert evaluator.evaluate("lm", process_docs_parallel=9) == 9
-        assert type(sys.modules[package]) is types.ModuleType
-        concurrency.wrap_evaluator(evaluator)  # a second wrap is a no-op
-        assert evaluator.simple_evaluate.__wrapped__.__name__ == "simple_evaluate"
-        assert not hasattr(evaluator.simple_evaluate.__wrapped__, "_scifig_concurrency")
-    finally:
-        for name in [name for name in sys.modules if name.startswith(package)]:
-            del sys.modules[name]
+    added, line = concurrency.with_judge_concurrency(argv)
+    assert added == [*argv, "--process_docs_parallel", "6"]
+    assert line is not None and line.startswith(RAISED_LINE)
+    for chosen in (["--process_docs_parallel", "2"], ["--process_docs_parallel=10"]):
+        assert concurrency.with_judge_concurrency([*argv, *chosen]) == ([*argv, *chosen], None)
+    config = tmp_path / "run.yaml"
+    config.write_text("- model: openai\n  process_docs_parallel: 3\n")
+    assert concurrency.with_judge_concurrency([*argv, "--config", str(config)])[1] is None  # the file's number
+    config.write_text("model: openai\n")
+    assert concurrency.with_judge_concurrency([f"--config={config}"])[0][-1] == "6"
+    judge_configured(no_judge_env, "3")  # below lmms-eval's default: nothing added, never lowered
+    assert concurrency.with_judge_concurrency(argv) == (argv, None)
+    no_judge_env.setenv("SCIFIG_JUDGE_MAX_CONCURRENCY", "many")  # misconfigured: left to the scoring to report
+    assert concurrency.with_judge_concurrency(argv) == (argv, None)
+    no_judge_env.setenv("SCIFIG_JUDGE_MAX_CONCURRENCY", "16")
+    no_judge_env.setenv("SCIFIG_JUDGE", "off")
+    assert concurrency.with_judge_concurrency(argv) == (argv, None)
 
 
 # --- through the real command lines ----------------------------------------------------------------------------------
@@ -179,12 +136,10 @@ def grab_llm_extract_run(
 MODEL_ARGS = ["--model", "openai", "--model_args", "model_version=fake-vlm,max_retries=1,retry_backoff_s=0"]
 
 
-def test_plain_lmms_eval_keeps_the_judge_concurrency_in_flight(
-    tmp_path: Path, openai_server, lmms_env, run_cli
-) -> None:
+def test_scifig_eval_keeps_the_judge_concurrency_in_flight(tmp_path: Path, openai_server, lmms_env, run_cli) -> None:
     env, judge = grab_llm_extract_run(tmp_path, openai_server, lmms_env, judge_concurrency=6)
 
-    run = run_cli("lmms-eval", [*MODEL_ARGS, "--tasks", "grab_llm_extract"], env, tmp_path / "out")
+    run = run_cli("scifig", ["eval", *MODEL_ARGS, "--tasks", "grab_llm_extract"], env, tmp_path / "out")
 
     assert run.returncode == 0, run.output[-4000:]
     results = run.results()
@@ -206,7 +161,7 @@ def test_scifig_eval_keeps_a_larger_process_docs_parallel(tmp_path: Path, openai
     assert results["groups"]["grab_llm_extract"]["accuracy,none"] == 1.0
     assert judge.max_in_flight == 6  # 10 threads, but the judge client allows 6 requests in flight
     assert results["config"]["process_docs_parallel"] == 10
-    assert "scifig: process_results runs in" not in run.output
+    assert "process_results runs in" not in run.output
     assert "Postprocessed 12 docs for grab_series_llm_extract/none with 10 worker(s)" in run.output, run.output[-4000:]
 
 

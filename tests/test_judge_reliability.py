@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from scifig_tasks.core import mcq
+from scifig_tasks.core import multiple_choice as mcq
 from scifig_tasks.core.judge import (
     BREAKER_THRESHOLD,
     JudgeClient,

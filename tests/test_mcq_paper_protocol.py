@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from scifig_tasks.core import deprecation, mcq_paper, protocol
+from scifig_tasks.core import deprecation
+from scifig_tasks.core import multiple_choice_paper as mcq_paper
+from scifig_tasks.core import scoring_protocol as protocol
 from scifig_tasks.core.judge import JudgeResult, has_text
 from tests.harness.mmsci_data import Caption, Mcq, row_of_request, write
 from tests.harness.openai_server import ChatRequest, Reply

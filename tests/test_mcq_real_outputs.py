@@ -16,7 +16,7 @@ from pathlib import Path
 import datasets
 from PIL import Image
 
-from scifig_tasks.core.mcq import resolve_by_rules
+from scifig_tasks.core.multiple_choice import resolve_by_rules
 from tests.harness.mcq_corpus import CHATTY, CHATTY_OPTIONS
 from tests.harness.mcq_real import COLLECTIONS, LOWER_CASE_LABEL_SOURCES, RealOutput, load_real_outputs
 from tests.harness.openai_server import ChatRequest

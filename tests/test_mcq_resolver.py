@@ -8,7 +8,13 @@ import time
 import pytest
 
 from scifig_tasks.core.judge import JudgeResult
-from scifig_tasks.core.mcq import judge_prompt, lower_case_labels_free, parse_judge_reply, resolve, resolve_by_rules
+from scifig_tasks.core.multiple_choice import (
+    judge_prompt,
+    lower_case_labels_free,
+    parse_judge_reply,
+    resolve,
+    resolve_by_rules,
+)
 from tests.harness.mcq_corpus import CHATTY
 
 OPTIONS = [

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from scifig_tasks.core import mmsci_captioning as captioning
+from scifig_tasks.core.mmsci import captioning_metrics as captioning
+from scifig_tasks.lmms_eval import TASKS_DIR
 from tests.harness.mmsci_data import tiny_bert
 
 PREDICTIONS = ["the cat sat on the mat", "a b c d e", ""]
@@ -55,7 +56,7 @@ def test_cumulative_bleu_is_reported_under_its_own_names() -> None:
 
 def test_metric_names_never_contain_one_another() -> None:
     # lmms-eval's group aggregation matches metric names by substring
-    folder = Path(captioning.__file__).parents[1] / "lmms_eval" / "mmsci"
+    folder = TASKS_DIR / "mmsci"
     names: set[str] = set()
     for path in [*folder.glob("*.yaml"), *folder.glob("_*template_yaml")]:
         names |= set(re.findall(r"^  - metric: (\S+)$", path.read_text(), flags=re.MULTILINE))
@@ -162,7 +163,7 @@ def test_k_captions_are_averaged_and_the_paper_setting_leaves_empty_outputs_out(
         record["prediction"] = record["predictions"][0]
     # p2 per caption index: index 0 -> 3/4 and 3/5; index 1 -> the empty output (0 by default, left out by the paper
     # setting) and 3/5; the metric is the mean of the two indices' means
-    default = captioning.evaluate(records, env)
+    default = captioning.evaluate(records, env, judge=None)
     assert default["values"]["bleu2"] == pytest.approx(((3 / 4 + 3 / 5) / 2 + (0 + 3 / 5) / 2) / 2)
     assert default["report"]["protocol"] == {
         "name": "default",
@@ -172,20 +173,22 @@ def test_k_captions_are_averaged_and_the_paper_setting_leaves_empty_outputs_out(
     assert default["report"]["outputs"] == {"ok": 3, "empty": 1, "request_failed": 0}
     assert default["report"]["metrics"]["bleu2"]["per_caption_index"] == pytest.approx([(3 / 4 + 3 / 5) / 2, 3 / 10])
 
-    paper = captioning.evaluate(records, {**env, "SCIFIG_MMSCI_PROTOCOL": "paper"})
+    paper = captioning.evaluate(records, {**env, "SCIFIG_MMSCI_PROTOCOL": "paper"}, judge=None)
     assert paper["values"]["bleu2"] == pytest.approx(((3 / 4 + 3 / 5) / 2 + 3 / 5) / 2)
     assert paper["values"]["bleu4"] == pytest.approx(((1 / 2 + 0) / 2 + 0) / 2)
     assert paper["report"]["protocol"]["name"] == "paper"
     # records written by the *_paper tasks carry the protocol themselves
-    tagged = captioning.evaluate([{**record, "protocol": "paper"} for record in records], env)
+    tagged = captioning.evaluate([{**record, "protocol": "paper"} for record in records], env, judge=None)
     assert tagged["values"]["bleu2"] == paper["values"]["bleu2"]
     with pytest.raises(ValueError, match="mix scoring protocols"):
-        captioning.evaluate([{**records[0], "protocol": "paper"}, {**records[1], "protocol": "default"}], env)
+        captioning.evaluate(
+            [{**records[0], "protocol": "paper"}, {**records[1], "protocol": "default"}], env, judge=None
+        )
 
 
 def test_a_judge_passed_in_is_the_one_asked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """VLMEvalKit's ``--judge`` reaches FActScore and G-Eval: ``evaluate(..., judge=...)`` asks that judge, not the
-    settings' (here off), and a different judge is a different cache entry."""
+    """FActScore and G-Eval ask the judge passed in (VLMEvalKit's ``--judge``, a notebook's second judge), whatever the
+    settings say (here off), and a different judge is a different cache entry."""
     from scifig_tasks.core.judge import JudgeConfig, JudgeResult
 
     monkeypatch.setattr(captioning.shutil, "which", lambda name: None)
@@ -202,8 +205,8 @@ def test_a_judge_passed_in_is_the_one_asked(tmp_path: Path, monkeypatch: pytest.
 
     env = {"SCIFIG_MMSCI_BERTSCORE_MODEL": str(tmp_path / "absent"), "SCIFIG_JUDGE": "off"}
     records = [{"uid": "a", "figure_index": 0, "prediction": "a caption of a plot", "reference": "a plot"}]
-    off = captioning.evaluate(records, env)
-    assert off["values"]["geval_relevance"] is None  # the settings' judge is off
+    off = captioning.evaluate(records, env, judge=None)
+    assert off["values"]["geval_relevance"] is None  # no judge: the judged metrics are unavailable
     judge = Recording()
     passed = captioning.evaluate(records, env, judge=judge)
     assert judge.prompts and passed["values"]["geval_relevance"] is not None

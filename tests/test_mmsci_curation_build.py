@@ -14,7 +14,7 @@ import pytest
 
 from scifig_tasks.cli import main as scifig_main
 from scifig_tasks.core.data import load_benchmark
-from scifig_tasks.core.mmsci import LETTERS, SUBCAP2FIG_QUESTION, SUBFIG2CAP_QUESTION
+from scifig_tasks.core.mmsci.rules import LETTERS, SUBCAP2FIG_QUESTION, SUBFIG2CAP_QUESTION
 from scifig_tasks.core.sources import MMSCI_CAPTIONING, MMSCI_MCQ
 from scifig_tasks.core.sources import MMSCI_CAPTIONING_FEATURES as CAPTIONING_FEATURES
 from scifig_tasks.core.sources import MMSCI_MCQ_FEATURES as MCQ_FEATURES

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from scifig_tasks.core import mmsci_judged as judged
-from scifig_tasks.core.judge import JudgeClient, JudgeConfig
+from scifig_tasks.core.judge import JudgeClient, JudgeConfig, get_judge
+from scifig_tasks.core.mmsci import judged_metrics as judged
 from tests.harness.openai_server import ChatRequest, Reply
 
 
@@ -156,7 +156,7 @@ def test_all_judge_calls_failing_leaves_the_metrics_unavailable(tmp_path: Path, 
 
 
 def test_task_evaluation_judges_only_the_seeded_subset(tmp_path: Path, openai_server, monkeypatch) -> None:
-    from scifig_tasks.core import mmsci_captioning
+    from scifig_tasks.core.mmsci import captioning_metrics as mmsci_captioning
 
     monkeypatch.setattr(mmsci_captioning.shutil, "which", lambda name: None)  # no java: METEOR / CIDEr unavailable
     server = openai_server(judge_policy)
@@ -173,7 +173,8 @@ def test_task_evaluation_judges_only_the_seeded_subset(tmp_path: Path, openai_se
         {"uid": f"ncomms{index}", "figure_index": 0, "prediction": CAPTIONS[name], "reference": f"reference {name}"}
         for index, name in enumerate(names)
     ]
-    evaluation = mmsci_captioning.evaluate(records, env)
+    judge = get_judge(env)
+    evaluation = mmsci_captioning.evaluate(records, env, judge=judge)
     values, report = evaluation["values"], evaluation["report"]
     keys = [f"ncomms{index}\0{0:06d}" for index in range(5)]
     chosen = [names[i] for i in judged.select_subset(keys, 2, 5)]
@@ -189,7 +190,7 @@ def test_task_evaluation_judges_only_the_seeded_subset(tmp_path: Path, openai_se
         ("meteor", "cider", "bertscore_f1")
     )
     assert not report["metrics"]["bertscore_f1"]["available"] and values["bleu2"] is not None
-    assert mmsci_captioning.evaluate(records, env) is evaluation  # computed once per set of records
+    assert mmsci_captioning.evaluate(records, env, judge=judge) is evaluation  # computed once per set of records
 
 
 def test_only_empty_outputs_scored_is_not_a_value(tmp_path: Path, openai_server) -> None:

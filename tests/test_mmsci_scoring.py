@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from scifig_tasks.core import mcq, mmsci
+from scifig_tasks.core import multiple_choice as mcq
 from scifig_tasks.core.data import load_benchmark
 from scifig_tasks.core.errors import DataError
+from scifig_tasks.core.mmsci import rules as mmsci
 from scifig_tasks.core.sources import MMSCI_CAPTIONING, MMSCI_MCQ
 from tests.harness.mmsci_data import Caption, Mcq, mcq_row, write
 

@@ -19,7 +19,9 @@ from typing import Any
 
 import yaml
 
-from scifig_tasks.core import protocol, published, settings
+from scifig_tasks.core import published_sizes as published
+from scifig_tasks.core import scoring_protocol as protocol
+from scifig_tasks.core import settings
 
 ROOT = Path(__file__).resolve().parents[1]
 VARIABLE = re.compile(r"\bSCIFIG_[A-Z0-9_]*[A-Z0-9]\b")
@@ -71,7 +73,9 @@ def variables(root: Path = ROOT) -> set[str]:
 def protocol_switches(root: Path = ROOT) -> dict[str, bool]:
     """The protocol switches the code under ``root`` offers, each with whether it is current (not deprecated)."""
     configs = task_configs(root)
-    code = (root / "scifig_tasks" / "core" / "protocol.py").read_text(encoding="utf-8")
+    core = root / "scifig_tasks" / "core"
+    module = next(path for path in (core / "scoring_protocol.py", core / "protocol.py") if path.is_file())  # 0.2.1
+    code = module.read_text(encoding="utf-8")
     deprecated_variables = "deprecated" in code.lower() and "SCIFIG_PROTOCOL" in code
     grab_utils = (root / "scifig_tasks" / "lmms_eval" / "grab" / "utils.py").read_text(encoding="utf-8")
     switches = {
@@ -117,7 +121,7 @@ def test_every_variable_the_code_names_is_declared() -> None:
 
 
 def test_the_question_counts_scifig_tasks_shows_are_the_published_sizes() -> None:
-    """The YAMLs' ``scifig_questions`` (what ``scifig tasks`` prints) say what :mod:`scifig_tasks.core.published`
+    """The YAMLs' ``scifig_questions`` (what ``scifig tasks`` prints) say what :mod:`scifig_tasks.core.published_sizes`
     records: GRAB's total and properties task, SciFIBench's splits (four, or the alignment experiment's one)."""
     expected = {
         "grab": published.GRAB_QUESTIONS,

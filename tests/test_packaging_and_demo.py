@@ -19,7 +19,7 @@ from PIL import Image
 
 import scifig_tasks
 from scifig_tasks.core.provenance import checkout
-from scifig_tasks.core.versions import TASK_VERSIONS
+from scifig_tasks.core.task_versions import TASK_VERSIONS
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -19,8 +19,8 @@ from curation.plot_twist import build, charts, render_mpl, render_vega
 from curation.plot_twist.cli import main as curate_main
 from curation.plot_twist.questions import BASE_TITLES, TITLE_STATEMENTS, Axes, questions_for
 from curation.plot_twist.render import Job, render_job
-from scifig_tasks.core import plot_twist as pt
 from scifig_tasks.core.data import load_benchmark
+from scifig_tasks.core.plot_twist import rules as pt
 from scifig_tasks.core.sources import PLOT_TWIST
 
 SEEDS = (0, 7)

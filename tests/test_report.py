@@ -26,7 +26,7 @@ from PIL import Image
 from scipy.stats import binomtest
 
 from curation.plot_twist.build import build_plot_twist
-from scifig_tasks.core import mmsci
+from scifig_tasks.core.mmsci import rules as mmsci
 from scifig_tasks.core.sources import MMSCI_CAPTIONING_FEATURES, MMSCI_MCQ_FEATURES
 from tests.harness.grab_data import Row, write_parquet
 from tests.harness.lmms import CliRun, offline_env, run

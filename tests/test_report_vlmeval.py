@@ -12,7 +12,7 @@ from pathlib import Path
 
 from scipy.stats import binomtest
 
-from scifig_tasks.core import grab
+from scifig_tasks.core.grab import rules as grab
 from scifig_tasks.core.provenance import NOT_RECORDED
 from scifig_tasks.report.build import build_report
 

@@ -1,10 +1,10 @@
-"""SciFIBench rules in scifig_tasks.core.scifibench: prompt texts, caption extraction, alignment augmentation."""
+"""SciFIBench rules in scifig_tasks.core.scifibench.rules: prompt texts, caption extraction, alignment augmentation."""
 
 from __future__ import annotations
 
 import pytest
 
-from scifig_tasks.core import scifibench
+from scifig_tasks.core.scifibench import rules as scifibench
 
 OPTIONS = ["A) first caption .", "B)  second caption .", "C) third .", "D) fourth .", "E) fifth ."]
 

@@ -53,7 +53,7 @@ def test_simple_models_get_their_image_placeholder(task_dict, model: str, placeh
 
 
 def test_decoding_is_greedy_and_the_task_version_is_recorded(task_dict) -> None:
-    from scifig_tasks.core.versions import TASK_VERSIONS
+    from scifig_tasks.core.task_versions import TASK_VERSIONS
 
     task = task_dict(["scifibench_cs_figure2caption"])["scifibench_cs_figure2caption"]
     settings = {key: task.config.generation_kwargs[key] for key in ("max_new_tokens", "temperature", "do_sample")}

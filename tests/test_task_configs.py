@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
-from scifig_tasks.core.outputs import END_OF_TURN_MARKERS
-from scifig_tasks.core.versions import TASK_VERSIONS
+from scifig_tasks.core.raw_outputs import END_OF_TURN_MARKERS
+from scifig_tasks.core.task_versions import TASK_VERSIONS
 
 TASKS_DIR = Path(__file__).resolve().parents[1] / "scifig_tasks" / "lmms_eval"
 

@@ -1,6 +1,6 @@
 """The VLMEvalKit classes choose their scoring protocol as the lmms-eval hooks do: the ``_paper`` twins score with the
 paper's protocol, a plain name with scifig's default unless a deprecated ``SCIFIG_*_PROTOCOL`` variable says
-otherwise, and ``scifig rescore --protocol`` overrides both (:func:`scifig_tasks.core.protocol.in_force`)."""
+otherwise, and ``scifig rescore --protocol`` overrides both (:func:`scifig_tasks.core.scoring_protocol.in_force`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from scifig_tasks.core import protocol
+from scifig_tasks.core import scoring_protocol as protocol
 
 datasets_module = pytest.importorskip("scifig_tasks.vlmeval.datasets")
 mmsci_module = pytest.importorskip("scifig_tasks.vlmeval.mmsci")

@@ -14,7 +14,7 @@ from typing import Any
 
 from curation.grab.affine import Operation
 from curation.grab.plan import GENERATOR_VERSION, PlanItem
-from scifig_tasks.core.grab import precision_class
+from scifig_tasks.core.grab.rules import precision_class
 
 CITATION = """@article{roberts2024grab,
   title={GRAB: A Challenging GRaph Analysis Benchmark for Large Multimodal Models},
@@ -66,8 +66,8 @@ def card_text(items: Sequence[PlanItem], settings: dict[str, Any], mc_rows: int 
 
 {mc_rows} properties questions with two more columns: `options` (five strings `A) ...` to `E) ...`, numeric
 options in ascending order) and `mc_answer` (the correct letter). Options come from
-`scifig_tasks.core.grab_mc.mc_options(answer, question, seed=pid)`, the rule the `grab_properties_mc` lmms-eval
-task applies on the fly: distractors in the answer's own format, within 5 precision steps of the true value.
+`scifig_tasks.core.grab.multiple_choice.mc_options(answer, question, seed=pid)`, the rule the `grab_properties_mc`
+lmms-eval task applies on the fly: distractors in the answer's own format, within 5 precision steps of the true value.
 """
     )
     families = Counter(

@@ -21,8 +21,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from scifig_tasks.core.grab_answers import EQUATION_TEMPLATES, EquationKind
-from scifig_tasks.core.published import GRAB_TASKS
+from scifig_tasks.core.grab.answers import EQUATION_TEMPLATES, EquationKind
+from scifig_tasks.core.published_sizes import GRAB_TASKS
 
 INTEGER = " Give your answer as an integer."
 ONE_DP = " Give your answer to 1 decimal place."

@@ -33,7 +33,7 @@ from curation.mmsci.questions import DRAFTERS, Question, build_questions
 from curation.mmsci.sft import ABSTRACT_WORDS, write_sft
 from curation.mmsci.splits import EVAL_SPLITS, MIN_ARTICLES, RATIO, as_json, predefined_splits, split_articles
 from curation.parquet import ParquetRows
-from scifig_tasks.core.mmsci import SETTINGS
+from scifig_tasks.core.mmsci.rules import SETTINGS
 from scifig_tasks.core.sources import MMSCI_CAPTIONING_FEATURES as CAPTIONING_FEATURES
 from scifig_tasks.core.sources import MMSCI_MCQ_FEATURES as MCQ_FEATURES
 

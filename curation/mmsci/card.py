@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from scifig_tasks.core.mmsci import SETTINGS
+from scifig_tasks.core.mmsci.rules import SETTINGS
 
 CITATION = """@misc{li2025mmsci,
   title={MMSci: A Dataset for Graduate-Level Multi-Discipline Multimodal Scientific Understanding},

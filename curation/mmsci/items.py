@@ -32,7 +32,7 @@ from PIL import Image as PILImage
 
 from curation.mmsci.captions import extract_subcaptions, normalise_space
 from scifig_tasks.core.errors import DataError
-from scifig_tasks.core.mmsci import LETTERS, SUBCAP2FIG_QUESTION, subfigure_option
+from scifig_tasks.core.mmsci.rules import LETTERS, SUBCAP2FIG_QUESTION, subfigure_option
 
 AUTHORS_FILES = {"mcq": "image_caption_matching_data.json", "captioning": "image_caption_generation_data.json"}
 _FIGURE_NAME = re.compile(r"^(?P<uid>.+)_figure_(?P<index>\d+)(?:\.[A-Za-z0-9]+)?$")

@@ -17,7 +17,7 @@ from tqdm.auto import tqdm
 from curation.mmsci.card import write_card
 from curation.mmsci.items import Caption, Mcq
 from curation.parquet import ParquetRows
-from scifig_tasks.core.mmsci import SETTINGS
+from scifig_tasks.core.mmsci.rules import SETTINGS
 from scifig_tasks.core.sources import MMSCI_CAPTIONING_FEATURES as CAPTIONING_FEATURES
 from scifig_tasks.core.sources import MMSCI_MCQ_FEATURES as MCQ_FEATURES
 

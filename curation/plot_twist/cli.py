@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from curation.outputs import fail, out_problem
-from scifig_tasks.core.plot_twist import ROBUSTNESS_VARIANTS
+from scifig_tasks.core.plot_twist.rules import ROBUSTNESS_VARIANTS
 
 HELP = "generate Plot Twist (Chart101): synthetic scatter/bar/pie charts, questions and robustness variants"
 DESCRIPTION = """\

@@ -3,7 +3,8 @@
 Rule: when a judge is configured, a seeded share of a task's rule-resolved multiple-choice answers
 (``SCIFIG_JUDGE_AUDIT``, default 0.05 of the task's questions, at least :data:`MIN_PER_TASK`, all of them when there are
 fewer; ``0`` switches it off; seed ``SCIFIG_JUDGE_AUDIT_SEED``, default 0) is also sent to the judge with the parsing
-prompt it would have had (:func:`scifig_tasks.core.mcq.judge_prompt`). The breakdown's ``judge_audit`` gives the
+prompt it would have had (:func:`scifig_tasks.core.multiple_choice.judge_prompt`). The breakdown's ``judge_audit``
+gives the
 agreement (judge's letter equal to the rules' letter) with a Wilson 95% interval, lists every disagreement, and
 records the judge: its model, endpoint host (never the key), prompt version and cache hits. Scores never change: the
 audit only reports.
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from scifig_tasks.core import settings
-from scifig_tasks.core.mcq import (
+from scifig_tasks.core.multiple_choice import (
     JUDGE_MAX_TOKENS,
     JUDGE_PROMPT,
     Resolution,

@@ -31,7 +31,8 @@ import random
 import re
 from collections.abc import Callable
 
-from scifig_tasks.core import grab, plot_twist
+from scifig_tasks.core.grab import rules as grab
+from scifig_tasks.core.plot_twist import rules as plot_twist
 
 _OPTION_LINE = re.compile(r"^\s*(?:\(([A-Z])\)|([A-Z])[):])\s", re.MULTILINE)
 

@@ -50,9 +50,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from scifig_tasks.core import settings, validated
-from scifig_tasks.core.configs import installed_entry_point
 from scifig_tasks.core.errors import DataError
 from scifig_tasks.core.images import check_structure, decode_once, image_file, remember_source, unreadable
+from scifig_tasks.core.resources import installed_entry_point
 from scifig_tasks.core.settings import Settings
 
 # datasets >= 4 has List (Sequence became a function); older releases only have the Sequence class.

@@ -79,7 +79,7 @@ from tqdm.auto import tqdm
 
 from scifig_tasks.core import settings
 from scifig_tasks.core.judge_presets import load_preset
-from scifig_tasks.core.secrets import mask, secrets_of, url_credentials
+from scifig_tasks.core.secrets import mask, url_credentials
 from scifig_tasks.core.settings import Settings
 
 logger = logging.getLogger("scifig.judge")
@@ -414,7 +414,7 @@ class JudgeClient:
         self._slow_after = min(SLOW_NOTICE_S, config.timeout_s / 2)
         self._in_flight: dict[Path, Future[JudgeResult]] = {}
         extra = [config.api_key] if config.api_key else []
-        self._secrets = secrets_of(os.environ, [*extra, *url_credentials(config.base_url)])
+        self._secrets = settings.process_secrets([*extra, *url_credentials(config.base_url)])
         self._flavour = _httpx_flavour()
         self._sdk = _sdk_client(self)
         _all_clients.add(self)

@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from scifig_tasks.core.configs import check_fields, read_config
 from scifig_tasks.core.errors import ConfigError
+from scifig_tasks.core.resources import check_fields, read_config
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 REQUIRED: dict[str, type] = {"base_url": str, "model": str, "api_key_env": str}

@@ -24,7 +24,7 @@ Rules implemented:
   stored: model args named like ``api_key`` / ``base_url`` / ``token`` are refused; an endpoint names environment
   variables only.
 * Files: a shipped preset by name or any YAML file by path, read as the judge presets are
-  (:func:`scifig_tasks.core.configs.read_config`): an unknown name lists the shipped ones, a missing file or invalid
+  (:func:`scifig_tasks.core.resources.read_config`): an unknown name lists the shipped ones, a missing file or invalid
   YAML is named.
 
 How a preset becomes lmms-eval arguments is the adapter's business: :mod:`scifig_tasks.lmms_eval.presets`.
@@ -38,8 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from scifig_tasks.core.configs import check_fields, read_config, shipped_names
 from scifig_tasks.core.errors import ConfigError
+from scifig_tasks.core.resources import check_fields, read_config, shipped_names
 
 BACKENDS = ("hf", "vllm", "openai", "clip")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

@@ -27,6 +27,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from scifig_tasks.core.release import VERSION
+
 KEY = "scifig_environment"
 FRAMEWORKS: dict[str, str] = {"lmms-eval": "lmms-eval", "vlmeval": "ms-vlmeval"}
 """The framework a run used -> its distribution."""
@@ -50,10 +52,8 @@ NOT_RECORDED = f"no {KEY} recorded (written before scifig 0.2.0, or not by scifi
 
 
 def scifig_version() -> str:
-    """The version of this package (one source: ``scifig_tasks.__version__``, which pyproject reads)."""
-    from scifig_tasks import __version__
-
-    return __version__
+    """The version of this package (:data:`scifig_tasks.core.release.VERSION`, which pyproject reads)."""
+    return VERSION
 
 
 def installed_version(distribution: str) -> str | None:

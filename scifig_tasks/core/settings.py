@@ -27,7 +27,7 @@ import difflib
 import os
 import sys
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -295,7 +295,7 @@ MMSCI_DATA: Setting[Path | None] = declare(
     "SCIFIG_MMSCI_DATA", _path, None, "local MMSci data (mcq/ and captioning/)", _PATH, "data"
 )
 
-# MMSci captioning (scifig_tasks.core.mmsci_judged, scifig_tasks.core.mmsci_captioning)
+# MMSci captioning (scifig_tasks.core.mmsci.judged_metrics, scifig_tasks.core.mmsci.captioning_metrics)
 MMSCI_JUDGED_SUBSET: Setting[int | None] = declare(
     "SCIFIG_MMSCI_JUDGED_SUBSET",
     _subset,
@@ -330,7 +330,7 @@ ANTHROPIC_BASE_URL: Setting[str | None] = declare(
     "SCIFIG_ANTHROPIC_BASE_URL", _text, None, "endpoint of the claude-3.5-sonnet preset", "an http(s) URL", "models"
 )
 
-# deprecated: the task name chooses the protocol (scifig_tasks.core.protocol reads these)
+# deprecated: the task name chooses the protocol (scifig_tasks.core.scoring_protocol reads these)
 _PROTOCOLS = ("default", "paper")
 _INSTEAD = "the task name (the _paper task)"
 PROTOCOL: Setting[str | None] = declare(
@@ -596,6 +596,15 @@ def current() -> Settings:
         built = Settings.from_environment(environ)
         _cached = (_fingerprint(environ, built.credentials), built)
         return built
+
+
+def process_secrets(extra: Iterable[str] = ()) -> dict[str, str]:
+    """``secret -> label`` for every secret in the process environment plus ``extra``
+    (:func:`scifig_tasks.core.secrets.secrets_of`): all variables, not only the ones scifig reads, so that a key
+    scifig never uses is still masked in whatever it writes (the judge cache, logs)."""
+    from scifig_tasks.core.secrets import secrets_of
+
+    return secrets_of(os.environ, extra)
 
 
 def reset() -> None:

@@ -26,7 +26,6 @@ from typing import Any
 
 import datasets
 
-from scifig_tasks.core import grab, mmsci, plot_twist
 from scifig_tasks.core.data import (
     BenchmarkSource,
     Column,
@@ -35,6 +34,9 @@ from scifig_tasks.core.data import (
     expect_str,
     registered_default_data,
 )
+from scifig_tasks.core.grab import rules as grab
+from scifig_tasks.core.mmsci import rules as mmsci
+from scifig_tasks.core.plot_twist import rules as plot_twist
 from scifig_tasks.core.settings import Settings
 
 

@@ -35,8 +35,8 @@ _CORE = Path(__file__).parent
 def validator_version() -> str:
     """Digest of the checks' source: every module of ``scifig_tasks/core``, by name and content."""
     digest = hashlib.blake2b(digest_size=16)
-    for module in sorted(_CORE.glob("*.py")):
-        digest.update(module.name.encode())
+    for module in sorted(_CORE.rglob("*.py")):
+        digest.update(module.relative_to(_CORE).as_posix().encode())
         digest.update(module.read_bytes())
     return digest.hexdigest()
 

@@ -1,7 +1,7 @@
 """``scifig_clip``: the SciFIBench CLIP / MetaCLIP zero-shot baseline as an lmms-eval model (paper §4).
 
 For each multiple-choice row it embeds the image(s) and text(s) with open_clip, L2-normalises them and answers with
-the letter of the option of highest cosine similarity (see :mod:`scifig_tasks.core.choices`).
+the letter of the option of highest cosine similarity (see :mod:`scifig_tasks.core.clip_baseline`).
 Model args: ``model`` (default the paper's ``ViT-H-14-378-quickgelu``), ``pretrained`` (default ``dfn5b``; a tag,
 a checkpoint path, or ``none`` for random weights), ``model_config`` (path to an open_clip model-config JSON to
 register first, e.g. a small custom architecture), lmms-eval's ``--batch_size`` (texts or images embedded per forward
@@ -24,7 +24,7 @@ from lmms_eval.api.model import lmms
 from loguru import logger
 from tqdm import tqdm
 
-from scifig_tasks.core.choices import choice_query
+from scifig_tasks.core.clip_baseline import choice_query
 from scifig_tasks.lmms_eval.chance_model import join_data_parallel
 
 

@@ -7,42 +7,29 @@ reformatting -- is judged from the task's ``process_results``, one blocking call
 that many judge requests are ever in flight, whatever the judge client allows (``SCIFIG_JUDGE_MAX_CONCURRENCY``,
 default 8, :mod:`scifig_tasks.core.judge`). Measured with ``python -m tests.perf.bench_judge_throughput``
 (200 judged outputs, 0.5 s per judge reply, 8 allowed in flight; ideal 12.5 s): 26.5 s with 4 threads (47% of
-ideal, at most 4 in flight), 14.2 s (88%, 8 in flight) with this module.
+ideal, at most 4 in flight), 14.2 s (88%, 8 in flight) with 8.
 (MMSci's FActScore and G-Eval are judged at aggregation time through ``JudgeClient.complete_many``, which already
 uses the judge's own concurrency.)
 
-Rule implemented. When a judge is configured (:func:`scifig_tasks.core.judge.configured_concurrency`),
-``process_docs_parallel`` is raised to the judge's ``max_concurrency`` -- never lowered: a larger
-``--process_docs_parallel`` is kept -- and one INFO line says so. Without a judge (or with ``SCIFIG_JUDGE=off``)
-lmms-eval's value is used unchanged. The results JSON's ``config.process_docs_parallel`` records the number used.
-
-How. :func:`install` wraps ``lmms_eval.evaluator.simple_evaluate`` (what the CLI, ``scifig eval`` and most scripts
-call; the raised value is what it records) and ``lmms_eval.evaluator.evaluate`` (for callers that build their own
-task dictionary); both look the argument up by name, so positional and keyword calls are served alike. The plugin
-calls :func:`install` while ``lmms_eval.evaluator`` is itself being imported (lmms-eval loads the ``lmms_eval.models``
-entry points, this package's among them, before it defines ``evaluate``). In that case the wrapping waits for the
-import to finish: the import system binds a finished submodule on its package (``setattr(lmms_eval, "evaluator",
-module)``), and a one-shot hook on the ``lmms_eval`` package's ``__setattr__`` wraps the module at that moment, before
-any caller can reach ``simple_evaluate``; the hook then removes itself. Idempotent.
+Rule implemented (lmms-eval's public option, no patch). When a judge is configured
+(:func:`scifig_tasks.core.judge.configured_concurrency`) and its concurrency is above lmms-eval's default,
+``scifig eval`` passes ``--process_docs_parallel N`` with ``N`` the judge's concurrency, and says so in one line
+(:func:`with_judge_concurrency`). A ``--process_docs_parallel`` the user gives (on the command line or in a
+``--config`` file) is used as given. Without a judge (or with ``SCIFIG_JUDGE=off``) nothing is added. Plain
+``lmms-eval`` users pass ``--process_docs_parallel`` themselves (``docs/lmms-eval-integration.md``). The results JSON's
+``config.process_docs_parallel`` records the number used.
 """
 
 from __future__ import annotations
 
-import functools
-import inspect
-import sys
-import threading
-import types
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Sequence
+from pathlib import Path
 
 from scifig_tasks.core.judge import configured_concurrency
 
-PARAMETER = "process_docs_parallel"
-WRAPPED = ("simple_evaluate", "evaluate")
-"""The functions of ``lmms_eval.evaluator`` that take ``process_docs_parallel``."""
-
-_lock = threading.Lock()
+OPTION = "--process_docs_parallel"
+LMMS_EVAL_DEFAULT = 4
+"""lmms-eval's default ``--process_docs_parallel`` (0.7)."""
 
 
 def docs_parallel(requested: int, judge_concurrency: int | None) -> int:
@@ -50,77 +37,41 @@ def docs_parallel(requested: int, judge_concurrency: int | None) -> int:
     return requested if judge_concurrency is None else max(requested, judge_concurrency)
 
 
-def raising(function: Callable[..., Any], where: str) -> Callable[..., Any]:
-    """``function`` (which takes ``process_docs_parallel``) with that argument raised by :func:`docs_parallel`."""
-    parameters = inspect.signature(function).parameters
-    index = list(parameters).index(PARAMETER)
-    default = parameters[PARAMETER].default
-
-    @functools.wraps(function)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        positional = index < len(args)
-        requested = int(args[index] if positional else kwargs.get(PARAMETER, default))
-        judge = configured_concurrency()
-        used = docs_parallel(requested, judge)
-        if used != requested:
-            from loguru import logger  # lmms-eval's logger: this line shows where its own INFO lines do
-
-            logger.info(
-                f"scifig: process_results runs in {used} threads ({PARAMETER} was {requested}) so that the LLM "
-                f"judge's {judge} concurrent requests (SCIFIG_JUDGE_MAX_CONCURRENCY) can all be in flight; "
-                f"a larger --{PARAMETER} is kept"
-            )
-            if positional:
-                args = (*args[:index], used, *args[index + 1 :])
-            else:
-                kwargs[PARAMETER] = used
-        return function(*args, **kwargs)
-
-    wrapper._scifig_concurrency = where  # type: ignore[attr-defined]
-    return wrapper
+def _given(argv: Sequence[str]) -> bool:
+    """Whether ``argv`` sets ``process_docs_parallel``: the option itself, or a ``--config`` YAML holding the key."""
+    configs = []
+    for index, arg in enumerate(argv):
+        if arg == OPTION or arg.startswith(f"{OPTION}="):
+            return True
+        if arg == "--config" and index + 1 < len(argv):
+            configs.append(argv[index + 1])
+        elif arg.startswith("--config="):
+            configs.append(arg.split("=", 1)[1])
+    return any(_config_sets(path) for path in configs)
 
 
-def wrap_evaluator(module: types.ModuleType) -> None:
-    """Wrap ``simple_evaluate`` and ``evaluate`` of a fully imported ``lmms_eval.evaluator``; idempotent."""
-    with _lock:
-        for name in WRAPPED:
-            function = getattr(module, name)
-            if hasattr(function, "_scifig_concurrency"):
-                continue
-            if PARAMETER not in inspect.signature(function).parameters:  # an lmms-eval without the knob: nothing to do
-                continue
-            setattr(module, name, raising(function, f"{module.__name__}.{name}"))
+def _config_sets(path: str) -> bool:
+    import yaml
+
+    try:
+        loaded = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return False  # lmms-eval reports the file itself
+    entries = loaded if isinstance(loaded, list) else [loaded]
+    return any(isinstance(entry, dict) and "process_docs_parallel" in entry for entry in entries)
 
 
-def _imported(module: types.ModuleType | None) -> bool:
-    return module is not None and all(callable(getattr(module, name, None)) for name in WRAPPED)
-
-
-def _when_bound(package: types.ModuleType, child: str, callback: Callable[[types.ModuleType], None]) -> None:
-    """Call ``callback(submodule)`` once, when the import system binds the finished submodule ``child`` on
-    ``package``; then restore the package's own module type."""
-    base = type(package)
-    if getattr(base, "_scifig_waits_for", None) == child:
-        return
-
-    class BindingHook(base):  # type: ignore[misc,valid-type]
-        _scifig_waits_for = child
-
-        def __setattr__(self, name: str, value: Any) -> None:
-            super().__setattr__(name, value)
-            if name == child and isinstance(value, types.ModuleType) and _imported(value):
-                super().__setattr__("__class__", base)
-                callback(value)
-
-    package.__class__ = BindingHook
-
-
-def install() -> None:
-    """Make ``lmms_eval.evaluator`` raise ``process_docs_parallel`` to the judge's concurrency (see module doc)."""
-    evaluator = sys.modules.get("lmms_eval.evaluator")
-    if _imported(evaluator):
-        wrap_evaluator(evaluator)  # type: ignore[arg-type]
-        return
-    import lmms_eval
-
-    _when_bound(lmms_eval, "evaluator", wrap_evaluator)
+def with_judge_concurrency(argv: Sequence[str]) -> tuple[list[str], str | None]:
+    """``argv`` with ``--process_docs_parallel N`` added when a judge allows more requests in flight than lmms-eval's
+    default and the user did not choose a number, and the line that says so (``None`` when nothing was added)."""
+    argv = list(argv)
+    judge = configured_concurrency()
+    used = docs_parallel(LMMS_EVAL_DEFAULT, judge)
+    if judge is None or used == LMMS_EVAL_DEFAULT or _given(argv):
+        return argv, None
+    argv += [OPTION, str(used)]
+    return argv, (
+        f"scifig eval: process_results runs in {used} threads ({OPTION} {used}; lmms-eval's default is "
+        f"{LMMS_EVAL_DEFAULT}) so that the LLM judge's {judge} concurrent requests (SCIFIG_JUDGE_MAX_CONCURRENCY) "
+        f"can all be in flight; give {OPTION} to choose another number"
+    )

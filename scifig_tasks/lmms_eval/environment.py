@@ -1,32 +1,33 @@
 """lmms-eval's ``*_results.json`` of a run with scifig tasks carries the environment block
 (:mod:`scifig_tasks.core.provenance`) under ``scifig_environment``.
 
-:func:`install` wraps ``EvaluationTracker.save_results_aggregated``, the one place lmms-eval writes that file (CLI and
-Python API alike), and adds the block when the results hold a task whose config names a ``scifig_source``; other
-runs are written unchanged. lmms-eval's own ``lmms_eval_version`` and ``git_hash`` describe the git checkout of the
-working directory when there is one (not lmms-eval's release), so the block records the installed ``lmms-eval``.
-The block's ``data`` says where each scifig source read its data: ``{"local": true}`` (``SCIFIG_<BENCH>_DATA``; the
-path itself is not written) or ``{"hub": "<dataset id>"}``, so a report can say a run did not score the published set.
+:func:`wrap_save_results_aggregated` wraps ``EvaluationTracker.save_results_aggregated``, the one place lmms-eval writes
+that file (CLI and Python API alike), and adds the block when the results hold a task whose config names a
+``scifig_source``; other runs are written unchanged. lmms-eval's own ``lmms_eval_version`` and ``git_hash`` describe the
+git checkout of the working directory when there is one (not lmms-eval's release), so the block records the installed
+``lmms-eval``. The block's ``data`` says where each scifig source read its data: ``{"local": true}``
+(``SCIFIG_<BENCH>_DATA``; the path itself is not written) or ``{"hub": "<dataset id>"}``, so a report can say a run did
+not score the published set.
 
 Judge accounting (what the judge did and cost). Judge calls are charged to the task they score for
-(:func:`scifig_tasks.core.judge.task_scope`): ``ConfigurableTask.process_results`` (run in lmms-eval's scoring
-threads) and ``TaskOutput.calculate_aggregate_metric`` (the breakdowns, FActScore and G-Eval) are wrapped to name
-their task. The block's ``judge_usage`` is :func:`scifig_tasks.core.judge.usage_report` of what was asked since the
-previous results file: per task and group, requests sent, cache hits, failures, prompt and completion tokens, wall
-time in the judge and the cost (``null``: no price configured); absent when the judge was not asked.
+(:func:`scifig_tasks.core.judge.task_scope`): ``ConfigurableTask.process_results`` (run in lmms-eval's scoring threads)
+and ``TaskOutput.calculate_aggregate_metric`` (the breakdowns, FActScore and G-Eval) are wrapped to name their task.
+Every wrapping is applied, and its target's signature checked, by :mod:`scifig_tasks.lmms_eval.patches`. The block's
+``judge_usage`` is :func:`scifig_tasks.core.judge.usage_report` of what was asked since the previous results file: per
+task and group, requests sent, cache hits, failures, prompt and completion tokens, wall time in the judge and the cost
+(``null``: no price configured); absent when the judge was not asked.
 
-Before the model runs, one line says the most judge requests the run can send (:func:`judge_bound`): after lmms-eval
-has built each task's requests (``--limit`` applied), every output of a task whose ``process_results`` may ask the
-judge (:data:`JUDGED_PER_OUTPUT`) counts once -- an output goes to the judge at most once, when the rules cannot read
-it or, for multiple choice, as one of the audit's share (``SCIFIG_JUDGE_AUDIT``) of those they can. Retries are not
-counted; MMSci captioning's judged metrics are asked at aggregation, two requests per judged caption (FActScore's
-split and G-Eval) plus one per atomic fact, which is not known in advance.
+Before the model runs, one line says the most judge requests the run can send (:func:`judge_bound`): after lmms-eval has
+built each task's requests (``--limit`` applied), every output of a task whose ``process_results`` may ask the judge
+(:data:`JUDGED_PER_OUTPUT`) counts once -- an output goes to the judge at most once, when the rules cannot read it or,
+for multiple choice, as one of the audit's share (``SCIFIG_JUDGE_AUDIT``) of those they can. Retries are not counted;
+MMSci captioning's judged metrics are asked at aggregation, two requests per judged caption (FActScore's split and
+G-Eval) plus one per atomic fact, which is not known in advance.
 """
 
 from __future__ import annotations
 
 import math
-import sys
 import threading
 from collections.abc import Iterable, Mapping
 from functools import partial, wraps
@@ -185,16 +186,12 @@ def _groups(results: Mapping[str, Any]) -> dict[str, list[str]]:
     return {name: leaves(name, frozenset({name})) for name, members in subtasks.items() if members}
 
 
-def install() -> None:
-    """Wrap ``EvaluationTracker.save_results_aggregated`` (the environment block and the judge accounting), the hooks
-    that charge judge calls to their task, and those that say the run's judge bound; idempotent."""
-    from lmms_eval import evaluator_utils
-    from lmms_eval.api.task import ConfigurableTask
-    from lmms_eval.loggers.evaluation_tracker import EvaluationTracker
+# The replacements below are applied by :mod:`scifig_tasks.lmms_eval.patches` (which lists their targets and checks
+# their signatures); each takes lmms-eval's original and returns the wrapped one.
 
-    save = EvaluationTracker.save_results_aggregated
-    if getattr(save, "_scifig_environment", False):
-        return
+
+def wrap_save_results_aggregated(save: Any) -> Any:
+    """``EvaluationTracker.save_results_aggregated`` that adds the environment block and the judge accounting."""
 
     @wraps(save)
     def save_with_environment(self: Any, results: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
@@ -205,28 +202,33 @@ def install() -> None:
                 results[KEY][USAGE_KEY] = usage
         return save(self, results, *args, **kwargs)
 
-    save_with_environment._scifig_environment = True  # type: ignore[attr-defined]
-    EvaluationTracker.save_results_aggregated = save_with_environment
+    return save_with_environment
 
-    process_results = ConfigurableTask.process_results
+
+def wrap_process_results(process_results: Any) -> Any:
+    """``ConfigurableTask.process_results`` charging the judge calls it makes to the task."""
 
     @wraps(process_results)
     def process_results_charged(self: Any, *args: Any, **kwargs: Any) -> Any:
         with judge.task_scope(getattr(self.config, "task", None)):
             return process_results(self, *args, **kwargs)
 
-    ConfigurableTask.process_results = process_results_charged
+    return process_results_charged
 
-    aggregate = evaluator_utils.TaskOutput.calculate_aggregate_metric
+
+def wrap_calculate_aggregate_metric(aggregate: Any) -> Any:
+    """``TaskOutput.calculate_aggregate_metric`` charging the judge calls of aggregation to the task."""
 
     @wraps(aggregate)
     def aggregate_charged(self: Any, *args: Any, **kwargs: Any) -> Any:
         with judge.task_scope(self.task_name):
             return aggregate(self, *args, **kwargs)
 
-    evaluator_utils.TaskOutput.calculate_aggregate_metric = aggregate_charged
+    return aggregate_charged
 
-    build = ConfigurableTask.build_all_requests
+
+def wrap_build_all_requests(build: Any) -> Any:
+    """``ConfigurableTask.build_all_requests`` that says the judge bound once the run's last task is built."""
 
     @wraps(build)
     def build_then_bound(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -238,9 +240,11 @@ def install() -> None:
                 _say(line)
         return built
 
-    ConfigurableTask.build_all_requests = build_then_bound
+    return build_then_bound
 
-    get_task_list = evaluator_utils.get_task_list
+
+def wrap_get_task_list(get_task_list: Any) -> Any:
+    """``evaluator_utils.get_task_list`` noting the run's tasks (for the judge bound)."""
 
     @wraps(get_task_list)
     def task_list_expected(task_dict: dict[Any, Any]) -> Any:
@@ -248,7 +252,4 @@ def install() -> None:
         _pending.expect(output for output in outputs if getattr(output, "task", None) is not None)
         return outputs
 
-    evaluator_utils.get_task_list = task_list_expected
-    loaded = sys.modules.get("lmms_eval.evaluator")  # imported before this package's plugin: rebind its name too
-    if loaded is not None and getattr(loaded, "get_task_list", None) is get_task_list:
-        loaded.get_task_list = task_list_expected  # type: ignore[attr-defined]
+    return task_list_expected

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scifig_tasks.core.configs import shipped_config_dir
 from scifig_tasks.core.data import BenchmarkSource
+from scifig_tasks.core.resources import shipped_config_dir
 from scifig_tasks.lmms_eval import TASKS_DIR
 
 CORE_DIR = TASKS_DIR.parent / "core"
@@ -75,28 +75,41 @@ def _imports(path: Path) -> list[tuple[int, str, list[str]]]:
     return found
 
 
+def _module_file(name: str) -> Path:
+    """The source file of the core module ``name`` (dotted, relative to the core: ``grab.rules``)."""
+    return CORE_DIR.joinpath(*name.split(".")).with_suffix(".py")
+
+
+def _is_package(name: str) -> bool:
+    return name == "" or (CORE_DIR.joinpath(*name.split(".")) / "__init__.py").is_file()
+
+
 def core_closure(utils: Path) -> list[str]:
-    """The ``scifig_tasks.core`` modules ``utils`` needs, transitively; other imports of this package are errors."""
+    """The ``scifig_tasks.core`` modules ``utils`` needs, transitively, as dotted names relative to the core
+    (``grab.rules``; a sub-package's ``__init__`` as ``grab``); other imports of this package are errors."""
     needed: list[str] = []
     pending = [utils]
     while pending:
         path = pending.pop()
         for line, module, names in _imports(path):
-            root = module.split(".")[0]
-            if module == CORE:
-                modules = names
-            elif module.startswith(CORE + "."):
-                modules = [module[len(CORE) + 1 :].split(".")[0]]
-            elif root in FORBIDDEN_ROOTS:
-                raise ExportError(f"{path}, line {line}: imports {module}, which is not part of scifig_tasks.core")
-            else:
+            if module != CORE and not module.startswith(CORE + "."):
+                if module.split(".")[0] in FORBIDDEN_ROOTS:
+                    raise ExportError(f"{path}, line {line}: imports {module}, which is not part of {CORE}")
                 continue
+            relative = module[len(CORE) + 1 :]
+            if _is_package(relative):  # `from scifig_tasks.core[.pkg] import module, ...`
+                modules = [f"{relative}.{name}".lstrip(".") for name in names]
+                modules += [relative] if relative else []
+            else:
+                modules = [relative]
+            modules += [name.rpartition(".")[0] for name in modules if "." in name]  # the sub-package, importable
             for name in modules:
-                if not (CORE_DIR / f"{name}.py").is_file():
+                file = CORE_DIR / name / "__init__.py" if _is_package(name) else _module_file(name)
+                if not file.is_file():
                     raise ExportError(f"{path}, line {line}: {CORE}.{name} is not a module file")
                 if name not in needed:
                     needed.append(name)
-                    pending.append(CORE_DIR / f"{name}.py")
+                    pending.append(file)
     return sorted(needed)
 
 
@@ -148,13 +161,16 @@ def _vendor(source: Path, dest: Path, package: str) -> list[str]:
         f'"""Vendored copy of the scifig core modules this task needs ({", ".join(modules)})."""\n', encoding="utf-8"
     )
     for name in modules:
-        text = _rewrite((CORE_DIR / f"{name}.py").read_text(encoding="utf-8"), package)
-        if name == "configs":  # where the judge finds its presets (shipped_config_dir)
+        source_file = CORE_DIR / name / "__init__.py" if _is_package(name) else _module_file(name)
+        text = _rewrite(source_file.read_text(encoding="utf-8"), package)
+        if name == "resources":  # where the judge finds its presets (shipped_config_dir)
             if JUDGE_PRESETS not in text:
-                raise ExportError(f"{CORE_DIR / 'configs.py'}: presets lookup {JUDGE_PRESETS} not found")
+                raise ExportError(f"{source_file}: presets lookup {JUDGE_PRESETS} not found")
             text = text.replace(JUDGE_PRESETS, f'resources.files("{package}")')
             _copy_presets(core / "judges")
-        (core / f"{name}.py").write_text(text, encoding="utf-8")
+        target = core / source_file.relative_to(CORE_DIR)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
     for path in sorted(source.glob("*.py")):
         if path.name == "__init__.py":
             continue

@@ -13,12 +13,15 @@ This package's entry point (``scifig = scifig_tasks.lmms_eval.plugin:manifests``
    :func:`scifig_tasks.core.data.load_benchmark`: the Hub dataset of the YAML's ``dataset_path``, or local data from
    ``SCIFIG_<BENCH>_DATA``, validated row by row before any model is called, with image columns kept as stored
    bytes (the task hooks decode on demand, see :mod:`scifig_tasks.core.images`). Other tasks are untouched.
-4. with an LLM judge configured, runs ``process_results`` in at least as many threads as the judge allows requests
-   in flight (``SCIFIG_JUDGE_MAX_CONCURRENCY``, default 8; lmms-eval's ``--process_docs_parallel`` defaults to 4
-   and is kept when larger), so judged outputs are asked at the judge's full concurrency; one INFO line says so
-   (:mod:`scifig_tasks.lmms_eval.concurrency`).
-5. writes the environment block (scifig's version and commit, the libraries that can change a score, the judge) into
+4. writes the environment block (scifig's version and commit, the libraries that can change a score, the judge) into
    the ``*_results.json`` of runs with scifig tasks (:mod:`scifig_tasks.lmms_eval.environment`).
+
+Items 2 to 4, and the printed results tables (:mod:`scifig_tasks.lmms_eval.table`), patch lmms-eval internals:
+every such patch is listed, checked against the installed lmms-eval's signatures and applied in
+:mod:`scifig_tasks.lmms_eval.patches` (an lmms-eval whose targets changed ends the command in one line naming the
+version to install). With an LLM judge configured, ``scifig eval`` passes
+``--process_docs_parallel`` (the judge's concurrency); plain ``lmms-eval`` users pass it themselves
+(:mod:`scifig_tasks.lmms_eval.concurrency`).
 
 The patches are idempotent. ``--include_path $(scifig tasks-path)`` reaches the same folder explicitly. Scripts that
 build their own ``TaskManager()`` (lmms-eval's Python API) get the same after ``import scifig_tasks``, which installs
@@ -30,6 +33,7 @@ from __future__ import annotations
 import importlib.abc
 import importlib.util
 import sys
+from functools import wraps
 from pathlib import Path
 from typing import Any
 
@@ -48,45 +52,43 @@ def manifests() -> list[Any]:
 
 
 def install() -> None:
-    """Patch lmms-eval's TaskManager (task discovery) and ConfigurableTask (data loading); safe to call twice."""
-    from lmms_eval.api.task import ConfigurableTask
-    from lmms_eval.tasks import TaskManager
+    """Apply scifig's lmms-eval patches (task discovery, data loading, printed tables, results environment, judge
+    accounting), each checked against the installed lmms-eval first (:mod:`scifig_tasks.lmms_eval.patches`);
+    safe to call twice."""
+    from scifig_tasks.lmms_eval import patches
 
-    from scifig_tasks.lmms_eval import concurrency, environment, table
+    patches.install()
 
-    table.install()
-    concurrency.install()
-    environment.install()
 
-    if getattr(TaskManager, "_scifig_tasks_dir", None) is None:
-        find_tasks = TaskManager.initialize_tasks
+def wrap_initialize_tasks(find_tasks: Any) -> Any:
+    """``TaskManager.initialize_tasks`` that also searches this folder, after the caller's ``include_path``, and
+    warns once per scifig name another folder's task replaces."""
 
-        def initialize_tasks(self: Any, include_path: Any = None, include_defaults: bool = True) -> Any:
-            paths = (
-                [] if include_path is None else [include_path] if isinstance(include_path, str) else list(include_path)
-            )
-            if not any(Path(path).resolve() == TASKS_DIR for path in paths):
-                paths.append(str(TASKS_DIR))
-            index = find_tasks(self, include_path=paths, include_defaults=include_defaults)
-            for message in shadowed(index, self._get_task_and_group(str(TASKS_DIR))):
-                if message not in _WARNED:
-                    _WARNED.add(message)
-                    self.logger.warning(message)
-            return index
+    @wraps(find_tasks)
+    def initialize_tasks(self: Any, include_path: Any = None, include_defaults: bool = True) -> Any:
+        paths = [] if include_path is None else [include_path] if isinstance(include_path, str) else list(include_path)
+        if not any(Path(path).resolve() == TASKS_DIR for path in paths):
+            paths.append(str(TASKS_DIR))
+        index = find_tasks(self, include_path=paths, include_defaults=include_defaults)
+        for message in shadowed(index, self._get_task_and_group(str(TASKS_DIR))):
+            if message not in _WARNED:
+                _WARNED.add(message)
+                self.logger.warning(message)
+        return index
 
-        TaskManager.initialize_tasks = initialize_tasks
-        TaskManager._scifig_tasks_dir = TASKS_DIR
+    return initialize_tasks
 
-    if not getattr(ConfigurableTask, "_scifig_download", False):
-        download = ConfigurableTask.download
 
-        def download_scifig_source(self: Any, dataset_kwargs: Any = None) -> None:
-            if scifig_source(self.config) is None:
-                return download(self, dataset_kwargs)
-            return load_task_data(self)
+def wrap_download(download: Any) -> Any:
+    """``ConfigurableTask.download`` that loads the data of scifig tasks with :func:`load_task_data`."""
 
-        ConfigurableTask.download = download_scifig_source
-        ConfigurableTask._scifig_download = True
+    @wraps(download)
+    def download_scifig_source(self: Any, dataset_kwargs: Any = None) -> None:
+        if scifig_source(self.config) is None:
+            return download(self, dataset_kwargs)
+        return load_task_data(self)
+
+    return download_scifig_source
 
 
 class _InstallAfterTasksImport(importlib.abc.MetaPathFinder):

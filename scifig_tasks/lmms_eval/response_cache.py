@@ -246,18 +246,22 @@ class ScifigResponseCache(ResponseCache):
                     self._checkpoint_to_run_dir()
 
 
+RESPONSE_CACHE = "lmms_eval.evaluator.ResponseCache"
+"""The run patch (:mod:`scifig_tasks.lmms_eval.patches`): ``simple_evaluate`` builds ``ResponseCache.create(...)``
+itself and takes no cache class."""
+
+
 @contextlib.contextmanager
 def installed() -> Iterator[None]:
     """Within the block, lmms-eval's evaluator builds a :class:`ScifigResponseCache` for ``--use_cache`` and writes
     into the run folder :data:`RUN_ID` (unless ``LMMS_CACHE_RUN_ID`` is set)."""
-    import lmms_eval.evaluator as evaluator
+    from scifig_tasks.lmms_eval.patches import during_run
 
-    saved_class, saved_run = evaluator.ResponseCache, os.environ.get(RUN_ID_VARIABLE)
-    evaluator.ResponseCache = ScifigResponseCache
+    saved_run = os.environ.get(RUN_ID_VARIABLE)
     os.environ.setdefault(RUN_ID_VARIABLE, RUN_ID)
     try:
-        yield
+        with during_run({RESPONSE_CACHE: lambda original: ScifigResponseCache}):
+            yield
     finally:
-        evaluator.ResponseCache = saved_class
         if saved_run is None:
             os.environ.pop(RUN_ID_VARIABLE, None)

@@ -3,7 +3,7 @@
 Every scifig task and group reports, beside its ``accuracy``, a ``breakdown`` metric: a nested dictionary (per-type
 accuracies, confidence intervals, flags, the protocol) that ``scifig report`` and ``scifig rescore`` read from
 lmms-eval's ``*_results.json`` (key ``breakdown,none``). lmms-eval prints every metric value in its console tables,
-and a dictionary printed there is one row thousands of characters wide. :func:`install` wraps lmms-eval's
+and a dictionary printed there is one row thousands of characters wide. :func:`wrap_make_table` wraps lmms-eval's
 ``make_table`` so that, for this package's tasks and groups only, rows whose value is not a number are left out and
 one line under the table, :data:`NOTE`, says where they are; the results dictionary itself is never
 changed (the JSON keeps every breakdown in full).
@@ -61,13 +61,9 @@ def _scalar(value: Any) -> bool:
     return value is None or isinstance(value, (str, Number))
 
 
-def install() -> None:
-    """Wrap ``lmms_eval.utils.make_table`` (what the CLI and ``lmms_eval.evaluator`` print with); idempotent."""
-    import lmms_eval.utils
-
-    make_table = lmms_eval.utils.make_table
-    if getattr(make_table, "_scifig_table", False):
-        return
+def wrap_make_table(make_table: Any) -> Any:
+    """``lmms_eval.utils.make_table`` (what the CLI and ``lmms_eval.evaluator`` print with) leaving out the nested
+    metrics of scifig tasks, with :data:`NOTE` under the table; applied by :mod:`scifig_tasks.lmms_eval.patches`."""
 
     @wraps(make_table)
     def make_scifig_table(result_dict: dict[str, Any], column: str = "results", *args: Any, **kwargs: Any) -> Any:
@@ -75,5 +71,4 @@ def install() -> None:
         table = make_table(shown, column, *args, **kwargs)
         return f"{table}\n{NOTE.format(names=', '.join(left_out))}\n" if left_out and column == "results" else table
 
-    make_scifig_table._scifig_table = True  # type: ignore[attr-defined]
-    lmms_eval.utils.make_table = make_scifig_table
+    return make_scifig_table

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, get_args
 
 from scifig_tasks.core import provenance
-from scifig_tasks.core.outputs import OutputStatus
+from scifig_tasks.core.raw_outputs import OutputStatus
 from scifig_tasks.report.compare import comparison_section
 from scifig_tasks.report.document import Note, Section, Table, to_html, to_markdown
 from scifig_tasks.report.paths import shown, shown_path
@@ -134,7 +134,7 @@ SAMPLES_TEXT = "Every sample (figure, prompt, output, how it was scored), filter
 
 
 OUTPUT_FLAGS = tuple(status for status in get_args(OutputStatus) if status != "ok")
-"""Output statuses that flag a sample (:mod:`scifig_tasks.core.outputs`)."""
+"""Output statuses that flag a sample (:mod:`scifig_tasks.core.raw_outputs`)."""
 
 
 def _flag(sample: dict[str, Any]) -> str | None:

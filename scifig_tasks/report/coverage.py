@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from scifig_tasks.core import published
+from scifig_tasks.core import published_sizes as published
 from scifig_tasks.report.document import Note
 from scifig_tasks.report.runs import Run
 
@@ -81,7 +81,7 @@ PUBLISHED: dict[str, PublishedSet] = {
         full="the full published MMSci test set",
     ),
 }
-"""Published set sizes (:mod:`scifig_tasks.core.published`): GRAB per task, SciFIBench per CS split (the published
+"""Published set sizes (:mod:`scifig_tasks.core.published_sizes`): GRAB per task, SciFIBench per CS split (the published
 rows' only columns); MMSci's size is not checked (the limit and the data record still are); Plot Twist has no published
 data."""
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from scifig_tasks.core import mmsci_captioning
-from scifig_tasks.core.mmsci import PAPER_DENOMINATOR
+from scifig_tasks.core.mmsci import captioning_metrics as mmsci_captioning
+from scifig_tasks.core.mmsci.rules import PAPER_DENOMINATOR
 from scifig_tasks.report import figures
 from scifig_tasks.report.audit import audit_table
 from scifig_tasks.report.coverage import coverage, coverage_note

@@ -7,6 +7,8 @@
 * :mod:`scifig_tasks.vlmeval.tsv` writes VLMEvalKit TSV files from the Hub or local data (no VLMEvalKit import);
 * :mod:`scifig_tasks.vlmeval.cli` adds ``scifig vlmeval`` (VLMEvalKit's own runner after ``register()``) and
   ``scifig export-tsv``.
+* :mod:`scifig_tasks.vlmeval.rescore` reads a work dir's prediction files for ``scifig rescore`` and scores them
+  again with the dataset classes.
 """
 
 from __future__ import annotations

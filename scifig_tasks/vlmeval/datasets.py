@@ -3,11 +3,13 @@
 Each class follows VLMEvalKit's image-dataset API (``load_data``, ``build_prompt``, ``dump_image``, ``evaluate``) and
 calls the same core functions as the lmms-eval tasks, so the same replies give the same numbers in both frameworks:
 
-* prompts: :func:`core.grab.build_prompt`, :func:`core.scifibench.f2c_text` / :func:`core.scifibench.c2f_segments`
-  (Caption→Figure interleaves ``A)`` image ``B)`` image ...), :func:`core.plot_twist.build_prompt`;
+* prompts: :func:`core.grab.rules.build_prompt`, :func:`core.scifibench.rules.f2c_text` /
+:func:`core.scifibench.rules.c2f_segments`
+  (Caption→Figure interleaves ``A)`` image ``B)`` image ...), :func:`core.plot_twist.rules.build_prompt`;
   ``force_use_dataset_prompt`` makes every model use them (VLMEvalKit models otherwise build their own MCQ prompts);
-* scores: :func:`core.grab.score_doc` (exact match), :func:`core.mcq.resolve` (rules, then the judge only for
-  ambiguous outputs, never a random guess), :func:`core.plot_twist.score_output` (extraction, three accuracies,
+* scores: :func:`core.grab.rules.score_doc` (exact match), :func:`core.multiple_choice.resolve` (rules, then the judge
+only for
+  ambiguous outputs, never a random guess), :func:`core.plot_twist.rules.score_output` (extraction, three accuracies,
   collective accuracy); breakdowns from the same core functions.
 
 VLMEvalKit behaviours deliberately not inherited: its MCQ evaluation (random guess when matching fails, ``can_infer``
@@ -15,7 +17,8 @@ reading the article "A" as an option), its VQA scoring, and its json dumping of 
 VLMEvalKit could not obtain (``Failed to obtain answer via API.``) is counted wrong and flagged ``request_failed``.
 
 Names (:mod:`scifig_tasks.vlmeval.names`): each dataset is called as the lmms-eval task of the same questions and
-protocol; a ``_paper`` twin scores with the paper's protocol (:func:`scifig_tasks.core.protocol.in_force`, as the
+protocol; a ``_paper`` twin scores with the paper's protocol (:func:`scifig_tasks.core.scoring_protocol.in_force`, as
+the
 lmms-eval hooks call it, so ``scifig rescore --protocol`` and the deprecated variables act alike in both frameworks).
 A deprecated ``SciFig_*`` name still builds its dataset, under the new name, with a one-line warning.
 
@@ -45,13 +48,15 @@ import pandas as pd
 from vlmeval.dataset.image_base import ImageBaseDataset
 from vlmeval.smp import LMUDataRoot, toliststr
 
-from scifig_tasks.core import grab, plot_twist, scifibench
 from scifig_tasks.core import judge as judge_accounting
+from scifig_tasks.core.grab import rules as grab
 from scifig_tasks.core.judge import JudgeClient, get_judge
-from scifig_tasks.core.protocol import Protocol, in_force
+from scifig_tasks.core.plot_twist import rules as plot_twist
 from scifig_tasks.core.provenance import KEY, environment
+from scifig_tasks.core.scifibench import rules as scifibench
+from scifig_tasks.core.scoring_protocol import Protocol, in_force
 from scifig_tasks.core.secrets import mask_value, secrets_of
-from scifig_tasks.core.versions import TASK_VERSIONS
+from scifig_tasks.core.task_versions import TASK_VERSIONS
 from scifig_tasks.vlmeval import judging, names, tsv
 
 Message = list[dict[str, str]]
@@ -65,7 +70,7 @@ class SciFigDataset(ImageBaseDataset):
     MODALITY = "IMAGE"
     NAMES: tuple[str, ...] = ()
     BENCHMARK = ""
-    """The benchmark whose task version (:data:`scifig_tasks.core.versions.TASK_VERSIONS`) the scores carry."""
+    """The benchmark whose task version (:data:`scifig_tasks.core.task_versions.TASK_VERSIONS`) the scores carry."""
     NAMED: Protocol = "default"
     """The protocol the class's names select (``paper``: the ``_paper`` twins); :meth:`protocol` is the one in force."""
     force_use_dataset_prompt = True
@@ -83,7 +88,7 @@ class SciFigDataset(ImageBaseDataset):
         return [*cls.NAMES, *(old for old, new in names.DEPRECATED.items() if new in cls.NAMES)]
 
     def protocol(self) -> Protocol:
-        """The scoring protocol in force for this dataset (:func:`scifig_tasks.core.protocol.in_force`)."""
+        """The scoring protocol in force for this dataset (:func:`scifig_tasks.core.scoring_protocol.in_force`)."""
         return in_force(self.BENCHMARK, self.NAMED)
 
     def load_data(self, dataset: str) -> pd.DataFrame:
@@ -283,7 +288,7 @@ class SciFigPlotTwist(SciFigDataset):
     NAMES = ("plot_twist",)
     BENCHMARK = "plot_twist"
     PROTOCOL = plot_twist.DEFAULT_PROTOCOL
-    """:data:`core.plot_twist.PROTOCOLS` key: the prompt and the reformatting (as the lmms-eval task variants)."""
+    """:data:`core.plot_twist.rules.PROTOCOLS` key: the prompt and the reformatting (as the lmms-eval task variants)."""
 
     def build_prompt(self, line: int | Mapping[str, Any]) -> Message:
         line = self._row(line)
@@ -313,7 +318,7 @@ class SciFigSciFIBenchReasoning(SciFigSciFIBench):
 
 class SciFigSciFIBenchPaper(SciFigSciFIBench):
     """SciFIBench under the paper's protocol (``scifibench_*_paper``): every output goes to the judge with the
-    paper's parsing prompt (:func:`scifig_tasks.core.mcq_paper.resolve_scifibench`)."""
+    paper's parsing prompt (:func:`scifig_tasks.core.multiple_choice_paper.resolve_scifibench`)."""
 
     NAMES = names.GROUPS["scifibench_paper"]
     NAMED = "paper"

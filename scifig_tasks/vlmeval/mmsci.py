@@ -1,5 +1,6 @@
 """VLMEvalKit dataset classes for MMSci (Li et al. 2025): multiple choice (three settings) and captioning, over
-:mod:`scifig_tasks.core.mmsci`, :mod:`scifig_tasks.core.mcq` and :mod:`scifig_tasks.core.mmsci_captioning`.
+:mod:`scifig_tasks.core.mmsci.rules`, :mod:`scifig_tasks.core.multiple_choice` and
+:mod:`scifig_tasks.core.mmsci.captioning_metrics`.
 
 The same functions as the lmms-eval ``mmsci`` / ``mmsci_captioning`` tasks give the prompts (the authors' question +
 ``A: <option>`` lines + answer instruction; the captioning prompts with or without the abstract) and the scores:
@@ -7,10 +8,10 @@ letters resolved by rules then the judge, never guessed (unresolved answers are 
 resolved answers only, the authors' denominator, is reported beside it as ``accuracy_paper_denominator``); the
 headline ``accuracy`` is the paper's "Avg.", pooled over all questions of the three settings (``setting_mean`` is the
 unweighted mean of the settings). Captioning reports BLEU (the paper's n-gram precisions p2/p4, and cumulative BLEU),
-ROUGE, METEOR, BERTScore, CIDEr, FActScore and G-Eval from :func:`core.mmsci_captioning.evaluate` (a metric that
+ROUGE, METEOR, BERTScore, CIDEr, FActScore and G-Eval from :func:`core.mmsci.captioning_metrics.evaluate` (a metric that
 cannot be computed is ``None`` with its reason, never 0) — not VLMEvalKit's own MMSci captioning evaluation.
-The ``_paper`` twins (:mod:`scifig_tasks.core.protocol`) score as the authors' code does: ``mmsci_paper`` and the
-``mmsci_<setting>_paper`` datasets read letters with :func:`core.mcq_paper.resolve_mmsci`, the
+The ``_paper`` twins (:mod:`scifig_tasks.core.scoring_protocol`) score as the authors' code does: ``mmsci_paper`` and
+the ``mmsci_<setting>_paper`` datasets read letters with :func:`core.multiple_choice_paper.resolve_mmsci`, the
 ``mmsci_caption_*_paper`` datasets score captions with the paper setting. VLMEvalKit asks the model once per question,
 so a paper captioning dataset scores that one caption (k = 1); the lmms-eval ``*_paper`` tasks sample k = 3.
 
@@ -23,7 +24,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from scifig_tasks.core import mmsci, mmsci_captioning
+from scifig_tasks.core.mmsci import captioning_metrics as mmsci_captioning
+from scifig_tasks.core.mmsci import rules as mmsci
 from scifig_tasks.vlmeval import names
 from scifig_tasks.vlmeval.datasets import Message, SciFigDataset, _message
 

@@ -2,8 +2,8 @@
 
 Rule: a VLMEvalKit dataset is called exactly as the lmms-eval task that asks the same questions under the same
 protocol (a leaf task, or the group when one VLMEvalKit dataset holds all of a group's questions: ``grab``,
-``plot_twist``, ``mmsci``). The protocol is part of the name (:mod:`scifig_tasks.core.protocol`): ``_paper`` twins
-score as the paper does. A group that VLMEvalKit serves as several datasets (``scifibench``: its four splits) is
+``plot_twist``, ``mmsci``). The protocol is part of the name (:mod:`scifig_tasks.core.scoring_protocol`): ``_paper``
+twins score as the paper does. A group that VLMEvalKit serves as several datasets (``scifibench``: its four splits) is
 expanded by :func:`expand`, so ``scifig vlmeval --data scifibench`` runs what ``scifig eval --tasks scifibench`` runs.
 
 None of these names triggers VLMEvalKit's name-based special cases (its ``listinstr`` and ``.lower()`` checks for

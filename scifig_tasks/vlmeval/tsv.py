@@ -36,10 +36,11 @@ from typing import Any
 import pandas as pd
 from PIL import Image
 
-from scifig_tasks.core import mmsci, plot_twist
 from scifig_tasks.core.data import BenchmarkSource, load_benchmark, undecoded
 from scifig_tasks.core.images import decoded_pixels, to_rgb
-from scifig_tasks.core.mcq import strip_label
+from scifig_tasks.core.mmsci import rules as mmsci
+from scifig_tasks.core.multiple_choice import strip_label
+from scifig_tasks.core.plot_twist import rules as plot_twist
 from scifig_tasks.core.sources import GRAB, MMSCI_CAPTIONING, MMSCI_MCQ, PLOT_TWIST, SCIFIBENCH
 from scifig_tasks.core.validated import files_identity
 from scifig_tasks.vlmeval import names

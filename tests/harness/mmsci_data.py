@@ -16,7 +16,7 @@ from pathlib import Path
 import datasets
 from PIL import Image
 
-from scifig_tasks.core import mmsci
+from scifig_tasks.core.mmsci import rules as mmsci
 from scifig_tasks.core.sources import MMSCI_CAPTIONING_FEATURES, MMSCI_MCQ_FEATURES
 
 MCQ_FEATURES = MMSCI_MCQ_FEATURES

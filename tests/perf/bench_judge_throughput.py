@@ -5,8 +5,9 @@ model output to the judge, one call per question, from the frameworks' per-docum
 GRAB-schema parquet of ``--questions`` rows (``SCIFIG_GRAB_DATA``, small images: image handling is not what is
 measured here), with a judge server on 127.0.0.1 that answers every request after exactly ``--latency`` seconds:
 
-* lmms-eval: ``lmms-eval --model openai --tasks grab_llm_extract`` as a user types it (no ``--process_docs_parallel``),
-  the model being a second local server that replies at once;
+* lmms-eval: ``lmms-eval --model openai --tasks grab_llm_extract --process_docs_parallel N`` as the docs tell a user
+  of a judge allowing ``N`` requests in flight (what ``scifig eval`` passes itself), the model being a second local
+  server that replies at once;
 * VLMEvalKit: ``SciFigGRABLLMExtract.evaluate`` (what VLMEvalKit's runner calls after inference) on a prediction
   file holding the same replies, in this process after ``register()``.
 
@@ -22,7 +23,7 @@ How to read the figures.
   other, each ending on a partly empty wave, so even a perfect client needs ``best waves s`` = sum over subtasks of
   ceil(questions in it / concurrency) x latency (VLMEvalKit: one pool over all questions).
 * ``max in flight`` is the judge server's peak of concurrently handled requests: it should equal the judge's
-  concurrency (lmms-eval's default of 4 ``process_results`` threads capped it at 4 before scifig raised it).
+  concurrency (lmms-eval's default of 4 ``process_results`` threads, without the option, caps it at 4).
 * ``load avg`` is the 1-minute load average when the phase ended: a value well above the machine's cores means the
   figures were taken on a busy machine.
 * ``requests`` / ``accuracy``: one judge request per question (every 10th reply is deliberately wrong, the judge
@@ -92,7 +93,8 @@ def _judge_env(judge: FakeOpenAIServer, concurrency: int, cache: Path) -> dict[s
 
 
 def run_lmms(data: Path, workdir: Path, replies: list[str], options: argparse.Namespace, tasks: list[str]) -> Phase:
-    """``lmms-eval --tasks grab_llm_extract`` with an instant model server and the fixed-latency judge."""
+    """``lmms-eval --tasks grab_llm_extract --process_docs_parallel N`` with an instant model server and the
+    fixed-latency judge."""
     model = FakeOpenAIServer(answer_policy(replies), model="fake-vlm").start()
     judge = FakeOpenAIServer(fixed_latency(extracting_judge, options.latency), model="fake-judge").start()
     try:
@@ -101,6 +103,7 @@ def run_lmms(data: Path, workdir: Path, replies: list[str], options: argparse.Na
         env |= _judge_env(judge, options.judge_concurrency, workdir / "judge-cache")
         model_args = "model_version=fake-vlm,max_retries=1,retry_backoff_s=0,num_concurrent=16"
         args = ["--model", "openai", "--model_args", model_args, "--tasks", "grab_llm_extract"]
+        args += ["--process_docs_parallel", str(options.judge_concurrency)]
         print(f"lmms-eval: running grab_llm_extract on {len(replies):,} questions ...", flush=True)
         measured = run_lmms_eval(args, env, workdir / "out", workdir / "lmms-eval.log", timeout_s=1800)
         load = os.getloadavg()[0]

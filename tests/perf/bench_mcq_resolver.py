@@ -25,8 +25,8 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from scifig_tasks.core.mcq import clean_output, resolve_by_rules
-from scifig_tasks.core.outputs import output_status
+from scifig_tasks.core.multiple_choice import clean_output, resolve_by_rules
+from scifig_tasks.core.raw_outputs import output_status
 from tests.harness.mcq_corpus import CHATTY, CHATTY_OPTIONS
 from tests.harness.mcq_real import LOWER_CASE_LABEL_SOURCES, load_real_outputs
 

@@ -1,4 +1,5 @@
-"""GRAB task hooks for lmms-eval: thin adapters over :mod:`scifig_tasks.core.grab` (prompt, scoring, breakdown)."""
+"""GRAB task hooks for lmms-eval: thin adapters over :mod:`scifig_tasks.core.grab.rules` (prompt, scoring,
+breakdown)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ from typing import Any
 import datasets
 from PIL import Image
 
-from scifig_tasks.core import grab, grab_mc
 from scifig_tasks.core.deprecation import warn_once
+from scifig_tasks.core.grab import multiple_choice as grab_mc
+from scifig_tasks.core.grab import rules as grab
 from scifig_tasks.core.images import for_upload, to_rgb
 from scifig_tasks.core.judge import get_judge
 
@@ -38,7 +40,7 @@ def grab_doc_to_messages(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[st
 
 def _select_task(dataset: datasets.Dataset, task: str, needs_judge: bool = False) -> datasets.Dataset:
     if needs_judge:
-        grab.require_judge()
+        grab.require_judge(get_judge())
     return dataset.filter(lambda value: value == task, input_columns="task", desc=f"GRAB {task}")
 
 

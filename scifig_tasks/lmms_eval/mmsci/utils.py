@@ -1,12 +1,12 @@
-"""MMSci task hooks for lmms-eval: thin adapters over :mod:`scifig_tasks.core.mmsci`,
-:mod:`scifig_tasks.core.mcq` (answer resolution), :mod:`scifig_tasks.core.mmsci_captioning` and
-:mod:`scifig_tasks.core.mmsci_judged` (captioning metrics).
+"""MMSci task hooks for lmms-eval: thin adapters over :mod:`scifig_tasks.core.mmsci.rules`,
+:mod:`scifig_tasks.core.multiple_choice` (answer resolution), :mod:`scifig_tasks.core.mmsci.captioning_metrics` and
+:mod:`scifig_tasks.core.mmsci.judged_metrics` (captioning metrics).
 
 ``lmms_eval_specific_kwargs``: ``prompt_variant`` (``standard`` | ``reasoning``) for the multiple-choice tasks,
 ``abstract_word_budget`` for ``mmsci_caption_with_abstract``. The ``*_paper`` tasks score with the authors' setting
-(:mod:`scifig_tasks.core.protocol`): ``mmsci_paper`` reads answers as their code does; the captioning ones sample 3
-captions per figure (``repeats: 3``) and mark their records ``protocol: paper``
-(:mod:`scifig_tasks.core.mmsci_captioning`).
+(:mod:`scifig_tasks.core.scoring_protocol`): ``mmsci_paper`` reads answers as their code does; the captioning ones
+sample 3 captions per figure (``repeats: 3``) and mark their records ``protocol: paper``
+(:mod:`scifig_tasks.core.mmsci.captioning_metrics`).
 """
 
 from __future__ import annotations
@@ -17,10 +17,11 @@ from typing import Any
 import datasets
 from PIL import Image
 
-from scifig_tasks.core import mmsci, mmsci_captioning
 from scifig_tasks.core.images import for_upload, to_rgb
 from scifig_tasks.core.judge import get_judge
-from scifig_tasks.core.protocol import Protocol, in_force
+from scifig_tasks.core.mmsci import captioning_metrics as mmsci_captioning
+from scifig_tasks.core.mmsci import rules as mmsci
+from scifig_tasks.core.scoring_protocol import Protocol, in_force
 
 Kwargs = dict[str, Any] | None
 
@@ -128,7 +129,7 @@ def mmsci_caption_paper_process_results(doc: dict[str, Any], results: list[str |
 
 
 def _value(name: str, records: list[dict[str, Any]]) -> float | None:
-    return mmsci_captioning.evaluate(records)["values"][name]
+    return mmsci_captioning.evaluate(records, judge=get_judge())["values"][name]
 
 
 def mmsci_bleu2(records: list[dict[str, Any]]) -> float | None:
@@ -180,4 +181,4 @@ def mmsci_geval_relevance(records: list[dict[str, Any]]) -> float | None:
 
 
 def mmsci_caption_report(records: list[dict[str, Any]]) -> dict[str, Any]:
-    return mmsci_captioning.evaluate(records)["report"]
+    return mmsci_captioning.evaluate(records, judge=get_judge())["report"]

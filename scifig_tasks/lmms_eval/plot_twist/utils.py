@@ -1,7 +1,7 @@
-"""Plot Twist task hooks for lmms-eval: thin adapters over :mod:`scifig_tasks.core.plot_twist` (prompt, extraction,
-the three accuracies, collective accuracy, breakdown).
+"""Plot Twist task hooks for lmms-eval: thin adapters over :mod:`scifig_tasks.core.plot_twist.rules` (prompt,
+extraction, the three accuracies, collective accuracy, breakdown).
 
-Protocols (:data:`scifig_tasks.core.plot_twist.PROTOCOLS`) are task variants: the default tasks use ``api`` (the
+Protocols (:data:`scifig_tasks.core.plot_twist.rules.PROTOCOLS`) are task variants: the default tasks use ``api`` (the
 paper's Fig. 2 prompt); the ``*_open`` and ``*_open_pali`` tasks take their prompt and scoring hooks from
 ``_open_template_yaml`` / ``_open_pali_template_yaml`` (App. B.3 prompt, every output reformatted with the authors'
 CogVLM/ChartLlama or PaLI-3 few-shot prompt). The protocol is recorded in each sample and in ``breakdown``.
@@ -20,9 +20,9 @@ import datasets
 from lmms_eval.api.filter import Filter
 from PIL import Image
 
-from scifig_tasks.core import plot_twist
 from scifig_tasks.core.images import for_upload, to_rgb
 from scifig_tasks.core.judge import get_judge
+from scifig_tasks.core.plot_twist import rules as plot_twist
 
 Kwargs = dict[str, Any] | None
 

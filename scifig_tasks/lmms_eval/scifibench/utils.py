@@ -1,5 +1,5 @@
-"""SciFIBench task hooks for lmms-eval: thin adapters over :mod:`scifig_tasks.core.scifibench` and
-:mod:`scifig_tasks.core.mcq`.
+"""SciFIBench task hooks for lmms-eval: thin adapters over :mod:`scifig_tasks.core.scifibench.rules` and
+:mod:`scifig_tasks.core.multiple_choice`.
 
 ``lmms_eval_specific_kwargs``: ``prompt_variant`` (``standard`` | ``reasoning``), ``image_placeholder`` (written
 after each ``A)`` label of Caption→Figure for simple models that interleave images at a token, e.g. ``<image>``),
@@ -13,10 +13,10 @@ from typing import Any
 
 from PIL import Image
 
-from scifig_tasks.core import scifibench
 from scifig_tasks.core.images import for_upload, to_rgb
 from scifig_tasks.core.judge import get_judge
-from scifig_tasks.core.protocol import Protocol, in_force
+from scifig_tasks.core.scifibench import rules as scifibench
+from scifig_tasks.core.scoring_protocol import Protocol, in_force
 
 Kwargs = dict[str, Any] | None
 

@@ -12,9 +12,10 @@ figure captioning with or without the article's abstract. The texts below are th
   sub-figure labels ``(a)``, ``(c)``, ...). The authors' released code builds a different within-figure
   sub-figure→sub-caption variant instead; its question wording is ours.
 
-Scoring (paper section 4): the letter is read by rules, then by an LLM judge (:func:`scifig_tasks.core.mcq.resolve`);
+Scoring (paper section 4): the letter is read by rules, then by an LLM judge
+(:func:`scifig_tasks.core.multiple_choice.resolve`);
 The ``mmsci_paper`` tasks read it as the authors' ``print_result.py`` does
-(:func:`scifig_tasks.core.mcq_paper.resolve_mmsci`).
+(:func:`scifig_tasks.core.multiple_choice_paper.resolve_mmsci`).
 Two denominators are reported side by side: the strict accuracy (an answer no letter could be read from counts as
 wrong; the headline) and the paper's accuracy over resolved answers only (the authors' ``print_result.py`` skips an
 answer it cannot read with ``continue``), under the breakdown's ``paper_denominator``. Accuracy is reported per
@@ -29,9 +30,11 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from scifig_tasks.core import audit, mcq, mcq_paper
-from scifig_tasks.core.mcq import Resolution
-from scifig_tasks.core.protocol import Protocol
+from scifig_tasks.core import audit
+from scifig_tasks.core import multiple_choice as mcq
+from scifig_tasks.core import multiple_choice_paper as mcq_paper
+from scifig_tasks.core.multiple_choice import Resolution
+from scifig_tasks.core.scoring_protocol import Protocol
 from scifig_tasks.core.stats import Tally
 
 if TYPE_CHECKING:
@@ -156,7 +159,7 @@ def record_id(record: Mapping[str, Any]) -> str:
 def judge_use(record: Mapping[str, Any]) -> str:
     """Whether the judge was asked for a record's answer: ``judged``, ``judge_failed`` (no reply after retries; the
     answer counts as wrong) or ``not_used`` (rules decided, nothing to read, or judging off); see
-    :func:`scifig_tasks.core.mcq.judge_use`."""
+    :func:`scifig_tasks.core.multiple_choice.judge_use`."""
     return mcq.judge_use(record["resolution"], record["reason"])
 
 
@@ -248,7 +251,7 @@ def caption_prompt(abstract: str | None = None, word_budget: int = ABSTRACT_WORD
 def caption_record(
     doc: Mapping[str, Any], prediction: str | None, samples: Sequence[str | None] | None = None
 ) -> dict[str, Any]:
-    """The per-caption record :func:`scifig_tasks.core.mmsci_captioning.evaluate` reads, from a captioning row
+    """The per-caption record :func:`scifig_tasks.core.mmsci.captioning_metrics.evaluate` reads, from a captioning row
     (``uid``, ``figure_index``, ``category``, ``subject``, ``caption``): the output in ``prediction`` and the row's
     caption as ``reference``. With ``samples`` (the k captions sampled per figure, paper section 4) the record also
     holds them as ``predictions`` and is marked ``protocol: paper``, so it is scored with the paper's setting."""

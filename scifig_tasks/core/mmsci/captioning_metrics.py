@@ -50,8 +50,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from scifig_tasks.core import settings
-from scifig_tasks.core.outputs import output_status
-from scifig_tasks.core.protocol import Protocol, in_force
+from scifig_tasks.core.raw_outputs import output_status
+from scifig_tasks.core.scoring_protocol import Protocol, in_force
 from scifig_tasks.core.settings import Settings
 
 if TYPE_CHECKING:
@@ -354,11 +354,7 @@ DEFINITIONS = {
 _cache: dict[str, dict[str, Any]] = {}
 
 
-_FROM_SETTINGS = object()
-"""``evaluate``'s judge when none is passed: the one the settings configure (``SCIFIG_JUDGE_*``)."""
-
-
-def _records_digest(records: Sequence[Mapping[str, Any]], given: Settings, judge: Any = _FROM_SETTINGS) -> str:
+def _records_digest(records: Sequence[Mapping[str, Any]], given: Settings, judge: JudgeClient | None) -> str:
     import hashlib
     import json
 
@@ -367,12 +363,8 @@ def _records_digest(records: Sequence[Mapping[str, Any]], given: Settings, judge
         for name, text in sorted(given.raw.items())
         if name.startswith(("SCIFIG_MMSCI_", "SCIFIG_JUDGE", "SCIFIG_PROTOCOL"))
     }
-    if judge is not _FROM_SETTINGS:  # a judge passed in: its endpoint and model, never its key
-        config = getattr(judge, "config", None)
-        chosen = {
-            **chosen,
-            "judge": None if judge is None else [config.base_url, config.model] if config else repr(judge),
-        }
+    config = getattr(judge, "config", None)  # the judge's endpoint and model, never its key
+    chosen = {**chosen, "judge": None if judge is None else [config.base_url, config.model] if config else repr(judge)}
     payload = json.dumps([chosen, [dict(record) for record in records]], sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
@@ -385,7 +377,7 @@ def captions_of(record: Mapping[str, Any]) -> list[str | None]:
 
 def records_protocol(records: Sequence[Mapping[str, Any]], environ: Mapping[str, str]) -> Protocol:
     """The scoring protocol: the records' own (the ``*_paper`` lmms-eval tasks write ``protocol: paper`` into them),
-    else the deprecated variables (:func:`scifig_tasks.core.protocol.in_force`)."""
+    else the deprecated variables (:func:`scifig_tasks.core.scoring_protocol.in_force`)."""
     named = {record["protocol"] for record in records if record.get("protocol")}
     if len(named) > 1:
         raise ValueError(f"MMSci captioning records mix scoring protocols {sorted(named)}")
@@ -423,19 +415,20 @@ def _average_judged(reports: list[dict[str, Any]]) -> dict[str, Any]:
 def evaluate(
     records: Sequence[Mapping[str, Any]],
     environ: Settings | Mapping[str, str] | None = None,
-    judge: JudgeClient | None | object = _FROM_SETTINGS,
+    *,
+    judge: JudgeClient | None,
 ) -> dict[str, Any]:
     """Every captioning metric over per-sample records (``uid``, ``figure_index``, ``prediction`` or k
-    ``predictions``, ``reference``, optionally ``protocol``). FActScore and G-Eval ask ``judge`` (``None``: no judge;
-    not given: the judge the settings configure).
+    ``predictions``, ``reference``, optionally ``protocol``). FActScore and G-Eval ask ``judge``, a value the caller
+    built (``None``: no judge, the judged metrics are unavailable with that reason); ``environ`` gives the other
+    settings (subset size and seed, BERTScore model; the process's settings when ``None``).
 
     Returns ``{"values": {metric: float | None}, "report": {...}}``; computed once per distinct set of records (each
     lmms-eval metric's aggregation asks for its own value). ``report.protocol`` records the setting that ran.
     """
     import random
 
-    from scifig_tasks.core import mmsci_judged
-    from scifig_tasks.core.judge import get_judge
+    from scifig_tasks.core.mmsci import judged_metrics as mmsci_judged
 
     given = settings.resolve(environ)
     digest = _records_digest(records, given, judge)
@@ -463,8 +456,6 @@ def evaluate(
     size, seed = mmsci_judged.subset_settings(given)
     keys = [f"{record['uid']}\0{int(record['figure_index']):06d}" for record in records]
     chosen = mmsci_judged.select_subset(keys, size, seed)
-    if judge is _FROM_SETTINGS:
-        judge = get_judge(given)
 
     def samples(pick: Any) -> list[mmsci_judged.Sample]:
         return [mmsci_judged.Sample(keys[i], pick(i), references[i]) for i in chosen]

@@ -16,8 +16,8 @@ Determinism: the draw is seeded by ``sha256(seed, question, answer)``; the lmms-
 pass ``seed = pid``, so a question always gets the same options, from the Hub or from local data.
 
 Prompt (:func:`mc_prompt`): the GRAB question, the five options one per line (``A) 12``), then
-:data:`MC_INSTRUCTION`. Scoring: :func:`scifig_tasks.core.mcq.resolve` (rules first, the judge only for outputs the
-rules refuse, unresolved counted wrong and flagged).
+:data:`MC_INSTRUCTION`. Scoring: :func:`scifig_tasks.core.multiple_choice.resolve` (rules first, the judge only for
+outputs the rules refuse, unresolved counted wrong and flagged).
 """
 
 from __future__ import annotations
@@ -29,9 +29,10 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
-from scifig_tasks.core import audit, grab_answers
-from scifig_tasks.core.grab import precision_of
-from scifig_tasks.core.mcq import Resolution, judge_use, resolve
+from scifig_tasks.core import audit
+from scifig_tasks.core.grab import answers as grab_answers
+from scifig_tasks.core.grab.rules import precision_of
+from scifig_tasks.core.multiple_choice import Resolution, judge_use, resolve
 from scifig_tasks.core.stats import Tally
 
 if TYPE_CHECKING:

@@ -33,7 +33,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from scifig_tasks.core.outputs import OutputStatus, output_status
+from scifig_tasks.core.raw_outputs import OutputStatus, output_status
 
 if TYPE_CHECKING:
     from scifig_tasks.core.judge import JudgeClient

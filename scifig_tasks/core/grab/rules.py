@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from scifig_tasks.core.outputs import OutputStatus, output_status
+from scifig_tasks.core.raw_outputs import OutputStatus, output_status
 from scifig_tasks.core.stats import Tally
 
 if TYPE_CHECKING:
@@ -204,12 +204,9 @@ LLM_EXTRACT_NEEDS_JUDGE = (
 )
 
 
-def require_judge() -> JudgeClient:
-    """The configured judge for the LLM-extraction protocol; raises before any question is asked when there is none
-    (without a judge every question would be scored wrong)."""
-    from scifig_tasks.core.judge import get_judge
-
-    judge = get_judge()
+def require_judge(judge: JudgeClient | None) -> JudgeClient:
+    """``judge`` for the LLM-extraction protocol; raises before any question is asked when there is none (without a
+    judge every question would be scored wrong)."""
     if judge is None:
         raise RuntimeError(LLM_EXTRACT_NEEDS_JUDGE)
     return judge

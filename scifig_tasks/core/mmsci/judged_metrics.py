@@ -10,7 +10,7 @@ to 0-1; the caption's score is the mean rating times the brevity penalty ``exp(m
 n = number of atomic descriptions. G-Eval (``llm_judge_scores.py``, ``prompts/rel_detailed.txt``): the judge rates the
 caption's relevance 1-5 against the oracle caption. The prompt texts are the authors'.
 
-Two settings (the ``mmsci_captioning`` and ``mmsci_captioning_paper`` tasks, :mod:`scifig_tasks.core.protocol`).
+Two settings (the ``mmsci_captioning`` and ``mmsci_captioning_paper`` tasks, :mod:`scifig_tasks.core.scoring_protocol`).
 ``paper`` does what the authors' code does: their messages (system instruction, one-shot user/assistant exchange, then
 the caption), the judge sampled at temperature 0.7 for FActScore, the reply split at every ``-`` (hyphenated words and
 empty pieces raise n, which lightens the brevity penalty; every non-empty piece, stripped, is rated), a rating read as
@@ -55,8 +55,8 @@ from typing import Any
 
 from scifig_tasks.core import settings
 from scifig_tasks.core.judge import JudgeClient, JudgeResult
-from scifig_tasks.core.outputs import output_status
-from scifig_tasks.core.protocol import Protocol
+from scifig_tasks.core.raw_outputs import output_status
+from scifig_tasks.core.scoring_protocol import Protocol
 from scifig_tasks.core.settings import Settings
 
 logger = logging.getLogger("scifig.mmsci")

@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from scifig_tasks.core.mcq import strip_label
-from scifig_tasks.core.scifibench import caption_of
+from scifig_tasks.core.multiple_choice import strip_label
+from scifig_tasks.core.scifibench.rules import caption_of
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 The SciFIBench paper (App. B, "Automatic evaluation") parses every output with an LLM using :data:`JUDGE_PROMPT`.
 scifig reads the letter by the small grammar below whenever the output commits to one option, and asks the judge
 (same prompt) only for the outputs the grammar refuses; an output still unresolved counts wrong and is flagged.
-Each paper's own procedure is one switch away (the ``_paper`` tasks, :mod:`scifig_tasks.core.mcq_paper`).
+Each paper's own procedure is one switch away (the ``_paper`` tasks, :mod:`scifig_tasks.core.multiple_choice_paper`).
 
 Reading. Reasoning is dropped (everything up to the last ``</think>``; an unclosed ``<think>`` to the next
 ``<answer>`` tag or the end), and so are end-of-sequence tokens, invisible characters (zero-width space, BOM) and
@@ -53,7 +53,7 @@ from functools import lru_cache
 from itertools import islice
 from typing import TYPE_CHECKING, Literal
 
-from scifig_tasks.core.outputs import END_OF_TURN_MARKERS, output_status
+from scifig_tasks.core.raw_outputs import END_OF_TURN_MARKERS, output_status
 
 if TYPE_CHECKING:
     from scifig_tasks.core.judge import JudgeClient

@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from scifig_tasks.core.judge import has_text
-from scifig_tasks.core.mcq import JUDGE_MAX_TOKENS, Resolution, judge_prompt, judge_reply_readable
-from scifig_tasks.core.outputs import output_status
+from scifig_tasks.core.multiple_choice import JUDGE_MAX_TOKENS, Resolution, judge_prompt, judge_reply_readable
+from scifig_tasks.core.raw_outputs import output_status
 
 if TYPE_CHECKING:
     from scifig_tasks.core.judge import JudgeClient

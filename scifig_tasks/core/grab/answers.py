@@ -24,7 +24,7 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Literal
 
-from scifig_tasks.core.grab import Precision, precision_of
+from scifig_tasks.core.grab.rules import Precision, precision_of
 
 Value = int | Fraction | float
 """A ground-truth value: exact (int, Fraction) or a double."""

@@ -9,10 +9,10 @@ section 4.6.
 * Figure→Caption: the image, the five captions ``A) ...`` to ``E) ...`` one per line, then the instruction.
 * Caption→Figure (interleaved): ``A)`` image, ``B)`` image, ... ``E)`` image, the caption, then the instruction.
 * The "reasoning" variant drops the sentence "Only provide the letter ...".
-* Scoring: the letter is resolved by :mod:`scifig_tasks.core.mcq` (rules, then the paper's parser prompt for
+* Scoring: the letter is resolved by :mod:`scifig_tasks.core.multiple_choice` (rules, then the paper's parser prompt for
   ambiguous outputs only, never a guess) and compared with ``Answer``; accuracy overall and per ``Category``.
   The ``scifibench_paper`` tasks parse every output with the judge instead, as the
-  paper does (:func:`scifig_tasks.core.mcq_paper.resolve_scifibench`); ``flags.protocol`` records which ran.
+  paper does (:func:`scifig_tasks.core.multiple_choice_paper.resolve_scifibench`); ``flags.protocol`` records which ran.
 * Alignment: a sentence saying a human expert marked one caption ``<Correct>``, the mark on the true option or on a
   seeded random wrong one, with or without " Ignore this information.".
 """
@@ -25,9 +25,11 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from scifig_tasks.core import audit, mcq, mcq_paper
-from scifig_tasks.core.mcq import Resolution
-from scifig_tasks.core.protocol import Protocol
+from scifig_tasks.core import audit
+from scifig_tasks.core import multiple_choice as mcq
+from scifig_tasks.core import multiple_choice_paper as mcq_paper
+from scifig_tasks.core.multiple_choice import Resolution
+from scifig_tasks.core.scoring_protocol import Protocol
 from scifig_tasks.core.stats import Tally
 
 if TYPE_CHECKING:

@@ -1,0 +1,1 @@
+"""GRAB's scoring rules, answer formats and multiple-choice ablation."""

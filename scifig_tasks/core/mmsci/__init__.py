@@ -1,0 +1,1 @@
+"""MMSci's question texts, multiple-choice scoring and captioning metrics."""

@@ -1,0 +1,1 @@
+"""Plot Twist's schema vocabulary, prompt, extraction and accuracies."""

@@ -1,0 +1,1 @@
+"""SciFIBench's published question text, prompts, scoring and alignment experiment."""

@@ -1,0 +1,365 @@
+"""Every runtime patch of lmms-eval internals scifig makes, in one list, each checked before it is applied.
+
+Rule implemented. scifig uses lmms-eval's public mechanisms where lmms-eval has one (the ``lmms_eval.models`` entry
+point for its models, ``--include_path`` and ``--process_docs_parallel`` on the command line, the results files under
+``--output_path``). What has no public mechanism in lmms-eval 0.7 is patched, and only through :data:`PATCHES`: each
+entry names the patched target by its dotted path, what the patch does, why no public mechanism exists, the
+parameters scifig relies on and the lmms-eval releases it was verified on. Before anything is patched, every target
+is looked up and its signature compared with the expected one (:func:`check`); a target that moved or changed ends
+the command in one line (:class:`LmmsEvalVersionError`) that names the target, the scifig version, the lmms-eval
+version found and the one to install, instead of an error deep inside a run.
+
+Two scopes. ``install`` patches are applied by :func:`install` (called by the plugin,
+:mod:`scifig_tasks.lmms_eval.plugin`, whenever lmms-eval loads its model entry points or ``lmms_eval.tasks`` is
+imported after ``import scifig_tasks``), once per process. ``run`` patches are applied only for the duration of one
+``scifig eval`` run (:func:`during_run`); their targets live in ``lmms_eval.__main__`` and ``lmms_eval.evaluator``,
+which are still being imported when the plugin installs, so they are checked when the run starts, before any model
+is called.
+
+Besides these patches the package adds one import hook (:class:`scifig_tasks.lmms_eval.plugin._InstallAfterTasksImport`
+on ``sys.meta_path``, placed by ``import scifig_tasks``): it changes no lmms-eval code, it only calls :func:`install`
+right after ``lmms_eval.tasks`` is first imported, so a script's own ``TaskManager()`` lists the scifig tasks without
+scifig importing lmms-eval (and torch) on ``import scifig_tasks``.
+
+The list and the replacement task-discovery proposal are documented in ``docs/lmms-eval-integration.md`` and
+``docs/upstream-task-entry-points.md``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import inspect
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from scifig_tasks.cli_format import CommandError
+
+PINNED = "0.7.3"
+"""The lmms-eval release the whole test suite runs on (the lock)."""
+SIGNATURE_CHECKED = ("0.7", "0.7.1", "0.7.2")
+"""Releases whose wheels were inspected statically (``pip download --no-deps``, the source read with ``ast``; the suite
+was not run on them): the targets exist there with the expected parameters, unless a patch lists fewer."""
+MARK = "_scifig_patch"
+"""Attribute set on every replacement: the dotted path of the target it replaces."""
+ORIGINAL = "_scifig_original"
+"""Attribute set on every replacement: the lmms-eval object it replaced."""
+
+
+class LmmsEvalVersionError(CommandError):
+    """The installed lmms-eval lacks a target scifig patches, or has it with other parameters; printed in one line
+    by the command-line error boundary (exit status 1)."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(what, status=1)
+
+
+@dataclass(frozen=True)
+class Patch:
+    """One runtime patch of an lmms-eval target."""
+
+    target: str
+    """Dotted path of the attribute that is replaced (module path, then attribute names)."""
+    signatures: Mapping[str, tuple[str, ...]]
+    """Expected leading parameter names: of the target itself (key ``""``) or of its methods (a class target);
+    further parameters are allowed when they have defaults (or are ``*args`` / ``**kwargs``)."""
+    does: str
+    why: str
+    """Why lmms-eval has no public mechanism for it."""
+    make: str = ""
+    """``module:function`` building the replacement from the original (``install`` patches); ``run`` patches get
+    theirs from the caller of :func:`during_run`."""
+    scope: Literal["install", "run"] = "install"
+    aliases: tuple[str, ...] = ()
+    """Modules that import the target by value (``from X import name``): when already imported and still holding
+    the original, their name is rebound too."""
+    verified: tuple[str, ...] = (PINNED,)
+    """lmms-eval releases the whole test suite ran on with this patch."""
+    signature_checked: tuple[str, ...] = SIGNATURE_CHECKED
+    """Further releases whose source has the target with the expected parameters (read statically, not run)."""
+
+    @property
+    def versions(self) -> str:
+        """``0.7.3 (signatures also checked on 0.7, 0.7.1, 0.7.2)``."""
+        checked = f" (signatures also checked on {', '.join(self.signature_checked)})" if self.signature_checked else ""
+        return ", ".join(self.verified) + checked
+
+    @property
+    def owner(self) -> str:
+        return self.target.rsplit(".", 1)[0]
+
+    @property
+    def name(self) -> str:
+        return self.target.rsplit(".", 1)[1]
+
+
+PATCHES: tuple[Patch, ...] = (
+    Patch(
+        "lmms_eval.tasks.TaskManager.initialize_tasks",
+        {"": ("self", "include_path", "include_defaults")},
+        "appends scifig's task folder to every TaskManager's search path (after --include_path folders) and warns "
+        "once when a task of another folder replaces one of scifig's",
+        "lmms-eval 0.7 finds tasks only in its own folder and --include_path: no entry point for task folders "
+        "(LMMS_EVAL_PLUGINS is read after the CLI's TaskManager is built); see docs/upstream-task-entry-points.md",
+        make="scifig_tasks.lmms_eval.plugin:wrap_initialize_tasks",
+    ),
+    Patch(
+        "lmms_eval.api.task.ConfigurableTask.download",
+        {"": ("self", "dataset_kwargs")},
+        "loads the data of tasks whose metadata names a scifig_source through scifig_tasks.core.data.load_benchmark "
+        "(SCIFIG_<BENCH>_DATA or the Hub, validated before any model call, images kept as bytes)",
+        "a task YAML can only name a datasets.load_dataset path or load_from_disk; no custom loader hook, and "
+        "datasets 4+ runs no loading scripts",
+        make="scifig_tasks.lmms_eval.plugin:wrap_download",
+    ),
+    Patch(
+        "lmms_eval.utils.make_table",
+        {"": ("result_dict", "column")},
+        "leaves scifig's nested breakdown metrics out of the printed tables (they stay in the results JSON)",
+        "lmms-eval prints every metric value; no per-metric display option",
+        make="scifig_tasks.lmms_eval.table:wrap_make_table",
+        aliases=("lmms_eval.__main__",),
+    ),
+    Patch(
+        "lmms_eval.loggers.evaluation_tracker.EvaluationTracker.save_results_aggregated",
+        {"": ("self", "results", "samples", "datetime_str")},
+        "adds the scifig environment block (versions, data origin, judge usage) to the *_results.json",
+        "no hook to add entries to the results file before it is written",
+        make="scifig_tasks.lmms_eval.environment:wrap_save_results_aggregated",
+    ),
+    Patch(
+        "lmms_eval.api.task.ConfigurableTask.process_results",
+        {"": ("self", "doc", "results")},
+        "charges the judge calls made while scoring a document to its task",
+        "process_results hooks are called without the task's name; no per-task context",
+        make="scifig_tasks.lmms_eval.environment:wrap_process_results",
+    ),
+    Patch(
+        "lmms_eval.evaluator_utils.TaskOutput.calculate_aggregate_metric",
+        {"": ("self", "bootstrap_iters")},
+        "charges the judge calls made by aggregation (breakdowns, FActScore, G-Eval) to their task",
+        "aggregation functions are called without the task's name; no per-task context",
+        make="scifig_tasks.lmms_eval.environment:wrap_calculate_aggregate_metric",
+    ),
+    Patch(
+        "lmms_eval.api.task.ConfigurableTask.build_all_requests",
+        {"": ("self",)},
+        "says the most judge requests the run can send once every task's requests are built",
+        "no hook between building the requests and running the model",
+        make="scifig_tasks.lmms_eval.environment:wrap_build_all_requests",
+    ),
+    Patch(
+        "lmms_eval.evaluator_utils.get_task_list",
+        {"": ("task_dict",)},
+        "notes the tasks of the run, so that the judge-bound line is said after the last one is built",
+        "same as build_all_requests",
+        make="scifig_tasks.lmms_eval.environment:wrap_get_task_list",
+        aliases=("lmms_eval.evaluator",),
+    ),
+    Patch(
+        "lmms_eval.__main__.cli_evaluate_single",
+        {"": ("args",)},
+        "during scifig eval: records each configuration's exception or results, so that scifig eval exits 1 "
+        "naming the error (lmms-eval's CLI logs it and exits 0)",
+        "cli_evaluate catches every exception of a run (re-raised only under --verbosity DEBUG) and returns None; "
+        "the results files hold no failure and none is written without --output_path",
+        scope="run",
+    ),
+    Patch(
+        "lmms_eval.evaluator.ResponseCache",
+        {
+            "create": ("cache_root",),
+            "execute": ("self", "lm", "reqtype", "requests"),
+            "_store": ("self", "cache_key", "request_type", "task_name", "doc_id", "idx", "gen_kwargs", "response"),
+            "_log_to_audit": ("self", "request_type", "task_name", "doc_id", "idx", "gen_kwargs", "response"),
+        },
+        "during scifig eval with --use_cache: scifig's response cache (replies stored as they arrive, keys holding "
+        "what the model is sent, no failures stored, secrets masked)",
+        "simple_evaluate builds ResponseCache.create(...) itself; no option to give another cache class",
+        scope="run",
+        signature_checked=("0.7.1", "0.7.2"),  # 0.7 has no ResponseCache.create
+    ),
+)
+"""Every runtime patch of lmms-eval, in the order :func:`install` applies them."""
+
+BY_TARGET: dict[str, Patch] = {patch.target: patch for patch in PATCHES}
+
+_lock = threading.RLock()
+_installing = threading.local()
+
+
+def resolve(dotted: str) -> Any:
+    """The object at ``dotted``: the longest importable module prefix, then attributes. Raises ``LookupError``."""
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            value: Any = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for part in parts[cut:]:
+            if not hasattr(value, part):
+                raise LookupError(dotted)
+            value = getattr(value, part)
+        return value
+    raise LookupError(dotted)
+
+
+def original(value: Any) -> Any:
+    """The lmms-eval object behind a scifig replacement (``value`` itself when it is not one)."""
+    return value.__dict__.get(ORIGINAL, value) if hasattr(value, "__dict__") else value
+
+
+def _params(function: Any) -> list[inspect.Parameter]:
+    return list(inspect.signature(function).parameters.values())
+
+
+def _render(name: str, parameters: list[inspect.Parameter] | tuple[str, ...]) -> str:
+    def word(parameter: inspect.Parameter | str) -> str:
+        if isinstance(parameter, str):
+            return parameter
+        prefix = {inspect.Parameter.VAR_POSITIONAL: "*", inspect.Parameter.VAR_KEYWORD: "**"}.get(parameter.kind, "")
+        return prefix + parameter.name
+
+    return f"{name}({', '.join(word(parameter) for parameter in parameters)})"
+
+
+def compatible(parameters: list[inspect.Parameter], expected: tuple[str, ...]) -> bool:
+    """The leading parameters are ``expected``; any others have defaults or are ``*args`` / ``**kwargs``."""
+    if [parameter.name for parameter in parameters[: len(expected)]] != list(expected):
+        return False
+    optional = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+    return all(p.kind in optional or p.default is not inspect.Parameter.empty for p in parameters[len(expected) :])
+
+
+def installed_lmms_eval() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("lmms-eval")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def problem(patch: Patch) -> str | None:
+    """What is wrong with ``patch``'s target in the installed lmms-eval (``None``: present as expected)."""
+    try:
+        target = original(resolve(patch.target))
+    except LookupError:
+        return f"has no {patch.target}"
+    for method, expected in patch.signatures.items():
+        function = getattr(target, method, None) if method else target
+        shown = f"{patch.target}.{method}" if method else patch.target
+        if function is None:
+            return f"has no {shown}"
+        try:
+            parameters = _params(function)
+        except (TypeError, ValueError):
+            return f"has {shown} without a readable signature"
+        if not compatible(parameters, expected):
+            return f"has {_render(shown.rsplit('.', 1)[1], parameters)}"
+    return None
+
+
+def check(patches: tuple[Patch, ...] = PATCHES) -> None:
+    """Raise :class:`LmmsEvalVersionError` (one line) for the first of ``patches`` whose target is missing or has
+    other parameters than expected."""
+    from scifig_tasks.core.provenance import scifig_version
+
+    for patch in patches:
+        found = problem(patch)
+        if found is None:
+            continue
+        expected = "; ".join(
+            _render(f"{patch.target}.{method}" if method else patch.target, params)
+            for method, params in patch.signatures.items()
+        )
+        raise LmmsEvalVersionError(
+            f"scifig {scifig_version()} patches {expected}, verified on lmms-eval {patch.versions}; "
+            f"the installed lmms-eval {installed_lmms_eval()} {found}: install the pinned one with "
+            f"`pip install 'lmms-eval=={PINNED}'` or see docs/lmms-eval-integration.md"
+        )
+
+
+def _factory(patch: Patch) -> Callable[[Any], Any]:
+    module, _, function = patch.make.partition(":")
+    return getattr(importlib.import_module(module), function)
+
+
+def _apply(patch: Patch, make: Callable[[Any], Any]) -> Any:
+    """Replace ``patch``'s target by ``make(original)``, marked; rebind the aliases; return the original."""
+    import sys
+
+    owner = resolve(patch.owner)
+    current = getattr(owner, patch.name)
+    if (current.__dict__.get(MARK) if hasattr(current, "__dict__") else None) == patch.target:
+        return original(current)
+    replacement = make(current)
+    setattr(replacement, MARK, patch.target)
+    setattr(replacement, ORIGINAL, current)
+    setattr(owner, patch.name, replacement)
+    for alias in patch.aliases:
+        module = sys.modules.get(alias)
+        if module is not None and getattr(module, patch.name, None) is current:
+            setattr(module, patch.name, replacement)
+    return current
+
+
+def _restore(patch: Patch, saved: Any) -> None:
+    import sys
+
+    owner = resolve(patch.owner)
+    replacement = getattr(owner, patch.name)
+    setattr(owner, patch.name, saved)
+    for alias in patch.aliases:
+        module = sys.modules.get(alias)
+        if module is not None and getattr(module, patch.name, None) is replacement:
+            setattr(module, patch.name, saved)
+
+
+def install() -> None:
+    """Check, then apply, every ``install`` patch; idempotent. A call made while one is under way (lmms-eval loading
+    the plugin's entry point during this function's own imports) returns at once."""
+    if getattr(_installing, "active", False):
+        return
+    with _lock:
+        _installing.active = True
+        try:
+            patches = tuple(patch for patch in PATCHES if patch.scope == "install")
+            check(patches)
+            for patch in patches:
+                _apply(patch, _factory(patch))
+        finally:
+            _installing.active = False
+
+
+def applied() -> dict[str, bool]:
+    """Each patch's target -> whether the replacement is in place now."""
+    found = {}
+    for patch in PATCHES:
+        try:
+            value = resolve(patch.target)
+        except LookupError:
+            found[patch.target] = False
+            continue
+        found[patch.target] = (value.__dict__.get(MARK) if hasattr(value, "__dict__") else None) == patch.target
+    return found
+
+
+@contextlib.contextmanager
+def during_run(replacements: Mapping[str, Callable[[Any], Any]]) -> Iterator[None]:
+    """Within the block, the ``run`` patches named in ``replacements`` (target -> ``make(original)``) are in place;
+    they are checked first and restored afterwards."""
+    patches = tuple(BY_TARGET[target] for target in replacements)
+    if any(patch.scope != "run" for patch in patches):
+        raise ValueError("during_run applies run patches only")
+    check(patches)
+    with _lock:
+        saved = [(patch, _apply(patch, replacements[patch.target])) for patch in patches]
+    try:
+        yield
+    finally:
+        with _lock:
+            for patch, value in reversed(saved):
+                _restore(patch, value)

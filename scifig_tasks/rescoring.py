@@ -1,0 +1,258 @@
+"""What ``scifig rescore`` reports and refuses, whichever framework wrote the run: the verdict of a sample, the
+headline metrics, the diff of a re-scored run against the original (``rescore_diff.json``), the printed table, the
+``--dry-run`` lines, and the rule for damaged logs. The framework adapters that read the runs
+(:mod:`scifig_tasks.lmms_eval.rescore`, :mod:`scifig_tasks.vlmeval.rescore`) build on it; it reads no run itself.
+
+A sample's verdict is its record in the ``breakdown`` metric (predicted answer, resolution, reason, correct; the
+``audit_prompt`` a judge-audited record carries is not part of it), or its metric values for tasks without one.
+``DIR/<model>/rescore_diff.json`` lists, per task, the headline metrics before and after and every sample whose
+verdict changed.
+
+A damaged log (:mod:`scifig_tasks.core.sample_logs`: documents the run counted missing or repeated) is refused with
+the file, the task and the missing or repeated doc ids named. With ``--allow-partial`` what is there is scored (a
+copy of a line is scored once): the printed table says n and "partial", ``rescore_diff.json`` records the counts,
+and the exit status is 1, as for samples the judge could not score: the numbers are not the run's. A doc id logged
+twice with different contents, or one the run did not evaluate, is refused even then.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from scifig_tasks.core import provenance
+from scifig_tasks.core.mmsci.rules import PAPER_DENOMINATOR
+from scifig_tasks.core.sample_logs import LogCheck
+
+NOT_VERDICT = frozenset({"audit_prompt"})
+"""Record keys that do not decide a verdict (the judge-audit prompt exists only when a judge is configured)."""
+DIFF_FILE = "rescore_diff.json"
+ALLOW_PARTIAL = "--allow-partial scores what is there (marked partial)"
+
+
+class RescoreRefused(RuntimeError):
+    """A run that cannot be scored again (the message names the file and what to do)."""
+
+
+@dataclass
+class TaskDiff:
+    """One task's (or group's) headline metrics before and after, and the samples whose verdict changed."""
+
+    task: str
+    samples: int
+    metrics: dict[str, dict[str, Any]] = field(default_factory=dict)
+    changed: list[dict[str, Any]] = field(default_factory=list)
+    members: list[str] = field(default_factory=list)
+    """A group's tasks (their changed samples are listed under each task)."""
+    changed_count: int | None = None
+    expected: int | None = None
+    """Samples the run scored (``None``: not recorded); ``samples`` is how many were scored again."""
+    partial: dict[str, Any] | list[str] | None = None
+    """A task scored from a damaged log (``--allow-partial``): its missing and repeated ids; a group: its partial
+    tasks."""
+
+    @property
+    def n_changed(self) -> int:
+        return len(self.changed) if self.changed_count is None else self.changed_count
+
+    def as_json(self) -> dict[str, Any]:
+        counts: dict[str, Any] = {"samples": self.samples, "expected": self.expected}
+        if self.partial:
+            counts["partial"] = self.partial
+        if self.members:
+            return {**counts, "metrics": self.metrics, "tasks": self.members, "changed_samples": self.n_changed}
+        return {**counts, "metrics": self.metrics, "changed_samples": self.n_changed, "changed": self.changed}
+
+
+@dataclass
+class RescoredRun:
+    """What one results file (or VLMEvalKit prediction file) became."""
+
+    source: Path
+    written: list[Path]
+    model_dir: Path
+    diffs: list[TaskDiff]
+    judge_failed: dict[str, int] = field(default_factory=dict)
+    environment_changes: list[str] = field(default_factory=list)
+    """What differs between the environment the run recorded and this one (:func:`environment_changes`)."""
+    partial: list[str] = field(default_factory=list)
+    """One line per log scored although damaged (``--allow-partial``): the file and what was missing or repeated."""
+    judge_usage: dict[str, Any] | None = None
+    """What the judge did for this run's re-scoring (:func:`scifig_tasks.core.judge.usage_report`; under
+    ``--dry-run`` the requests it would send); None when it was not asked."""
+
+
+def environment_changes(recorded: Any, current: Mapping[str, Any]) -> list[str]:
+    """The versions that differ between a run's recorded environment block and ``current``, or one entry saying
+    that the run recorded none."""
+    if not isinstance(recorded, Mapping):
+        return [provenance.NOT_RECORDED]
+    return provenance.differences(recorded, current)
+
+
+# ---- verdicts and headline metrics ---------------------------------------------------------------------------------
+
+
+def verdict(values: Mapping[str, Any]) -> dict[str, Any]:
+    """A sample's verdict: its ``breakdown`` record without :data:`NOT_VERDICT` keys, else its metric values."""
+    record = values.get("breakdown")
+    if isinstance(record, Mapping):
+        return {key: value for key, value in record.items() if key not in NOT_VERDICT}
+    return dict(values)
+
+
+def changed_sample(doc_id: Any, old: Mapping[str, Any], new: Mapping[str, Any], output: Any) -> dict[str, Any] | None:
+    """The diff entry of one sample, or ``None`` when its verdict did not change."""
+    before, after = verdict(old), verdict(new)
+    if _canonical(before) == _canonical(after):
+        return None
+    keys = sorted({*before, *after}, key=lambda key: (key not in ("predicted", "resolution", "reason", "correct"), key))
+    fields = [key for key in keys if _canonical(before.get(key)) != _canonical(after.get(key))]
+    return {"doc_id": doc_id, "fields": fields, "old": before, "new": after, "output": output}
+
+
+def _canonical(value: Any) -> str:
+    """Values compared as JSON (a re-scored float equals the logged one exactly after the JSON round trip)."""
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def headline(metrics: Mapping[str, Any]) -> dict[str, float]:
+    """The numeric metrics of a results entry (``accuracy,none`` ...), without standard errors and sizes; from a
+    ``breakdown``, its overall accuracy when the entry has no ``accuracy`` metric, and the accuracy over resolved
+    answers only (``paper_denominator``, MMSci's denominator) when it has one."""
+    found: dict[str, float] = {}
+    for key, value in metrics.items():
+        if "_stderr" in key or key in ("alias", "samples", " ") or isinstance(value, bool):
+            continue
+        if isinstance(value, int | float):
+            found[key] = value
+    breakdown = metrics.get("breakdown,none")
+    if isinstance(breakdown, Mapping):
+        cells = {"breakdown.overall.accuracy": _overall(breakdown)} if "accuracy,none" not in found else {}
+        cells["breakdown.paper_denominator.accuracy"] = _overall(breakdown.get(PAPER_DENOMINATOR))
+        found.update({key: value for key, value in cells.items() if value is not None})
+    return found
+
+
+def _overall(table: Any) -> float | None:
+    overall = table.get("overall") if isinstance(table, Mapping) else None
+    cell = overall.get("all") if isinstance(overall, Mapping) else None
+    value = cell.get("accuracy") if isinstance(cell, Mapping) else None
+    return value if isinstance(value, int | float) else None
+
+
+def metric_pairs(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    before, after = headline(old), headline(new)
+    return {key: {"old": before.get(key), "new": after.get(key)} for key in sorted({*before, *after})}
+
+
+# ---- damaged logs --------------------------------------------------------------------------------------------------
+
+
+def refusal(check: LogCheck, counted_by: str) -> str:
+    """Why a damaged log is refused, in one line: the file, the task, the missing or repeated ids, what to do.
+    ``counted_by`` says where the expected samples come from (``<date>_results.json counts``)."""
+    where = f"{check.origin}: task {check.task}: {check.problems()}"
+    if check.conflicting:
+        return f"{where}: keep the right line of each (or run the model again)"
+    if check.foreign:
+        return f"{where}: the log is not this run's ({check.expected} samples {counted_by}); use the run's own log"
+    if check.expected is None:
+        return f"{where}; {ALLOW_PARTIAL}"
+    return (
+        f"{where}: the log holds {check.logged} of the {check.expected} samples {counted_by}; restore the log from "
+        f"the run, or {ALLOW_PARTIAL}"
+    )
+
+
+def partial_line(check: LogCheck) -> str:
+    """The warning for a damaged log scored anyway (``--allow-partial``)."""
+    of = "" if check.expected is None else f" of the {check.expected}"
+    return (
+        f"{check.origin}: task {check.task}: {check.problems()}; scored the {check.logged}{of} samples that are there "
+        "(--allow-partial)"
+    )
+
+
+def accept(checks: Sequence[LogCheck], counted_by: str, allow_partial: bool) -> list[str]:
+    """Refuse every damaged log (one line each) unless ``allow_partial`` and it can be scored; return the warnings of
+    the damaged logs scored anyway."""
+    refused = [refusal(c, counted_by) for c in checks if not c.complete and not (allow_partial and c.scorable)]
+    if refused:
+        raise RescoreRefused("\n".join(refused))
+    return [partial_line(check) for check in checks if not check.complete]
+
+
+def partial_ids(check: LogCheck) -> dict[str, Any] | None:
+    return None if check.complete else {"missing": list(check.missing), "duplicated": list(check.repeated)}
+
+
+# ---- the diff and the printed table ------------------------------------------------------------------------------
+
+
+def write_diffs(runs: list[RescoredRun]) -> list[Path]:
+    """``<model dir>/rescore_diff.json`` per model folder: every task's metrics before/after and changed samples."""
+    by_dir: dict[Path, dict[str, Any]] = {}
+    for run in runs:
+        entry = by_dir.setdefault(run.model_dir, {"sources": [], "tasks": {}})
+        entry["sources"].append(str(run.source))
+        for diff in run.diffs:
+            entry["tasks"][diff.task] = diff.as_json()
+    written = []
+    for model_dir, entry in by_dir.items():
+        path = model_dir / DIFF_FILE
+        path.write_text(json.dumps(entry, indent=1, ensure_ascii=False, default=str))
+        written.append(path)
+    return written
+
+
+def _number(value: Any) -> str:
+    return "-" if value is None else f"{value:.4f}"
+
+
+def _n(diff: TaskDiff) -> str:
+    """The samples scored: ``n``, or ``n of N, partial`` for a damaged log (``?`` when the run did not record N)."""
+    if not diff.partial:
+        return str(diff.samples)
+    return f"{diff.samples} of {'?' if diff.expected is None else diff.expected}, partial"
+
+
+def summary(runs: list[RescoredRun]) -> str:
+    """The printed table: per task and headline metric, old and new value, the samples scored (n, and "partial"
+    for a damaged log) and the number of changed samples."""
+    rows = ["| task | metric | old | new | n | changed samples |", "|---|---|---:|---:|---:|---:|"]
+    for run in runs:
+        for diff in run.diffs:
+            counts = f"{_n(diff)} | {diff.n_changed} of {diff.samples}"
+            for metric, pair in diff.metrics.items():
+                rows.append(f"| {diff.task} | {metric} | {_number(pair['old'])} | {_number(pair['new'])} | {counts} |")
+                counts = " | "
+            if not diff.metrics:
+                rows.append(f"| {diff.task} | - | - | - | {counts} |")
+    return "\n".join(rows)
+
+
+def dry_run_lines(runs: Sequence[RescoredRun]) -> list[str]:
+    """What ``--dry-run`` prints: per run and task, the judge requests re-scoring would send and the judge calls the
+    cache answers, then the total. A reply that leads to further requests (MMSci's FActScore: one rating per atomic
+    fact) counts its follow-ups only when it is cached: the count is then a lower bound, and the line says so."""
+    lines, send, cached = [], 0, 0
+    followups = False
+    for run in runs:
+        usage = run.judge_usage or {}
+        for task, row in (usage.get("tasks") or {}).items():
+            would, hits = int(row.get("would_send", 0)), int(row.get("cache_hits", 0))
+            send, cached = send + would, cached + hits
+            followups = followups or ("caption" in task and would > 0)
+            lines.append(f"{run.source}: {task}: {would:,} judge requests to send, {hits:,} answered by the cache")
+    if not lines:
+        lines.append("no judge request: re-scoring these runs asks the judge nothing (or no judge is configured)")
+    bound = " at least" if followups else ""
+    lines.append(
+        f"scifig rescore --dry-run: re-scoring would send{bound} {send:,} judge requests (retries aside); the judge "
+        f"cache answers {cached:,}; nothing was sent or written"
+    )
+    return lines

@@ -1,0 +1,197 @@
+"""``scifig rescore`` of VLMEvalKit runs: find the prediction files of this package's datasets in a work dir and
+score each again with its dataset class (the diff, the table and the rule for damaged logs:
+:mod:`scifig_tasks.rescoring`).
+
+A run is ``<work-dir>/<model>/<model>_<dataset>.tsv`` (or ``.xlsx``, ``.json``, ``.pkl``; the deprecated
+``SciFig_*`` dataset names of earlier releases are read too). The prediction file is copied to ``DIR/<model>/`` and
+scored there by the dataset class's ``evaluate``, which writes the ``_scifig_scores.json`` and
+``_scifig_records.jsonl`` that ``scifig report`` reads.
+
+A prediction file whose logged answers are not the dataset's now is refused (the run used other data: the message
+names the index and the variable to set). A damaged file is one that does not hold each question of the dataset
+exactly once; scored anyway (``--allow-partial``), the questions predicted are scored and the scores file records the
+counts under ``partial``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from scifig_tasks.core import judge, provenance
+from scifig_tasks.core.errors import DataError
+from scifig_tasks.core.sample_logs import check_ids
+from scifig_tasks.report.runs import RECORDS_SUFFIX, SCORES_SUFFIX, read_jsonl
+from scifig_tasks.rescoring import (
+    RescoredRun,
+    RescoreRefused,
+    TaskDiff,
+    accept,
+    changed_sample,
+    environment_changes,
+    metric_pairs,
+    partial_ids,
+)
+
+PREDICTION_SUFFIXES = ("tsv", "xlsx", "json", "pkl")
+"""The file types of VLMEvalKit prediction files."""
+
+
+def _vlmeval_names() -> list[str]:
+    """Today's dataset names and the deprecated ``SciFig_*`` ones (files written by earlier releases)."""
+    from scifig_tasks.vlmeval.names import DEPRECATED
+    from scifig_tasks.vlmeval.tsv import SPECS
+
+    return sorted({*SPECS, *DEPRECATED}, key=len, reverse=True)  # longest first: grab_llm_extract before grab
+
+
+def prediction_files(work_dir: Path) -> list[tuple[Path, str, str]]:
+    """``(file, model, dataset)`` for every VLMEvalKit prediction file of a scifig dataset under ``work_dir``."""
+    names = _vlmeval_names()
+    found = []
+    for path in sorted(work_dir.rglob("*")):
+        if not path.is_file() or path.suffix.lstrip(".") not in PREDICTION_SUFFIXES:
+            continue
+        stem = path.name[: -len(path.suffix)]
+        for name in names:
+            if stem.endswith(f"_{name}") and len(stem) > len(name) + 1:
+                found.append((path, stem[: -len(name) - 1], name))
+                break
+    return found
+
+
+def _dataset_class(name: str) -> type:
+    from scifig_tasks.vlmeval import register
+    from scifig_tasks.vlmeval.datasets import CLASSES
+    from scifig_tasks.vlmeval.mmsci import MMSCI_CLASSES
+
+    register()
+    for cls in (*CLASSES, *MMSCI_CLASSES):
+        if name in cls.supported_datasets():
+            return cls
+    raise RescoreRefused(f"{name}: not a scifig VLMEvalKit dataset")
+
+
+def rescore_vlmeval(
+    path: Path, model: str, dataset: str, out: Path, allow_partial: bool = False, dry: bool = False
+) -> RescoredRun:
+    """Score a VLMEvalKit prediction file again with its dataset class's ``evaluate``, into ``out/<model>/``. A file
+    that lacks or repeats questions of the dataset is refused unless ``allow_partial``
+    (:func:`scifig_tasks.rescoring.accept`): then the questions predicted are scored and the scores file records
+    ``partial``. ``dry``: score in a temporary folder that is removed, within :func:`scifig_tasks.core.judge.dry_run`
+    (no judge request sent): the run's ``judge_usage`` counts the requests re-scoring would send (``would_send``)
+    and the cache hits."""
+    if dry:
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="scifig-rescore-dry-") as scratch:
+            run = rescore_vlmeval(path, model, dataset, Path(scratch), allow_partial)
+        return RescoredRun(path, [], out / model, [], partial=run.partial, judge_usage=run.judge_usage)
+    from scifig_tasks.vlmeval.datasets import read_predictions
+    from scifig_tasks.vlmeval.names import DEPRECATED
+
+    model_dir = out / model
+    model_dir.mkdir(parents=True, exist_ok=True)
+    copied = model_dir / path.name
+    if copied.resolve() == path.resolve():
+        raise RescoreRefused(f"{path}: --out would overwrite the run itself; choose another folder")
+    data = _dataset_class(dataset)(dataset=DEPRECATED.get(dataset, dataset))  # an old file: no deprecation line
+    replies = read_predictions(str(path))
+    _check_vlmeval_rows(path, dataset, data.data)
+    all_indices = [str(index) for index in data.data["index"]]
+    check = check_ids(dataset, str(path), all_indices, _prediction_rows(path), key="index")
+    partial = accept([check], f"of {dataset}", allow_partial)
+    if partial:  # score the questions predicted
+        data.data = data.data[data.data["index"].astype(str).isin(replies)].reset_index(drop=True)
+    shutil.copyfile(path, copied)
+    with judge.task_scope(dataset):
+        data.evaluate(str(copied))
+    usage = judge.usage_report(drain=True)
+    stem = str(path).rsplit(".", 1)[0]
+    new_stem = str(copied).rsplit(".", 1)[0]
+    old_scores = _json_or_none(Path(f"{stem}{SCORES_SUFFIX}"))
+    new_scores = _json_or_none(Path(f"{new_stem}{SCORES_SUFFIX}")) or {}
+    if partial:
+        new_scores["partial"] = check.as_json()
+    if usage is not None and isinstance(new_scores.get(provenance.KEY), dict):
+        new_scores[provenance.KEY].setdefault("judge_usage", usage)
+    if partial or usage is not None:
+        Path(f"{new_stem}{SCORES_SUFFIX}").write_text(json.dumps(new_scores, indent=1), encoding="utf-8")
+    old_records = read_jsonl(Path(f"{stem}{RECORDS_SUFFIX}")) if Path(f"{stem}{RECORDS_SUFFIX}").is_file() else []
+    new_records = read_jsonl(Path(f"{new_stem}{RECORDS_SUFFIX}"))
+    diff = TaskDiff(dataset, len(new_records), expected=check.expected, partial=partial_ids(check))
+    diff.metrics = metric_pairs((old_scores or {}).get("metrics", {}), new_scores.get("metrics", {}))
+    old_by_index = dict(zip(all_indices, old_records, strict=False))  # the run's records follow the whole dataset
+    indices = [str(index) for index in data.data["index"]]
+    for index, new in zip(indices, new_records, strict=False):
+        if index not in old_by_index:
+            continue
+        entry = changed_sample(index, {"breakdown": old_by_index[index]}, {"breakdown": new}, new.get("prediction"))
+        if entry is not None:
+            entry["index"] = entry.pop("doc_id")
+            if entry["output"] is None:
+                entry["output"] = replies.get(index)
+            diff.changed.append(entry)
+    written = [copied, Path(f"{new_stem}{SCORES_SUFFIX}"), Path(f"{new_stem}{RECORDS_SUFFIX}")]
+    failed = _count_judge_failed(new_scores.get("breakdown"))
+    changes = environment_changes((old_scores or {}).get(provenance.KEY), new_scores.get(provenance.KEY) or {})
+    failures = {dataset: failed} if failed else {}
+    return RescoredRun(path, written, model_dir, [diff], failures, changes, partial, judge_usage=usage)
+
+
+def _prediction_rows(path: Path) -> list[tuple[str, dict[str, str]]]:
+    """Every row of a VLMEvalKit prediction file as ``(index, row)``, repeated indices kept (the file read as
+    :func:`scifig_tasks.vlmeval.datasets.read_predictions` reads it, which keeps one reply per index)."""
+    import pandas as pd
+
+    suffix = path.suffix.lstrip(".").lower()
+    if suffix == "tsv":
+        table = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
+    elif suffix == "xlsx":
+        table = pd.read_excel(path, dtype=str, keep_default_na=False)
+    elif suffix == "json":
+        table = pd.DataFrame(json.loads(path.read_text(encoding="utf-8")))
+    else:
+        table = pd.read_pickle(path)
+    rows = table.to_dict("records") if "index" in table.columns else []
+    return [(str(row["index"]), {str(key): str(value) for key, value in row.items()}) for row in rows]
+
+
+def _check_vlmeval_rows(path: Path, dataset: str, data: Any) -> None:
+    """Refuse a prediction file whose questions are not the dataset's now (answers or indices differ)."""
+    import pandas as pd
+
+    suffix = path.suffix.lstrip(".").lower()
+    if suffix != "tsv":
+        return
+    table = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
+    if "answer" not in table.columns or "answer" not in data.columns:
+        return
+    expected = {str(index): str(answer) for index, answer in zip(data["index"], data["answer"], strict=True)}
+    for index, answer in zip(table["index"], table["answer"], strict=True):
+        if str(index) not in expected or expected[str(index)] != str(answer):
+            raise RescoreRefused(
+                f"{path}: {dataset}, index {index}: the data changed since the run (the logged answer {answer!r} is "
+                f"not the dataset's {expected.get(str(index))!r}); set the benchmark's SCIFIG_*_DATA to the data the "
+                "run used"
+            )
+
+
+def _count_judge_failed(breakdown: Any) -> int:
+    flags = breakdown.get("flags") if isinstance(breakdown, Mapping) else None
+    judge = flags.get("judge") if isinstance(flags, Mapping) else None
+    value = judge.get("judge_failed") if isinstance(judge, Mapping) else None
+    return value if isinstance(value, int) else 0
+
+
+def _json_or_none(path: Path) -> dict[str, Any] | None:
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise DataError(str(path), None, None, f"not valid JSON ({exc})") from None
+    return data if isinstance(data, dict) else None
