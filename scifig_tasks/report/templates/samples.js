@@ -1,0 +1,118 @@
+"use strict";
+const D = JSON.parse(document.getElementById("data").textContent);
+const CUT = 400;
+const FILTERS = [["task", "task"], ["category", "category"], ["correct", "correct"], ["method", "resolved by"],
+                 ["model", "model"]];
+function el(tag, attrs, text) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, v);
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+function textBlock(text) {
+  const box = el("div", {class: "text"});
+  if (text.length <= CUT) { box.textContent = text; return box; }
+  const span = el("span", {}, text.slice(0, CUT) + " …");
+  const button = el("button", {class: "more", type: "button"}, "show more");
+  button.addEventListener("click", () => {
+    const open = button.textContent === "show more";
+    span.textContent = open ? text : text.slice(0, CUT) + " …";
+    button.textContent = open ? "show less" : "show more";
+  });
+  box.append(span, button);
+  return box;
+}
+function correctness(c) { return c.c === true ? "correct" : c.c === false ? "wrong" : "n/a"; }
+for (const line of D.notes.concat(D.metrics.map((m) => "Task metrics: " + m))) {
+  document.getElementById("notes").append(el("p", {class: "note"}, line));
+}
+const values = {task: new Set(), category: new Set(), correct: new Set(), method: new Set(),
+                model: new Set(D.models)};
+for (const row of D.rows) {
+  values.task.add(row.t); if (row.k) values.category.add(row.k);
+  for (const c of Object.values(row.c)) { values.correct.add(correctness(c)); if (c.m) values.method.add(c.m); }
+}
+const selects = {};
+for (const [name, label] of FILTERS) {
+  const wrap = el("label", {}, label + ":");
+  const select = el("select", {id: "filter-" + name, name: name});
+  select.append(el("option", {value: ""}, "all"));
+  for (const v of [...values[name]].sort()) select.append(el("option", {value: v}, v));
+  if (values[name].size === 0) select.disabled = true;
+  select.addEventListener("change", () => { writeHash(); apply(); });
+  selects[name] = select; wrap.append(select);
+  document.getElementById("filters").append(wrap);
+}
+const head = el("tr");
+for (const h of ["figure", "task / document", "prompt", "expected"]) head.append(el("th", {}, h));
+D.models.forEach((m, i) => head.append(el("th", {class: "model", "data-model": i}, m)));
+document.querySelector("#samples thead").append(head);
+const body = document.querySelector("#samples tbody");
+const rows = D.rows.map((row) => {
+  const tr = el("tr", {class: "sample"});
+  const figs = el("td", {class: row.i.length > 1 ? "figs multi" : "figs"});
+  for (const i of row.i) {
+    const thumb = el("img", {src: D.images[i], alt: "figure (open at full size)", class: "thumb"});
+    if (!D.full[i]) { figs.append(thumb); continue; }
+    const link = el("a", {href: D.full[i], class: "full", target: "_blank", title: "open the figure at full size"});
+    link.append(thumb); figs.append(link);
+  }
+  if (row.i.length === 0) figs.append(el("span", {class: "na"}, "no image"));
+  const what = el("td", {}, ""); what.append(el("div", {}, row.t), el("div", {class: "meta"}, row.l));
+  if (row.k) what.append(el("div", {class: "meta"}, row.k));
+  const prompt = el("td"); prompt.append(textBlock(row.p));
+  const expected = el("td"); expected.append(textBlock(row.e));
+  tr.append(figs, what, prompt, expected);
+  D.models.forEach((m, i) => {
+    const td = el("td", {class: "cell", "data-model": i});
+    const c = row.c[String(i)];
+    if (!c) { td.append(el("span", {class: "na"}, "not run")); tr.append(td); return; }
+    const verdict = correctness(c);
+    td.append(el("div", {class: verdict === "correct" ? "ok" : verdict === "wrong" ? "bad" : "na"}, verdict));
+    const out = el("div"); out.append(el("span", {class: "meta"}, "output:"), textBlock(c.o || "(empty)"));
+    td.append(out);
+    if (c.a) td.append(el("div", {}, "answer: " + c.a));
+    if (c.m) td.append(el("div", {class: "meta"}, "resolved by: " + c.m + (c.r ? " (" + c.r + ")" : "")));
+    else if (c.r) td.append(el("div", {class: "meta"}, c.r));
+    if (c.d) td.append(el("div", {class: "meta"}, c.d));
+    tr.append(td);
+  });
+  body.append(tr);
+  return [row, tr];
+});
+function readHash() {
+  const params = new URLSearchParams(location.hash.slice(1));
+  for (const [name] of FILTERS) selects[name].value = params.get(name) || "";
+}
+function writeHash() {
+  const params = new URLSearchParams();
+  for (const [name] of FILTERS) if (selects[name].value) params.set(name, selects[name].value);
+  history.replaceState(null, "", "#" + params.toString());
+}
+function apply() {
+  const f = {}; for (const [name] of FILTERS) f[name] = selects[name].value;
+  const models = D.models.map((m, i) => i).filter((i) => !f.model || D.models[i] === f.model);
+  let shown = 0;
+  for (const [row, tr] of rows) {
+    let visible = (!f.task || row.t === f.task) && (!f.category || row.k === f.category);
+    visible = visible && models.some((i) => {
+      const c = row.c[String(i)];
+      return c && (!f.correct || correctness(c) === f.correct) && (!f.method || c.m === f.method);
+    });
+    tr.hidden = !visible; if (visible) shown += 1;
+  }
+  document.querySelectorAll("#samples [data-model]").forEach((node) => {
+    node.hidden = !models.includes(Number(node.dataset.model));
+  });
+  const count = document.getElementById("count");
+  count.textContent = shown + " of " + rows.length + " documents shown";
+  count.dataset.shown = String(shown); count.dataset.total = String(rows.length);
+}
+readHash(); apply();
+window.addEventListener("hashchange", () => { readHash(); apply(); });
+window.addEventListener("load", () => {
+  const images = [...document.querySelectorAll("img.thumb")];
+  const drawn = images.filter((img) => img.complete && img.naturalWidth > 0).length;
+  const count = document.getElementById("count");
+  count.dataset.imagesDrawn = String(drawn); count.dataset.imagesBroken = String(images.length - drawn);
+});
