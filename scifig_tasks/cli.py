@@ -56,7 +56,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from scifig_tasks.core.secrets import masked_output, secrets_of
+from scifig_tasks.core import settings
+from scifig_tasks.core.secrets import masked_output
 
 
 class EvalFailed(RuntimeError):
@@ -219,7 +220,7 @@ def eval_command(argv: Sequence[str], debug: bool = False, cache: bool = True) -
     if parallel_line is not None:
         print(parallel_line, file=sys.stderr, flush=True)
     # the environment's keys and URL credentials, and those of URLs in the arguments (--model_args base_url=...)
-    with masked_output(secrets_of(os.environ, command_line=argv), _option(argv, "--output_path")):
+    with masked_output(settings.process_secrets(command_line=argv), _option(argv, "--output_path")):
         try:
             outcomes = run_lmms_eval(argv)
         except EvalFailed as exc:

@@ -19,18 +19,17 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from scifig_tasks.core import judge
+from scifig_tasks.core import judge, settings
 from scifig_tasks.core.errors import DataError
+from scifig_tasks.core.run_files import RESULTS_SUFFIX
 from scifig_tasks.core.scoring_protocol import PROTOCOLS, Protocol, rescoring_as
-from scifig_tasks.core.secrets import masked_output, secrets_of
+from scifig_tasks.core.secrets import masked_output
 from scifig_tasks.lmms_eval.rescore import rescore_lmms
-from scifig_tasks.report.runs import RESULTS_SUFFIX
 from scifig_tasks.rescoring import DIFF_FILE, RescoredRun, RescoreRefused, dry_run_lines, summary, write_diffs
 from scifig_tasks.vlmeval.rescore import prediction_files, rescore_vlmeval
 
@@ -108,7 +107,7 @@ def _quiet_lmms_eval() -> None:
 
 
 def _command(args: argparse.Namespace) -> int:
-    with masked_output(secrets_of(os.environ), args.out):  # the logs it copies may hold a key a server echoed
+    with masked_output(settings.process_secrets(), args.out):  # the logs it copies may hold a key a server echoed
         return _rescore_command(args)
 
 

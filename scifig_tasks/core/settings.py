@@ -598,13 +598,13 @@ def current() -> Settings:
         return built
 
 
-def process_secrets(extra: Iterable[str] = ()) -> dict[str, str]:
-    """``secret -> label`` for every secret in the process environment plus ``extra``
-    (:func:`scifig_tasks.core.secrets.secrets_of`): all variables, not only the ones scifig reads, so that a key
-    scifig never uses is still masked in whatever it writes (the judge cache, logs)."""
+def process_secrets(extra: Iterable[str] = (), command_line: Iterable[str] = ()) -> dict[str, str]:
+    """``secret -> label`` for every secret in the process environment, plus ``extra`` and the URL credentials of
+    ``command_line`` (:func:`scifig_tasks.core.secrets.secrets_of`): all variables, not only the ones scifig reads,
+    so that a key scifig never uses is still masked in whatever it writes (results, caches, logs)."""
     from scifig_tasks.core.secrets import secrets_of
 
-    return secrets_of(os.environ, extra)
+    return secrets_of(os.environ, extra, command_line)
 
 
 def reset() -> None:

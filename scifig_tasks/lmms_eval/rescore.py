@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from scifig_tasks.core import judge, provenance, settings
+from scifig_tasks.core.run_files import RESULTS_SUFFIX, read_jsonl, read_results
 from scifig_tasks.core.sample_logs import check_log, distinct
-from scifig_tasks.report.runs import RESULTS_SUFFIX, read_jsonl, read_results
 from scifig_tasks.rescoring import (
     RescoredRun,
     RescoreRefused,

@@ -57,7 +57,8 @@ from lmms_eval.caching.response_cache import (
 )
 from loguru import logger
 
-from scifig_tasks.core.secrets import mask, secrets_of
+from scifig_tasks.core import settings
+from scifig_tasks.core.secrets import mask
 
 RUN_ID = "scifig"
 """The run folder of every ``scifig eval`` (``runs/scifig/``), so that a rerun reopens what a stopped run wrote."""
@@ -144,7 +145,7 @@ class ScifigResponseCache(ResponseCache):
         """lmms-eval's ``create``; the secrets to mask and the endpoint are read from the environment."""
         cache = super().create(cache_root, **kwargs)
         assert isinstance(cache, ScifigResponseCache)
-        cache._secrets = secrets_of(os.environ)
+        cache._secrets = settings.process_secrets()
         cache._endpoint = os.environ.get(ENDPOINT_VARIABLE, "")
         return cache
 

@@ -17,24 +17,22 @@ each dataset under the lmms-eval task name it corresponds to (:data:`VLMEVAL_TAS
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from scifig_tasks.core import settings
 from scifig_tasks.core.errors import DataError
 from scifig_tasks.core.provenance import KEY
+from scifig_tasks.core.run_files import RECORDS_SUFFIX, RESULTS_SUFFIX, SCORES_SUFFIX, read_jsonl, read_results
 from scifig_tasks.core.sample_logs import report_note, scores_note
-from scifig_tasks.core.secrets import mask, mask_value, secrets_of
+from scifig_tasks.core.secrets import mask, mask_value
 from scifig_tasks.core.sources import SCIFIBENCH
 from scifig_tasks.vlmeval.names import DEPRECATED as VLMEVAL_DEPRECATED
 
 SCIFIBENCH_SPLITS = SCIFIBENCH.splits
 
-RESULTS_SUFFIX = "_results.json"
-SCORES_SUFFIX = "_scifig_scores.json"
-RECORDS_SUFFIX = "_scifig_records.jsonl"
 VLMEVAL_SHOWN = (
     "grab",
     "grab_llm_extract",
@@ -118,35 +116,12 @@ def model_name(results: Mapping[str, Any], path: Path) -> str:
     return f"{config['model']}({args})" if args else str(config["model"])
 
 
-def read_results(path: Path) -> dict[str, Any]:
-    """An lmms-eval results file (a :class:`DataError` naming it when it is not one)."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise DataError(str(path), None, None, f"not valid JSON ({exc})") from None
-    if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
-        raise DataError(str(path), None, None, "not an lmms-eval results file (no 'results' mapping)")
-    return data
-
-
 def _samples(results_path: Path) -> dict[str, list[dict[str, Any]]]:
     prefix = results_path.name[: -len(RESULTS_SUFFIX)]
     found: dict[str, list[dict[str, Any]]] = {}
     for path in sorted(results_path.parent.glob(f"{prefix}_samples_*.jsonl")):
         found[path.name[len(f"{prefix}_samples_") : -len(".jsonl")]] = read_jsonl(path)
     return found
-
-
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """One JSON object per non-empty line (a sample log or a records file)."""
-    rows = []
-    for line_number, line in enumerate(path.read_text(encoding="utf-8").splitlines()):
-        if line.strip():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise DataError(str(path), line_number, None, f"not valid JSON ({exc})") from None
-    return rows
 
 
 def _vlmeval(path: Path, runs: dict[str, Run]) -> None:
@@ -227,7 +202,7 @@ def load_runs(paths: Iterable[Path]) -> list[Run]:
                 run.samples[task] = samples[task]
                 if note := report_note(task, samples[task], data, path):  # a damaged log says "partial"
                     run.notes.append(note)
-    secrets = secrets_of(os.environ)
+    secrets = settings.process_secrets()
     for run in runs.values():
         run.model, run.notes = mask(run.model, secrets), mask_value(run.notes, secrets)
         run.entries, run.samples = mask_value(run.entries, secrets), mask_value(run.samples, secrets)

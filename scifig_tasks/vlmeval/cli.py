@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from scifig_tasks.core.errors import DataError
+from scifig_tasks.core.run_files import SCORES_SUFFIX
 from scifig_tasks.core.secrets import declared, mask_files, mask_log_records, secrets_of
 from scifig_tasks.vlmeval import names, tsv
 
@@ -174,9 +175,6 @@ def _check(work_dir: Path, models: list[str], datasets: list[str], mode: str) ->
             elif entry.get("skip_reason") or not entry.get("metrics"):
                 problems.append(f"{model} x {name}: no metrics ({entry.get('skip_reason') or 'evaluation skipped'})")
     return problems
-
-
-SCORES_SUFFIX = "_scifig_scores.json"
 
 
 def judge_failures_since(work_dir: Path, started: float) -> dict[str, int]:

@@ -49,13 +49,15 @@ from vlmeval.dataset.image_base import ImageBaseDataset
 from vlmeval.smp import LMUDataRoot, toliststr
 
 from scifig_tasks.core import judge as judge_accounting
+from scifig_tasks.core import settings
 from scifig_tasks.core.grab import rules as grab
 from scifig_tasks.core.judge import JudgeClient, get_judge
 from scifig_tasks.core.plot_twist import rules as plot_twist
 from scifig_tasks.core.provenance import KEY, environment
+from scifig_tasks.core.run_files import RECORDS_SUFFIX, SCORES_SUFFIX
 from scifig_tasks.core.scifibench import rules as scifibench
 from scifig_tasks.core.scoring_protocol import Protocol, in_force
-from scifig_tasks.core.secrets import mask_value, secrets_of
+from scifig_tasks.core.secrets import mask_value
 from scifig_tasks.core.task_versions import TASK_VERSIONS
 from scifig_tasks.vlmeval import judging, names, tsv
 
@@ -144,11 +146,11 @@ class SciFigDataset(ImageBaseDataset):
         with judge_accounting.task_scope(self.dataset_name):
             metrics, details = self.summarise(records)
         key = [self.judge.config.api_key] if self.judge is not None and self.judge.config.api_key else []
-        stem, secrets = str(eval_file).rsplit(".", 1)[0], secrets_of(os.environ, key)
-        with open(f"{stem}_scifig_records.jsonl", "w", encoding="utf-8") as handle:
+        stem, secrets = str(eval_file).rsplit(".", 1)[0], settings.process_secrets(key)
+        with open(f"{stem}{RECORDS_SUFFIX}", "w", encoding="utf-8") as handle:
             for record in records:
                 handle.write(json.dumps(mask_value(record, secrets), ensure_ascii=False) + "\n")
-        with open(f"{stem}_scifig_scores.json", "w", encoding="utf-8") as handle:
+        with open(f"{stem}{SCORES_SUFFIX}", "w", encoding="utf-8") as handle:
             scores = {"dataset": self.dataset_name, "version": TASK_VERSIONS[self.BENCHMARK], "metrics": metrics}
             scores |= {"breakdown": details, "judge": chosen.described(), KEY: environment("vlmeval")}
             usage = judge_accounting.usage_report(drain=True)

@@ -23,8 +23,8 @@ from typing import Any
 
 from scifig_tasks.core import judge, provenance
 from scifig_tasks.core.errors import DataError
+from scifig_tasks.core.run_files import RECORDS_SUFFIX, SCORES_SUFFIX, read_jsonl
 from scifig_tasks.core.sample_logs import check_ids
-from scifig_tasks.report.runs import RECORDS_SUFFIX, SCORES_SUFFIX, read_jsonl
 from scifig_tasks.rescoring import (
     RescoredRun,
     RescoreRefused,
