@@ -1,8 +1,15 @@
-"""Shared fixtures: the local OpenAI-compatible server and helpers to run the real lmms-eval CLI.
+"""Shared fixtures (the local OpenAI-compatible server, helpers to run the real lmms-eval CLI) and the test marks.
+
+The marks (declared in setup.cfg's ``[tool:pytest]`` section, where each is defined):
+
+* ``slow``: more than about a second on an idle 2-core machine; ``pytest -m "not slow"`` is the quick subset.
+* ``cli``: runs a command line (``scifig ...``, ``lmms-eval``, ``python -m ...``) in a subprocess or in-process
+  through its ``main()``.
+* ``perf``: runs a ``tests/perf`` benchmark script (a smoke run).
 
 Tests that run real command lines in subprocesses (they take the ``run_cli`` or ``lmms_env`` fixture, or one of the
-module-scoped fixtures that run lmms-eval once for a module: :data:`CLI_RUN_FIXTURES`) are marked ``slow`` here, as
-are tests marked by hand; ``pytest -m "not slow"`` is the quick subset.
+module-scoped fixtures that run lmms-eval once for a module: :data:`CLI_RUN_FIXTURES`) are marked ``slow`` and
+``cli`` here; every other test carries its marks where it is defined.
 """
 
 from __future__ import annotations
@@ -25,3 +32,4 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         names = set(getattr(item, "fixturenames", ()))
         if SUBPROCESS_FIXTURES & names or CLI_RUN_FIXTURES.get(item.path.name) in names:
             item.add_marker(pytest.mark.slow)
+            item.add_marker(pytest.mark.cli)

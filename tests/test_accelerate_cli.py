@@ -153,6 +153,7 @@ def equal_scores(single: dict[str, Any], parallel: dict[str, Any], where: str) -
 
 
 @pytest.mark.slow
+@pytest.mark.cli
 def test_two_processes_really_run_and_each_takes_half(chance_runs: dict[int, tuple[CliRun, int]]) -> None:
     single, _ = chance_runs[1]
     parallel, _ = chance_runs[PROCESSES]
@@ -163,6 +164,7 @@ def test_two_processes_really_run_and_each_takes_half(chance_runs: dict[int, tup
 
 
 @pytest.mark.slow
+@pytest.mark.cli
 def test_two_processes_score_every_task_as_one_process(chance_runs: dict[int, tuple[CliRun, int]]) -> None:
     single, parallel = chance_runs[1][0].results(), chance_runs[PROCESSES][0].results()
     assert parallel["n-samples"] == single["n-samples"]
@@ -175,6 +177,7 @@ def test_two_processes_score_every_task_as_one_process(chance_runs: dict[int, tu
 
 
 @pytest.mark.slow
+@pytest.mark.cli
 def test_two_processes_log_every_document_once_with_the_same_answer(
     chance_runs: dict[int, tuple[CliRun, int]],
 ) -> None:
@@ -190,6 +193,7 @@ def test_two_processes_log_every_document_once_with_the_same_answer(
 
 
 @pytest.mark.slow
+@pytest.mark.cli
 def test_two_processes_audit_the_same_sample_with_the_same_judge_requests(
     chance_runs: dict[int, tuple[CliRun, int]],
 ) -> None:
@@ -206,6 +210,7 @@ def test_two_processes_audit_the_same_sample_with_the_same_judge_requests(
 
 
 @pytest.mark.slow
+@pytest.mark.cli
 def test_clip_baseline_in_two_processes_predicts_as_one(tmp_path: Path) -> None:
     """Every process builds the same seeded weights on its own device; the gathered predictions are those open_clip
     gives in this process."""

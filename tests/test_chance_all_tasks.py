@@ -103,6 +103,7 @@ def _output(sample: dict) -> str:
 
 
 @pytest.mark.slow
+@pytest.mark.cli
 def test_every_task_of_every_group_gets_a_score(chance_run: CliRun) -> None:
     assert chance_run.returncode == 0, chance_run.output[-4000:]
     results = chance_run.results()
@@ -119,6 +120,7 @@ def test_every_task_of_every_group_gets_a_score(chance_run: CliRun) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.cli
 def test_plot_twist_chance_states_an_integer_in_the_question_kinds_range(chance_run: CliRun) -> None:
     """Read by the extraction rule (no judge needed, none asked); counts and pie percentages in their ranges."""
     drawn = set()
@@ -138,6 +140,7 @@ def test_plot_twist_chance_states_an_integer_in_the_question_kinds_range(chance_
 
 
 @pytest.mark.slow
+@pytest.mark.cli
 def test_multiple_choice_and_grab_chance_answers_keep_their_rules(chance_run: CliRun) -> None:
     """SciFIBench: a letter of the row's 5 options; MMSci: one of its 4 (no judge needed: a bare letter is read by
     rule); GRAB: an integer, as the precision sentence asks, in the default range -10..10."""

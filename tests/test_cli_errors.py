@@ -23,12 +23,14 @@ def one_line(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, 
     return status, err.rstrip("\n")
 
 
+@pytest.mark.cli
 def test_report_of_a_missing_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     missing = tmp_path / "nonexistent"
     status, line = one_line(["report", "--out", str(tmp_path / "r"), str(missing)], capsys)
     assert (status, line) == (1, f"scifig report: no results file or directory at {missing} — check the path")
 
 
+@pytest.mark.cli
 def test_report_of_a_folder_without_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "runs").mkdir()
     status, line = one_line(["report", "--out", str(tmp_path / "r"), str(tmp_path / "runs")], capsys)
@@ -36,6 +38,7 @@ def test_report_of_a_folder_without_runs(tmp_path: Path, capsys: pytest.CaptureF
     assert line.endswith(" — check the path")
 
 
+@pytest.mark.cli
 def test_export_upstream_of_an_unknown_benchmark(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     status, line = one_line(["export-upstream", "--bench", "grabb", "--out", str(tmp_path / "up")], capsys)
     assert status == 1
@@ -45,6 +48,7 @@ def test_export_upstream_of_an_unknown_benchmark(tmp_path: Path, capsys: pytest.
     )
 
 
+@pytest.mark.cli
 def test_unknown_task_name(capsys: pytest.CaptureFixture[str]) -> None:
     assert one_line(["tasks", "scifibenchh"], capsys) == (
         2,
@@ -52,11 +56,13 @@ def test_unknown_task_name(capsys: pytest.CaptureFixture[str]) -> None:
     )
 
 
+@pytest.mark.cli
 def test_unknown_preset(capsys: pytest.CaptureFixture[str]) -> None:
     status, line = one_line(["presets", "gpt-5o"], capsys)
     assert status == 1 and line.startswith("scifig presets: model preset gpt-5o: unknown preset; available: ")
 
 
+@pytest.mark.cli
 def test_demo_refuses_zero_questions(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exited:
         main(["demo", "--per-task", "0"])
@@ -66,6 +72,8 @@ def test_demo_refuses_zero_questions(capsys: pytest.CaptureFixture[str]) -> None
     )
 
 
+@pytest.mark.slow
+@pytest.mark.cli
 def test_debug_shows_the_traceback(tmp_path: Path) -> None:
     missing = tmp_path / "nonexistent"
     completed = subprocess.run(
@@ -79,6 +87,8 @@ def test_debug_shows_the_traceback(tmp_path: Path) -> None:
     assert completed.stderr.rstrip().splitlines()[-1] == f"FileNotFoundError: no results file or directory at {missing}"
 
 
+@pytest.mark.slow
+@pytest.mark.cli
 def test_export_tsv_without_data_says_so_in_one_line(tmp_path: Path) -> None:
     """Offline, with no local data: the Hub cannot be reached; the message says which variable to set."""
     completed = subprocess.run(
@@ -96,6 +106,7 @@ def test_export_tsv_without_data_says_so_in_one_line(tmp_path: Path) -> None:
     assert "set SCIFIG_GRAB_DATA=DIR" in lines[0]
 
 
+@pytest.mark.cli
 def test_presets_fit_100_columns(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["presets"]) == 0
     lines = capsys.readouterr().out.splitlines()

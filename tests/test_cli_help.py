@@ -100,6 +100,7 @@ def test_every_option_and_command_has_a_help_text() -> None:
 
 
 @pytest.mark.parametrize("argv", ALL_HELP, ids=lambda argv: " ".join(argv) or "scifig")
+@pytest.mark.cli
 def test_help_speaks_to_users(argv: list[str], capsys: pytest.CaptureFixture[str], monkeypatch) -> None:
     monkeypatch.setenv("COLUMNS", "100")
     text = help_of(argv, capsys)
@@ -116,6 +117,8 @@ def test_help_speaks_to_users(argv: list[str], capsys: pytest.CaptureFixture[str
             assert "--work-dir WORK_DIR" in text
 
 
+@pytest.mark.slow
+@pytest.mark.cli
 def test_scifig_help_from_the_installed_command() -> None:
     scifig = Path(sys.executable).parent / "scifig"
     completed = subprocess.run(

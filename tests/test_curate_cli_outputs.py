@@ -38,6 +38,8 @@ def _curate(command: str, args: list[str], cwd: Path) -> subprocess.CompletedPro
 
 
 @pytest.mark.parametrize("command", list(COMMANDS))
+@pytest.mark.slow
+@pytest.mark.cli
 def test_unwritable_out_is_one_line_and_exit_2(command: str, tmp_path: Path) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder", encoding="utf-8")
@@ -52,6 +54,8 @@ def test_unwritable_out_is_one_line_and_exit_2(command: str, tmp_path: Path) -> 
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]  # nothing created
 
 
+@pytest.mark.slow
+@pytest.mark.cli
 def test_out_of_the_wrong_kind_is_one_line(tmp_path: Path) -> None:
     existing = tmp_path / "existing.txt"
     existing.write_text("x", encoding="utf-8")
@@ -66,6 +70,7 @@ def test_out_of_the_wrong_kind_is_one_line(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.cli
 def test_a_write_failing_mid_build_is_one_line_and_exit_1(tmp_path: Path, monkeypatch, capsys) -> None:
     from curation.plot_twist import build
     from scifig_tasks.cli import main

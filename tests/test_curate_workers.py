@@ -113,10 +113,12 @@ def _kill_and_watch(args: list[str], cwd: Path) -> None:
             command.stderr.close()
 
 
+@pytest.mark.cli
 def test_killed_grab_build_takes_its_workers_with_it(tmp_path: Path) -> None:
     _kill_and_watch(["grab", "--out", str(tmp_path / "grab"), "--workers", str(WORKERS)], tmp_path)
 
 
+@pytest.mark.cli
 def test_killed_plot_twist_build_takes_its_workers_and_their_helpers_with_it(tmp_path: Path) -> None:
     _kill_and_watch(["plot-twist", "--out", str(tmp_path / "plot-twist"), "--workers", str(WORKERS)], tmp_path)
 
@@ -135,6 +137,7 @@ def _pairs(path: Path, count: int) -> Path:
     return path
 
 
+@pytest.mark.cli
 def test_killed_scifibench_curation_takes_its_dataloader_workers_with_it(tmp_path: Path) -> None:
     config = tmp_path / f"{MODEL}.json"
     config.write_text(json.dumps(TINY))

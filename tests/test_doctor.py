@@ -161,6 +161,7 @@ def test_the_judge_reachable_refusing_dead_or_misconfigured_and_the_key_never_pr
 
 
 @pytest.mark.slow
+@pytest.mark.cli
 def test_the_command_exits_1_on_a_problem_and_0_without(tmp_path: Path) -> None:
     scifig = str(Path(sys.executable).parent / "scifig")
     env = {**offline_env(tmp_path), "SCIFIG_JUDGE": "off"}

@@ -108,6 +108,8 @@ def test_known_bad_releases_are_excluded_for_plain_pip_installs(pyproject: dict[
 
 
 @pytest.mark.skipif(Path(sys.prefix).resolve() != (REPO / ".venv").resolve(), reason="runs in .ci/setup's .venv")
+@pytest.mark.slow
+@pytest.mark.cli
 def test_setup_installed_exactly_the_lock() -> None:
     assert installed_distributions() == locked_versions(LOCK.read_text(encoding="utf-8"))
     # the one conflict pip sees is the overridden pin, nothing else
@@ -118,6 +120,7 @@ def test_setup_installed_exactly_the_lock() -> None:
     ]
 
 
+@pytest.mark.slow
 def test_no_scifig_code_path_imports_the_package_whose_pin_the_lock_overrides() -> None:
     """latex2sympy2 (and its generated parser package ``gen``) cannot be imported with the locked antlr4 runtime;
     every scifig task hook, the VLMEvalKit datasets and lmms-eval's evaluator import without it (VLMEvalKit's own
@@ -178,6 +181,8 @@ def test_environment_differences_name_each_changed_version() -> None:
     assert environment_changes(None, recorded) == [provenance.NOT_RECORDED]
 
 
+@pytest.mark.slow
+@pytest.mark.cli
 def test_one_version_source() -> None:
     import scifig_tasks
 

@@ -131,6 +131,8 @@ def _blocked_env(base: dict[str, str], tmp_path: Path) -> dict[str, str]:
     return {**base, "PYTHONPATH": str(blocker)}
 
 
+@pytest.mark.slow
+@pytest.mark.cli
 def test_export_is_generated_from_the_package_and_self_contained(tmp_path: Path) -> None:
     completed = _scifig("export-upstream", "--bench", "grab", "--out", str(tmp_path / "out"), cwd=tmp_path)
     assert completed.returncode == 0, completed.stderr
@@ -177,6 +179,8 @@ def test_export_is_generated_from_the_package_and_self_contained(tmp_path: Path)
     assert unknown.returncode != 0 and "unknown benchmark 'nope'" in unknown.stderr
 
 
+@pytest.mark.slow
+@pytest.mark.cli
 def test_plot_twist_export_documents_local_data(tmp_path: Path) -> None:
     """No Hub copy: the YAMLs name parquet data_files (placeholders until --data gives real paths)."""
     completed = _scifig("export-upstream", "--bench", "plot_twist", "--out", str(tmp_path), cwd=tmp_path)
@@ -190,6 +194,7 @@ def test_plot_twist_export_documents_local_data(tmp_path: Path) -> None:
     assert "plot_twist_core" in (tmp_path / "plot_twist" / "utils.py").read_text()
 
 
+@pytest.mark.cli
 def test_exported_grab_runs_in_plain_lmms_eval_without_scifig(tmp_path: Path, openai_server, lmms_env, run_cli) -> None:
     rows = [row for row, _, _ in CASES]
     data = write_parquet(rows, tmp_path / "grab-data" / "GRAB.parquet")

@@ -162,6 +162,7 @@ def test_scifibench_curated_parquet_becomes_the_evaluation_prompt(tmp_path: Path
     assert [example.id for example in with_gold] == ["scifibench-CS_Figure2Caption-8"]
 
 
+@pytest.mark.slow
 def test_grab_output_converts_and_round_trips_through_the_jsonl(tmp_path: Path) -> None:
     from curation.grab.build import build_grab
 

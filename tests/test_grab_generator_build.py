@@ -97,6 +97,7 @@ def test_mc_output_holds_the_options_the_task_builds(builds: tuple[Path, Path]) 
         assert options["ABCDE".index(letter)] == f"{letter}) {row['answer']}"
 
 
+@pytest.mark.cli
 def test_cli_builds_a_subset_of_the_selected_tasks(tmp_path: Path, capsys) -> None:
     out = tmp_path / "cli"
     code = main(["curate", "grab", "--out", str(out), "--limit", "3", "--tasks", "transforms", "--dpi", str(DPI)])

@@ -283,6 +283,7 @@ def _apply_in_order(steps: list[Operation], points: np.ndarray) -> np.ndarray:
 
 @FAST
 @given(pieces_strategy, operations())
+@pytest.mark.slow
 def test_composed_transforms_match_the_point_set(piece: Piece, steps: list[Operation]) -> None:
     xs, ys = _dense(piece)
     moved = _apply_in_order(steps, np.column_stack((xs, ys)))

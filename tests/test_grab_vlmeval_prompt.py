@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.harness.grab_data import Row, write_parquet
 from tests.harness.lmms import offline_env
 
@@ -23,6 +25,7 @@ print("REPORT " + json.dumps([[part["type"], part["value"]] for part in message]
 """
 
 
+@pytest.mark.slow
 def test_vlmeval_grab_message_is_text_then_image(tmp_path: Path) -> None:
     data = write_parquet([Row("properties", "15")], tmp_path / "grab" / "GRAB.parquet")
     (tmp_path / "lmu").mkdir()

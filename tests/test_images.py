@@ -9,6 +9,7 @@ import pytest
 from lmms_eval.models.model_utils.media_encoder import encode_image_to_base64
 from PIL import Image, ImageFile
 
+from scifig_tasks.core import images
 from scifig_tasks.core.data import image_problem
 from scifig_tasks.core.errors import DataError
 from scifig_tasks.core.images import for_upload, to_rgb
@@ -77,6 +78,9 @@ def test_a_request_image_whose_pixels_are_broken_is_refused_strictly(decode, mon
     """Under lmms-eval's lenient setting PIL would pad the image with grey: the request decodes strictly and raises;
     bytes from no loaded source are named as such."""
     monkeypatch.setattr(ImageFile, "LOAD_TRUNCATED_IMAGES", True)
+    # the damaged bytes belong to no loaded dataset: nothing for the error's file/row lookup to scan (the datasets
+    # earlier tests left loaded would make each refusal a scan of all of them)
+    monkeypatch.setattr(images, "_SOURCES", [])
     damaged = {"bytes": truncated_stream(png_bytes("RGB", (9, 9, 9))), "path": None}
 
     with pytest.raises(DataError) as caught:
@@ -93,6 +97,9 @@ def test_strict_decoding_in_many_threads_refuses_every_damaged_image_and_restore
     import threading
 
     monkeypatch.setattr(ImageFile, "LOAD_TRUNCATED_IMAGES", True)
+    # the damaged bytes belong to no loaded dataset: nothing for the error's file/row lookup to scan (the datasets
+    # earlier tests left loaded would make each refusal a scan of all of them)
+    monkeypatch.setattr(images, "_SOURCES", [])
     damaged = {"bytes": truncated_stream(png_bytes("RGB", (9, 9, 9))), "path": None}
     fine = {"bytes": png_bytes("RGB", (9, 9, 9)), "path": None}
     accepted: list[int] = []

@@ -94,6 +94,7 @@ def test_faulty_endpoint_loses_nothing_and_rerun_is_cached(openai_server, tmp_pa
     assert rerun.stats["cache_hits"] == len(judged)
 
 
+@pytest.mark.slow
 def test_cache_is_shared_with_another_process(openai_server, tmp_path):  # noqa: F811
     server = openai_server(answer)
     config = config_for(server, tmp_path)

@@ -179,6 +179,7 @@ print("METRICS " + json.dumps(dataset.evaluate(sys.argv[1])))
 """
 
 
+@pytest.mark.slow
 def test_vlmeval_scoring_keeps_the_judge_concurrency_in_flight(tmp_path: Path, openai_server) -> None:
     """More than VLMEvalKit's 8 scoring threads when the judge allows more (here 12)."""
     rows = [Row(TASKS[pid % 4], str(pid)) for pid in range(24)]

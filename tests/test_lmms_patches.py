@@ -98,6 +98,7 @@ print("CHANGED " + json.dumps(changed))
 """
 
 
+@pytest.mark.slow
 def test_the_list_is_exactly_what_install_and_a_run_change_in_lmms_eval() -> None:
     """Every attribute of lmms-eval's modules and classes, before the plugin installs and during a run: the ones
     that differ are the listed targets (and the modules that import one by value)."""
@@ -149,6 +150,7 @@ def test_a_missing_target_is_named(lmms: Any, monkeypatch: pytest.MonkeyPatch) -
     assert str(raised.value) == expected_line("lmms_eval.utils.make_table", "has no lmms_eval.utils.make_table")
 
 
+@pytest.mark.cli
 def test_scifig_eval_says_the_version_problem_in_one_line(
     lmms: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -49,6 +49,7 @@ def rows(path: Path) -> list[dict]:
     return data.cast_column("image", datasets.Image(decode=False)).to_list()
 
 
+@pytest.mark.cli
 def test_layout_and_exact_features(built: tuple[Path, Path]) -> None:
     _, out = built
     for table, features in (("mcq", MCQ_FEATURES), ("captioning", CAPTIONING_FEATURES)):
@@ -138,6 +139,7 @@ def test_sft_from_train_articles_only(built: tuple[Path, Path]) -> None:
         assert all((out / "sft" / image).is_file() for image in record["images"])
 
 
+@pytest.mark.cli
 def test_same_seed_same_bytes_other_seed_other_questions(built: tuple[Path, Path], tmp_path: Path) -> None:
     source, out = built
     assert curate(source / "articles.jsonl", tmp_path / "again", "--seed", "3") == 0
@@ -148,6 +150,7 @@ def test_same_seed_same_bytes_other_seed_other_questions(built: tuple[Path, Path
     assert not (tmp_path / "other" / "sft").exists()
 
 
+@pytest.mark.cli
 def test_bad_record_names_file_row_and_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     articles = write_articles(tmp_path / "in", {("Physical sciences", "Physics"): 2})
     lines = articles.read_text(encoding="utf-8").splitlines()
@@ -161,6 +164,7 @@ def test_bad_record_names_file_row_and_field(tmp_path: Path, capsys: pytest.Capt
     assert "missing.png does not exist" in error
 
 
+@pytest.mark.cli
 def test_directory_of_records_in_the_authors_tree(tmp_path: Path) -> None:
     """``rawdata/<category>/<subject>/<uid>/<uid>_data.json`` without category/subject fields, next to the authors'
     split lists; a paper filed under two subjects."""
@@ -201,6 +205,8 @@ def test_directory_of_records_in_the_authors_tree(tmp_path: Path) -> None:
     }
 
 
+@pytest.mark.slow
+@pytest.mark.cli
 def test_the_installed_scifig_command_runs_it(tmp_path: Path) -> None:
     scifig = Path(sys.executable).parent / "scifig"
     listing = subprocess.run([str(scifig), "curate", "--help"], capture_output=True, text=True, check=True).stdout
@@ -218,6 +224,7 @@ def test_the_installed_scifig_command_runs_it(tmp_path: Path) -> None:
     assert f"use SCIFIG_MMSCI_DATA={out}" in completed.stdout
 
 
+@pytest.mark.cli
 def test_duplicate_article_in_a_subject_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     articles = write_articles(tmp_path / "in", {("Physical sciences", "Physics"): 2})
     lines = articles.read_text(encoding="utf-8").splitlines()

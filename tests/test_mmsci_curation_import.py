@@ -115,6 +115,7 @@ def write_archive(root: Path, test_answer: str = "") -> Path:
     return root / "benchmark"
 
 
+@pytest.mark.cli
 def test_authors_archive_import(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     benchmark = write_archive(tmp_path)
     out = tmp_path / "out"
@@ -173,6 +174,7 @@ def test_authors_archive_import(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     assert len(load_benchmark(MMSCI_CAPTIONING, "dev")) == 1
 
 
+@pytest.mark.cli
 def test_authors_test_split_with_anonymised_answers_fails_loudly(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -233,6 +235,7 @@ def write_tsvs(root: Path) -> tuple[Path, Path, Path]:
     return paths
 
 
+@pytest.mark.cli
 def test_vlmeval_tsv_import(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     mcq, image_only, with_abs = write_tsvs(tmp_path / "tsv")
     out = tmp_path / "out"
@@ -268,6 +271,7 @@ def test_vlmeval_tsv_import(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     assert len(load_benchmark(MMSCI_CAPTIONING, "dev")) == 1
 
 
+@pytest.mark.cli
 def test_vlmeval_bad_rows_fail_loudly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     mcq, image_only, _ = write_tsvs(tmp_path / "tsv")
     frame = pd.read_csv(mcq, sep="\t", dtype=str, keep_default_na=False)
@@ -333,6 +337,7 @@ def write_train(benchmark: Path) -> None:
         (folder / name).write_text(json.dumps(data), encoding="utf-8")
 
 
+@pytest.mark.cli
 def test_authors_train_split_to_sft(tmp_path: Path) -> None:
     from scifig_tasks.core.mmsci.rules import caption_prompt, mcq_prompt
 

@@ -155,6 +155,7 @@ def test_all_judge_calls_failing_leaves_the_metrics_unavailable(tmp_path: Path, 
     assert geval["value"] is None and geval["status"] == {"judge_failed": 3}
 
 
+@pytest.mark.slow
 def test_task_evaluation_judges_only_the_seeded_subset(tmp_path: Path, openai_server, monkeypatch) -> None:
     from scifig_tasks.core.mmsci import captioning_metrics as mmsci_captioning
 

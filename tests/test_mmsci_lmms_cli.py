@@ -243,6 +243,7 @@ NEVER_JUDGED = "ALWAYS-FAILS"
 
 
 @pytest.mark.slow
+@pytest.mark.cli
 def test_a_judge_failing_30_percent_of_calls_loses_no_sample(tmp_path: Path) -> None:
     def flaky(request: ChatRequest) -> Reply:
         return Reply(status=500) if NEVER_JUDGED in request.text else judge_policy(request)

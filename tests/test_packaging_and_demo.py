@@ -37,6 +37,8 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return built
 
 
+@pytest.mark.slow
+@pytest.mark.cli
 def test_wheel_ships_tasks_templates_presets_and_entry_points(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     task_files = {
@@ -170,6 +172,8 @@ def test_pytest_reads_its_configuration_from_setup_cfg(pytestconfig: pytest.Conf
     assert "[tool.pytest" not in (REPO / "pyproject.toml").read_text()  # configured in one place only
 
 
+@pytest.mark.slow
+@pytest.mark.cli
 def test_curate_builds_plot_twist_through_the_scifig_command(tmp_path: Path) -> None:
     scifig = Path(sys.executable).parent / "scifig"
     listing = subprocess.run([str(scifig), "curate", "--help"], capture_output=True, text=True, check=True).stdout
@@ -215,6 +219,7 @@ def venv_from_wheel(wheel: Path, root: Path) -> Path:
 
 
 @pytest.mark.slow
+@pytest.mark.cli
 def test_installed_from_the_wheel_lmms_eval_vlmeval_and_presets_run_outside_the_checkout(
     wheel: Path, tmp_path: Path, openai_server
 ) -> None:

@@ -161,6 +161,7 @@ default.ensure_default_data(Path(sys.argv[1]), plots_per_type=1, variants=["grid
 """
 
 
+@pytest.mark.slow
 def test_an_interrupted_default_build_leaves_nothing_the_next_run_trips_over(tmp_path: Path) -> None:
     root = tmp_path / "cache"
     killed = subprocess.Popen(

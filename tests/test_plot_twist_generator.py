@@ -185,6 +185,8 @@ def test_presentation_variants_change_only_the_presentation() -> None:
     assert untitled.axes[0].get_title() == "" and render_mpl.limits(untitled) == base_limits
 
 
+@pytest.mark.slow
+@pytest.mark.cli
 def test_built_set_rows_match_their_renderings(rows: list[dict]) -> None:
     by_variant: dict[str, list[dict]] = {}
     for row in rows:
@@ -237,6 +239,8 @@ def test_built_set_rows_match_their_renderings(rows: list[dict]) -> None:
     assert Image.open(io.BytesIO(rows[0]["image"]["bytes"])).size == (640, 480)
 
 
+@pytest.mark.slow
+@pytest.mark.cli
 def test_built_set_is_valid_local_data_and_reproducible(
     small_set: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -260,6 +264,7 @@ def test_default_composition_reproduces_the_paper_subset_sizes() -> None:
     assert {chart.function for chart in composed["scatter"]} <= {name for name, _ in charts.FUNCTIONS}
 
 
+@pytest.mark.cli
 def test_curate_cli_rejects_bad_arguments(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert curate_main(["--out", str(tmp_path / "x"), "--variants", "sepia"]) == 2
     assert "unknown variant(s) sepia" in capsys.readouterr().err

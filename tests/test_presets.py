@@ -277,6 +277,7 @@ def test_check_reports_unknown_models_and_arguments() -> None:
     assert check_lmms_eval(unknown) == ["u.y: lmms-eval has no model 'qwen9_vl' (key 'lmms_eval.model')"]
 
 
+@pytest.mark.cli
 def test_scifig_presets_lists_and_shows(capsys: pytest.CaptureFixture[str]) -> None:
     from scifig_tasks.cli import main
 

@@ -101,6 +101,8 @@ def _offline_cases() -> list[object]:
 
 
 @pytest.mark.parametrize("command", _offline_cases())
+@pytest.mark.slow
+@pytest.mark.cli
 def test_offline_command_runs(command: str, tmp_path: Path) -> None:
     environment = {k: v for k, v in os.environ.items() if not k.startswith(CLEARED_PREFIXES)}
     venv_bin = REPO / ".venv" / "bin"

@@ -206,6 +206,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.slow
+@pytest.mark.cli
 def test_demo_report_opens_with_the_summary_and_says_the_run_is_not_the_published_set(
     demo: Path, tmp_path: Path
 ) -> None:
@@ -234,6 +235,7 @@ def test_demo_report_opens_with_the_summary_and_says_the_run_is_not_the_publishe
 
 
 @pytest.mark.slow
+@pytest.mark.cli
 def test_every_sample_figure_opens_at_its_full_size(demo: Path, tmp_path: Path) -> None:
     rows = datasets.Dataset.from_parquet(str(demo / "data" / "GRAB.parquet")).cast_column(
         "decoded_image", datasets.Image(decode=False)

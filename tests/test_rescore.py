@@ -247,6 +247,7 @@ def test_plot_twist_same_setting_reproduces(
 
 
 @pytest.mark.slow
+@pytest.mark.cli
 def test_mmsci_multiple_choice_and_captioning_same_setting_reproduce(tmp_path: Path) -> None:
     from tests.test_mmsci_lmms_cli import _run, judge_policy
 

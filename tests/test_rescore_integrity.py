@@ -24,8 +24,6 @@ from tests.harness.grab_data import Row, question_text, write_parquet
 from tests.harness.lmms import CLI_TIMEOUT_S, CliRun, offline_env, run
 from tests.harness.openai_server import FakeOpenAIServer, Reply, by_question
 
-pytestmark = pytest.mark.slow  # every test runs the scifig command line on a module-wide lmms-eval run
-
 # (row, reply, correct): half right in every subtask, so GRAB's accuracy is 0.5; grab_properties answers its doc ids
 # 1 and 3 wrongly
 CASES: list[tuple[Row, str, bool]] = [
@@ -114,6 +112,8 @@ def table_rows(stdout: str, task: str) -> list[list[str]]:
     ]
 
 
+@pytest.mark.slow  # the scifig command line on a module-wide run
+@pytest.mark.cli
 def test_lines_dropped_a_duplicated_line_and_an_empty_file_are_refused_one_line_each(
     tmp_path: Path, grab_run: tuple[CliRun, dict[str, str]]
 ) -> None:
@@ -157,6 +157,8 @@ def test_lines_dropped_a_duplicated_line_and_an_empty_file_are_refused_one_line_
     )
 
 
+@pytest.mark.slow  # the scifig command line on a module-wide run
+@pytest.mark.cli
 def test_allow_partial_scores_what_is_there_says_partial_everywhere_and_exits_1(
     tmp_path: Path, grab_run: tuple[CliRun, dict[str, str]]
 ) -> None:
@@ -208,6 +210,8 @@ def test_allow_partial_scores_what_is_there_says_partial_everywhere_and_exits_1(
         assert ("re-scored from the logged samples only" in note) == (name == "rescored"), note
 
 
+@pytest.mark.slow  # the scifig command line on a module-wide run
+@pytest.mark.cli
 def test_allow_partial_on_a_complete_log_exits_0_and_identical_duplicates_count_once(
     tmp_path: Path, grab_run: tuple[CliRun, dict[str, str]]
 ) -> None:
@@ -294,6 +298,8 @@ def vlmeval_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[st
     return work, {**env, "LMUData": str(root / "LMUData")}
 
 
+@pytest.mark.slow  # the scifig command line on a module-wide run
+@pytest.mark.cli
 def test_vlmeval_prediction_file_without_rows_is_refused_and_allow_partial_marks_the_scores(
     tmp_path: Path, vlmeval_run: tuple[Path, dict[str, str]]
 ) -> None:

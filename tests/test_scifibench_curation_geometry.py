@@ -108,6 +108,7 @@ def test_the_pair_itself_is_never_its_own_neighbour_even_with_identical_vectors(
     assert list(found.indices[1]) == [0, 2, 3]
 
 
+@pytest.mark.slow
 def test_ivf_above_the_exact_threshold_finds_the_exact_neighbours_on_clustered_data() -> None:
     vectors = clusters(40, 50, 32, spread=1.0)
     plan = plan_index(len(vectors), exact_max=1000)

@@ -187,6 +187,7 @@ def curated(tmp_path_factory: pytest.TempPathFactory) -> Curated:
 # --- input -----------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.cli
 def test_scicap_release_converts_to_the_input_schema(curated: Curated) -> None:
     rows = read(curated.scicap_pairs)
     assert len(rows) == len(CS_PRIMARIES) + 2  # + the duplicate caption and image; sub-figure and orphan skipped
@@ -201,6 +202,7 @@ def test_scicap_release_converts_to_the_input_schema(curated: Curated) -> None:
     assert pairs.dropped == {"has_subfigures": 0, "empty_caption": 0, "duplicate_caption": 1, "duplicate_image": 1}
 
 
+@pytest.mark.cli
 def test_bad_pairs_stop_with_file_row_and_column(curated: Curated, tmp_path: Path, capsys) -> None:
     rows = read(curated.scicap_pairs)[:6]
 
@@ -318,6 +320,7 @@ def test_gold_holds_the_hardest_accepted_candidates_balanced(curated: Curated) -
     assert "Gold: Figure2Caption 4 of 8 accepted, Caption2Figure 4 of 6 accepted" in card
 
 
+@pytest.mark.cli
 def test_accept_rejects_ids_that_are_not_candidates(curated: Curated, tmp_path: Path, capsys) -> None:
     out = tmp_path / "copy"
     shutil.copytree(curated.cs, out, ignore=shutil.ignore_patterns("cache"))
@@ -367,6 +370,7 @@ def test_verification_sheet_and_card(curated: Curated) -> None:
 # --- determinism, resuming, multi-process ----------------------------------------------------------------------------
 
 
+@pytest.mark.cli
 def test_a_rerun_with_the_same_inputs_and_seed_writes_identical_questions(curated: Curated, tmp_path: Path) -> None:
     fresh = tmp_path / "again"  # a new output and a new cache: embeddings and neighbours are recomputed
     assert main(curate_args(curated.scicap_pairs, fresh, curated.config, *CS_SIZES)) == 0

@@ -30,6 +30,7 @@ def task_dict(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     return load
 
 
+@pytest.mark.slow
 def test_reasoning_tasks_drop_the_letter_only_sentence(task_dict) -> None:
     tasks = task_dict(["scifibench_cs_figure2caption", "scifibench_cs_figure2caption_reasoning"])
     standard, reasoning = (
@@ -43,6 +44,7 @@ def test_reasoning_tasks_drop_the_letter_only_sentence(task_dict) -> None:
 
 
 @pytest.mark.parametrize(("model", "placeholder"), [("llava_onevision", "<image>"), ("qwen2_5_vl", "")])
+@pytest.mark.slow
 def test_simple_models_get_their_image_placeholder(task_dict, model: str, placeholder: str) -> None:
     task = task_dict(["scifibench_cs_caption2figure"], model_name=model)["scifibench_cs_caption2figure"]
     text = task.doc_to_text(task.test_docs()[0])

@@ -7,6 +7,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 EXPECTED = ("grab", "grab_series", "scifibench", "scifibench_alignment", "plot_twist", "mmsci", "mmsci_captioning")
 
 PROBE = """
@@ -29,16 +31,19 @@ def _probe(imports: str) -> tuple[list[str], bool]:
     return [name for name in listed.split(",") if name], imported == "True"
 
 
+@pytest.mark.slow
 def test_a_plain_task_manager_lists_every_scifig_task_after_import_scifig_tasks() -> None:
     listed, imported_lmms_eval = _probe("import scifig_tasks")
     assert listed == sorted(EXPECTED)
     assert not imported_lmms_eval  # the import itself stays cheap: lmms-eval is patched when it is first used
 
 
+@pytest.mark.slow
 def test_the_same_when_lmms_eval_was_imported_first() -> None:
     listed, _ = _probe("import lmms_eval.tasks\nimport scifig_tasks")
     assert listed == sorted(EXPECTED)
 
 
+@pytest.mark.slow
 def test_without_the_import_lmms_eval_alone_lists_none_of_them() -> None:
     assert _probe("") == ([], False)

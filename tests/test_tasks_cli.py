@@ -44,6 +44,7 @@ def test_the_listing_fits_100_columns(show_all: bool, mapping: str) -> None:
     assert ("  grab_properties " in text) == show_all
 
 
+@pytest.mark.cli
 def test_scifig_tasks_command_lists_and_details(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["tasks"]) == 0
     out = capsys.readouterr().out
@@ -113,6 +114,7 @@ def test_a_task_of_the_given_include_path_is_known(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("spelling", [["--tasks", "grab,grabb"], ["--tasks=grab,grabb"]])
+@pytest.mark.cli
 def test_scifig_eval_refuses_an_unknown_task_before_lmms_eval_starts(
     spelling: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

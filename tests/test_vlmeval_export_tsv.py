@@ -98,6 +98,8 @@ def read(folder: Path, name: str):
     return read_tsv(folder / f"{name}.tsv")
 
 
+@pytest.mark.slow
+@pytest.mark.cli
 def test_grab_tsv_columns_exact_text_and_same_image_bytes(exported) -> None:
     folder, env = exported
     table = read(folder, "grab")
@@ -124,6 +126,8 @@ def test_grab_tsv_columns_exact_text_and_same_image_bytes(exported) -> None:
         assert row.question == stored["question"] and row.source_image == stored["image"]
 
 
+@pytest.mark.slow
+@pytest.mark.cli
 def test_scifibench_tsv_has_options_and_multi_image_lists(exported) -> None:
     folder, env = exported
     f2c = read(folder, "scifibench_cs_figure2caption")
@@ -146,6 +150,8 @@ def test_scifibench_tsv_has_options_and_multi_image_lists(exported) -> None:
     assert row["ID"] == "7"
 
 
+@pytest.mark.slow
+@pytest.mark.cli
 def test_transparent_images_are_composited_on_white_and_variants_filtered(exported) -> None:
     folder, _ = exported
     table = read(folder, "plot_twist")
@@ -157,6 +163,8 @@ def test_transparent_images_are_composited_on_white_and_variants_filtered(export
     assert decoded[2] == (255, 0, 0)
 
 
+@pytest.mark.slow
+@pytest.mark.cli
 def test_bad_data_stops_export_naming_file_row_and_column(tmp_path: Path) -> None:
     bad = write_parquet([Row("properties", "1"), Row("spline", "2")], tmp_path / "bad" / "GRAB.parquet")
     completed = export(tmp_path, {"SCIFIG_GRAB_DATA": str(bad)}, ["grab"])
@@ -164,6 +172,8 @@ def test_bad_data_stops_export_naming_file_row_and_column(tmp_path: Path) -> Non
     assert f"{bad}, row 1 (0-based), column 'task': unknown value 'spline'" in completed.stderr
 
 
+@pytest.mark.slow
+@pytest.mark.cli
 def test_broken_pixel_data_stops_export_naming_file_row_and_column(tmp_path: Path) -> None:
     """The TSV is what VLMEvalKit builds requests from, so its images are decoded, strictly, when written."""
     rows = records(GRAB_ROWS)
@@ -199,6 +209,7 @@ print("REPORT " + json.dumps(report))
 """
 
 
+@pytest.mark.slow
 def test_registered_classes_read_the_tsv_and_reexport_when_data_changes(tmp_path: Path) -> None:
     """register() in VLMEvalKit (in a subprocess: importing VLMEvalKit changes process-wide settings), build through
     its build_dataset: interleaved prompt files hold the stored bytes; rewriting the source data rewrites the TSV."""
@@ -225,6 +236,8 @@ def test_registered_classes_read_the_tsv_and_reexport_when_data_changes(tmp_path
     assert report["answers_after"] == ["99"]
 
 
+@pytest.mark.slow
+@pytest.mark.cli
 def test_a_carriage_return_in_a_text_cell_stays_inside_its_row(tmp_path: Path) -> None:
     """Published text can hold a bare carriage return ("$\\rightarrow$" read from JSON as CR + "ightarrow"): the
     TSV quotes it, so VLMEvalKit's reader (pandas, tab separated) sees one row per question and the exact text."""
@@ -252,6 +265,8 @@ def test_a_carriage_return_in_a_text_cell_stays_inside_its_row(tmp_path: Path) -
     assert list(table["A"]) == ["2 Ag \rightarrow Zn"] * 3 and list(table["B"]) == ["two\r\nlines"] * 3
 
 
+@pytest.mark.slow
+@pytest.mark.cli
 def test_missing_data_says_what_to_set_in_one_line(tmp_path: Path) -> None:
     """Not ``scifig demo`` (it writes no VLMEvalKit data): the variable to set, the command that builds the data, and
     this command again."""
@@ -264,6 +279,8 @@ def test_missing_data_says_what_to_set_in_one_line(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.slow
+@pytest.mark.cli
 def test_old_names_and_groups_export_under_todays_names(tmp_path: Path) -> None:
     env = data_env(tmp_path)
     completed = export(tmp_path, env, ["SciFig_GRAB", "scifibench_cs"])

@@ -156,6 +156,7 @@ NOT_DATASET_NAME_CHECKS = {
 }
 
 
+@pytest.mark.slow
 def test_no_name_triggers_vlmeval_special_cases() -> None:
     spec = importlib.util.find_spec("vlmeval")
     if spec is None or not spec.submodule_search_locations:
