@@ -117,11 +117,24 @@ def _authors_fstring(*lines: str) -> str:
 
 
 _INDENT = "        "
-REFORMAT_PROMPT_PALI = _authors_fstring(
+_REFORMAT_HEAD = (
     _INDENT + "Extract the concise answer from the model's response as shown in the examples below, make sure the "
     "answer is in this format:",
     _INDENT + '"The answer is ANS. I hope the answer is correct."',
     _INDENT,
+)
+"""The instruction both of the authors' reformatting prompts open with."""
+_REFORMAT_TASK = (
+    _INDENT + "Your Task:",
+    _INDENT + "Given the question and model answer below, extract the concise answer.",
+    "",
+    _INDENT + 'Question: "{question}"',
+    _INDENT + 'Model Answer: "{model_raw_output}"',
+    _INDENT + "Extracted Answer:",
+)
+"""The task both prompts close with, after their examples."""
+REFORMAT_PROMPT_PALI = _authors_fstring(
+    *_REFORMAT_HEAD,
     _INDENT + "Example 1:",
     _INDENT + 'Question: "How many food items are shown in the bar graph?"',
     _INDENT + 'Model Answer: "<extra_id_0> 0"',
@@ -142,21 +155,13 @@ REFORMAT_PROMPT_PALI = _authors_fstring(
     _INDENT + 'Model Answer: "<extra_id_0> Italy"',
     _INDENT + "Extracted Answer: The answer is Italy. I hope the answer is correct.",
     "",
-    _INDENT + "Your Task:",
-    _INDENT + "Given the question and model answer below, extract the concise answer.",
-    "",
-    _INDENT + 'Question: "{question}"',
-    _INDENT + 'Model Answer: "{model_raw_output}"',
-    _INDENT + "Extracted Answer:",
+    *_REFORMAT_TASK,
 )
 """The reformatting prompt the authors sent for PaLI-3's outputs (``PaliProcessor._format_model_output``; paper
 Fig. 3 shows it with typesetting changes), whitespace included."""
 
 REFORMAT_PROMPT_COGVLM = _authors_fstring(
-    _INDENT + "Extract the concise answer from the model's response as shown in the examples below, make sure the "
-    "answer is in this format:",
-    _INDENT + '"The answer is ANS. I hope the answer is correct."',
-    _INDENT,
+    *_REFORMAT_HEAD,
     _INDENT + "Example 1:",
     _INDENT + 'Question: "How many food items are shown in the bar graph?"',
     _INDENT + 'Model Answer: "There are 11 food items shown in the bar graph.</s>"',
@@ -172,12 +177,7 @@ REFORMAT_PROMPT_COGVLM = _authors_fstring(
     _INDENT + 'Model Answer: "India is represented by the color orange in the graph.</s>"',
     _INDENT + "Extracted Answer: The answer is orange. I hope the answer is correct.",
     "",
-    _INDENT + "Your Task:",
-    _INDENT + "Given the question and model answer below, extract the concise answer.",
-    "",
-    _INDENT + 'Question: "{question}"',
-    _INDENT + 'Model Answer: "{model_raw_output}"',
-    _INDENT + "Extracted Answer:",
+    *_REFORMAT_TASK,
 )
 """The reformatting prompt the authors sent for CogVLM's and ChartLlama's outputs (``CogVLMProcessor`` and
 ``ChartLlamaProcessor``, identical text), whitespace included."""
