@@ -7,7 +7,7 @@
 * Entry points (pyproject), public extension points (``docs/architecture.md``): data builders (``scifig.builders``)
   and ``scifig curate`` sub-commands (``scifig.curate``) are found by name. The ``curation`` package registers its
   own, and any installed package can add more; ``scifig_tasks`` never imports ``curation`` (it sits above, importing
-  the core), a rule ``tests/test_layering.py`` holds.
+  the core), a rule ``tests/project/test_layering.py`` holds.
 """
 
 from __future__ import annotations

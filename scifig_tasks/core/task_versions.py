@@ -2,7 +2,7 @@
 metric, denominator, data generation), with the reason in the task folder README's changelog.
 
 lmms-eval reads the same number from every task YAML's ``metadata: version``; the VLMEvalKit datasets write it into
-their scores files. ``tests/test_task_configs.py`` holds the YAMLs and this table together.
+their scores files. ``tests/lmms_eval/test_task_configs.py`` holds the YAMLs and this table together.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ twins score as the paper does. A group that VLMEvalKit serves as several dataset
 expanded by :func:`expand`, so ``scifig vlmeval --data scifibench`` runs what ``scifig eval --tasks scifibench`` runs.
 
 None of these names triggers VLMEvalKit's name-based special cases (its ``listinstr`` and ``.lower()`` checks for
-MMSci, ChartQA, MMBench, MMMU, ``cn``, ``mme``, ...: ``tests/test_vlmeval_names.py`` checks them all).
+MMSci, ChartQA, MMBench, MMMU, ``cn``, ``mme``, ...: ``tests/vlmeval/test_vlmeval_names.py`` checks them all).
 
 The ``SciFig_*`` names of earlier releases are accepted for one more version (:data:`DEPRECATED`): mapped to the new
 name with a one-line warning (:func:`current`). Files written under them stay readable (:func:`known`).

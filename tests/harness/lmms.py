@@ -55,7 +55,7 @@ def run(command: str, args: list[str], env: dict[str, str], output_path: Path) -
 
 def offline_env(workdir: Path) -> dict[str, str]:
     """An offline environment for CLI subprocesses: no hub access, private HF caches, no inherited keys, no judge
-    audit (``tests/test_judge_audit.py`` switches it on)."""
+    audit (``tests/core/test_judge_audit.py`` switches it on)."""
     env = {key: value for key, value in os.environ.items() if not key.startswith(("OPENAI_", "SCIFIG_"))}
     env.update(
         {

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from pathlib import Path
 
-FIXTURE_DIR = Path(__file__).resolve().parents[1] / "fixtures" / "mcq_outputs"
+from tests.harness.paths import FIXTURES
+
+FIXTURE_DIR = FIXTURES / "mcq_outputs"
 COLLECTIONS = {"first": FIXTURE_DIR, "tuning": FIXTURE_DIR / "tuning", "held_out": FIXTURE_DIR / "held_out"}
 """The first collection (the rules were written against it), and the second collection's two halves: the rules were
 tuned on ``tuning``; ``held_out`` was scored, not read, while they were written (see the fixture's README)."""

@@ -136,7 +136,7 @@ def tally(resolver: Resolver, items: Iterable[Item]) -> Tally:
 
 
 def worst_adversarial() -> tuple[str, float]:
-    from tests.test_mcq_resolver import ADVERSARIAL, OPTIONS
+    from tests.core.test_mcq_resolver import ADVERSARIAL, OPTIONS
 
     timings = {}
     for name, output in ADVERSARIAL.items():

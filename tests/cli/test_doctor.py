@@ -1,0 +1,229 @@
+"""``scifig doctor``: broken environments built in-process (a :class:`Probe` with other versions, missing modules, a
+dead or refusing judge) and the real command on this installation; doctor's lines are read, keys never appear."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scifig_tasks import doctor
+from scifig_tasks.core.settings import DECLARED
+from scifig_tasks.doctor import Check, Probe, render, run_checks
+from tests.harness.lmms import offline_env
+from tests.harness.paths import REPO
+
+KEY = "sk-doctor-secret-0123456789"
+
+
+def probe(tmp_path: Path, **changes: Any) -> Probe:
+    """The real probe with an empty Hub cache, no judge and no data variables, plus ``changes``."""
+    base = Probe(hub_cache=lambda: tmp_path / "hub", environ={"SCIFIG_JUDGE": "off"})
+    return replace(base, **changes)
+
+
+def line(checks: list[Check], name: str) -> Check:
+    (found,) = [check for check in checks if check.name == name]
+    return found
+
+
+def failures(checks: list[Check]) -> list[str]:
+    return [f"{check.name}: {check.detail}" for check in checks if check.status == "FAIL"]
+
+
+def versions(**overrides: str | None) -> Any:
+    def version(name: str) -> str | None:
+        return overrides[name] if name in overrides else doctor.provenance.installed_version(name)
+
+    return version
+
+
+def test_this_installation_has_no_problem(tmp_path: Path) -> None:
+    checks = run_checks(probe(tmp_path))
+    assert failures(checks) == []
+    assert [check.name for check in checks][:7] == [
+        "python",
+        "requirements",
+        "lock",
+        "lmms-eval",
+        "VLMEvalKit",
+        "lmms-eval patches",
+        "torch",
+    ]
+    if Path(sys.prefix).resolve() == (REPO / ".venv").resolve():
+        assert line(checks, "lock").status == "ok"  # .ci/setup installed exactly the lock
+    assert line(checks, "lmms-eval").detail.startswith("lmms-eval 0.7.")
+    assert line(checks, "data grab").status == "note"  # nothing cached in an empty Hub cache
+    assert render(checks).endswith("no problems")
+
+
+def test_filelock_4_fails_with_the_range_and_the_command_that_fixes_it(tmp_path: Path) -> None:
+    checks = run_checks(probe(tmp_path, version=versions(filelock="4.3.1")))
+    assert failures(checks) == [
+        'filelock: 4.3.1 is outside scifig\'s range <4,>=3.12 — pip install "filelock<4,>=3.12"'
+    ]
+    assert render(checks).splitlines()[-1] == "1 problem(s)"
+
+
+def test_an_unsupported_framework_release_and_a_missing_core_dependency_fail(tmp_path: Path) -> None:
+    checks = run_checks(probe(tmp_path, version=versions(**{"lmms-eval": "0.8.1", "pyyaml": None})))
+    assert failures(checks) == [
+        'pyyaml: not installed (scifig needs it) — pip install "pyyaml>=6.0"',
+        'lmms-eval: 0.8.1 is outside scifig\'s range <0.8,>=0.7.3 — pip install "lmms-eval<0.8,>=0.7.3"',
+    ]
+
+
+def test_a_framework_that_does_not_import_fails_naming_the_module(tmp_path: Path) -> None:
+    import importlib
+
+    def import_module(name: str) -> Any:
+        if name == "filelock._api":
+            raise ModuleNotFoundError("No module named 'filelock._api'")
+        return importlib.import_module(name)
+
+    checks = run_checks(probe(tmp_path, import_module=import_module))
+    (failure,) = failures(checks)
+    assert failure.startswith("lmms-eval: lmms-eval 0.7.")
+    assert "`import filelock._api` fails: ModuleNotFoundError(\"No module named 'filelock._api'\")" in failure
+
+
+def test_a_missing_extra_is_a_note_and_no_framework_at_all_a_failure(tmp_path: Path) -> None:
+    checks = run_checks(probe(tmp_path, version=versions(**{"ms-vlmeval": None})))
+    assert failures(checks) == []
+    assert line(checks, "VLMEvalKit") == Check("note", "VLMEvalKit", 'not installed — pip install "scifig[vlmeval]"')
+    assert (
+        line(checks, "extra vlmeval").detail == 'not installed (ms-vlmeval) — pip install "scifig[vlmeval]" to use it'
+    )
+
+    checks = run_checks(probe(tmp_path, version=versions(**{"ms-vlmeval": None, "lmms-eval": None})))
+    assert failures(checks) == ['framework: neither lmms-eval nor VLMEvalKit is installed — pip install "scifig[lmms]"']
+
+
+def test_python_torch_and_chromium(tmp_path: Path) -> None:
+    def broken_cuda() -> str:
+        raise OSError("libcudart.so.13: cannot open shared object file")
+
+    checks = run_checks(probe(tmp_path, python_version="3.9.18", cuda=broken_cuda, which=lambda name: None))
+    assert failures(checks) == [
+        "python: 3.9.18 (scifig needs >=3.10)",
+        "torch: 2.14.1 is installed but does not load: OSError('libcudart.so.13: cannot open shared object file')",
+    ]
+    assert line(checks, "chromium").status == "note"  # only the report tests need it
+
+
+def test_data_sources(tmp_path: Path) -> None:
+    (tmp_path / "hub" / "datasets--jonathan-roberts1--GRAB").mkdir(parents=True)
+    local = tmp_path / "scifibench"
+    local.mkdir()
+    environ = {"SCIFIG_JUDGE": "off", "SCIFIG_SCIFIBENCH_DATA": str(local), "SCIFIG_MMSCI_DATA": str(tmp_path / "no")}
+    checks = run_checks(probe(tmp_path, environ=environ))
+    assert line(checks, "data grab") == Check("ok", "data grab", "Hub jonathan-roberts1/GRAB, cached")
+    assert line(checks, "data scifibench") == Check("ok", "data scifibench", f"SCIFIG_SCIFIBENCH_DATA={local} (local)")
+    assert failures(checks) == [
+        f"data mmsci: SCIFIG_MMSCI_DATA={tmp_path / 'no'}: {tmp_path / 'no' / 'mcq'} does not exist — point it at "
+        "the data (`scifig curate mmsci "
+        "--articles ARTICLES --out DIR` builds it), or unset it"
+    ]
+
+
+def judge_environ(base_url: str) -> dict[str, str]:
+    return {"SCIFIG_JUDGE_BASE_URL": base_url, "SCIFIG_JUDGE_MODEL": "fake-judge", "SCIFIG_JUDGE_API_KEY": KEY}
+
+
+def test_the_judge_reachable_refusing_dead_or_misconfigured_and_the_key_never_printed(
+    tmp_path: Path, openai_server
+) -> None:
+    server = openai_server(model="fake-judge")
+    checks = run_checks(probe(tmp_path, environ=judge_environ(server.base_url)))
+    host = server.base_url.split("//")[1].split("/")[0]
+    assert line(checks, "judge") == Check("ok", "judge", f"fake-judge at {host} answers (HTTP 200, model listed)")
+    assert server.models_headers[-1]["authorization"] == f"Bearer {KEY}"  # one request, with the key
+
+    server.models_status = 401
+    checks = run_checks(probe(tmp_path, environ=judge_environ(server.base_url)))
+    assert failures(checks) == [
+        f"judge: fake-judge at {host} refused the API key (HTTP 401) — check SCIFIG_JUDGE_API_KEY"
+    ]
+
+    server.stop()
+    failed = failures(run_checks(probe(tmp_path, environ=judge_environ(f"http://user:{KEY}@{host}/v1"))))
+    assert len(failed) == 1 and failed[0].startswith(f"judge: fake-judge at {host} is not reachable (ConnectError")
+    assert failed[0].endswith("— start it or fix SCIFIG_JUDGE_BASE_URL")
+
+    environ = {**judge_environ(f"ftp://user:{KEY}@{host}/v1")}
+    text = render(run_checks(probe(tmp_path, environ=environ)))
+    assert "judge  " in text and "configuration not usable" in text and text.endswith("1 problem(s)")
+    for checked in (text, *failed):
+        assert KEY not in checked
+
+
+@pytest.mark.slow
+@pytest.mark.cli
+def test_the_command_exits_1_on_a_problem_and_0_without(tmp_path: Path) -> None:
+    scifig = str(Path(sys.executable).parent / "scifig")
+    env = {**offline_env(tmp_path), "SCIFIG_JUDGE": "off"}
+    done = subprocess.run([scifig, "doctor"], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines()[0].startswith("scifig doctor — scifig ") and done.stdout.endswith("no problems\n")
+    assert done.stderr == ""  # VLMEvalKit's import-time log line is not shown
+
+    done = subprocess.run(
+        [scifig, "doctor"], env={**env, "SCIFIG_GRAB_DATA": str(tmp_path / "missing")}, capture_output=True, text=True
+    )
+    assert done.returncode == 1
+    assert "FAIL  data grab" in done.stdout and done.stdout.endswith("1 problem(s)\n")
+
+
+def test_from_a_checkout_doctor_says_whether_this_is_the_tested_environment(tmp_path: Path) -> None:
+    lock = tmp_path / "requirements.lock"
+    lock.write_text("numpy==2.4.6 \\\n    --hash=sha256:00\n    # via scifig\nfilelock==3.32.7\n")
+    same = run_checks(probe(tmp_path, lock=lock, installed=lambda: {"numpy": "2.4.6", "filelock": "3.32.7"}))
+    assert line(same, "lock") == Check("ok", "lock", "this environment is .ci/requirements.lock (2 distributions)")
+    drifted = probe(tmp_path, lock=lock, installed=lambda: {"numpy": "2.5.0", "six": "1.17.0"})
+    assert line(run_checks(drifted), "lock") == Check(
+        "note",
+        "lock",
+        "3 distribution(s) differ from the tested lock: filelock absent (lock 3.32.7), numpy 2.5.0 (lock 2.4.6), "
+        "six 1.17.0 (lock absent) — bash .ci/setup restores it",
+    )
+    assert "lock" not in [check.name for check in run_checks(probe(tmp_path, lock=tmp_path / "none"))]  # a wheel
+
+
+def test_a_shadowing_install_is_seen_as_python_sees_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A filelock 4 earlier on the path (e.g. PYTHONPATH) is the one imported: every check reads that one."""
+    shadow = tmp_path / "shadow" / "filelock-4.3.1.dist-info"
+    shadow.mkdir(parents=True)
+    (shadow / "METADATA").write_text("Metadata-Version: 2.1\nName: filelock\nVersion: 4.3.1\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "shadow"))
+    checks = run_checks(Probe(hub_cache=lambda: tmp_path / "hub", environ={"SCIFIG_JUDGE": "off"}))
+    assert line(checks, "filelock").status == "FAIL"
+    assert "filelock 4.3.1 (lock 3." in line(checks, "lock").detail
+
+
+def test_settings_a_bad_value_fails_an_unknown_or_deprecated_variable_is_a_note(tmp_path: Path) -> None:
+    environ = {"SCIFIG_JUDGE": "off", "SCIFIG_JUDGE_AUDIT": "2", "SCIFIG_JUDGE_MODLE": KEY, "SCIFIG_PROTOCOL": "paper"}
+    checks = [check for check in run_checks(probe(tmp_path, environ=environ)) if check.name == "settings"]
+    assert [(check.status, check.detail) for check in checks] == [
+        ("FAIL", "SCIFIG_JUDGE_AUDIT='2': set a share between 0 and 1 (0 switches the audit off)"),
+        ("note", "SCIFIG_JUDGE_MODLE is not a scifig setting and is ignored (did you mean SCIFIG_JUDGE_MODEL?)"),
+        ("note", "SCIFIG_PROTOCOL is deprecated: use the task name (the _paper task) instead"),
+    ]
+    (fine,) = [check for check in run_checks(probe(tmp_path)) if check.name == "settings"]
+    assert fine == Check("ok", "settings", f"1 of {len(DECLARED)} set (`scifig config` shows them all)")
+
+
+def test_an_lmms_eval_whose_patched_internals_changed_fails_naming_the_target(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from scifig_tasks.lmms_eval import patches
+
+    changed = replace(patches.PATCHES[1], signatures={"": ("self", "no_such_parameter")})
+    monkeypatch.setattr(patches, "PATCHES", (patches.PATCHES[0], changed))
+    check = line(run_checks(probe(tmp_path)), "lmms-eval patches")
+    assert check.status == "FAIL"
+    assert "ConfigurableTask.download(self, no_such_parameter)" in check.detail
+    assert "download(self, dataset_kwargs" in check.detail and "lmms-eval==0.7.3" in check.detail

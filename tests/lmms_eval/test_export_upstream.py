@@ -1,0 +1,267 @@
+"""``scifig export-upstream``: a task folder for the lmms-eval repository, generated from this package's own files,
+that loads in lmms-eval's own TaskManager and runs end to end where this package does not exist.
+
+"Does not exist" is made honest with a ``sitecustomize`` on ``PYTHONPATH`` for the subprocesses: a meta-path finder
+that refuses every module of the scifig distribution (``scifig_tasks``, ``curation``, ``scifig_model_configs``,
+``scifig_finetune``) ahead of the editable-install finder, and an ``importlib.metadata`` that no longer lists the
+``scifig`` distribution — so its ``lmms_eval.models`` entry point (the plugin that adds our tasks and data loading)
+is invisible. The test first proves both, and that the same probe sees the package without the blocker.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+import scifig_tasks
+from tests.harness.grab_data import ONE_DP, Row, question_text, write_parquet
+from tests.harness.openai_server import Reply, by_question
+from tests.harness.paths import REPO
+
+BLOCKER = '''\
+"""Test-only: make the scifig distribution invisible (modules and metadata) in this interpreter."""
+import importlib.abc
+import importlib.metadata as _metadata
+import sys
+
+_BLOCKED = ("scifig_tasks", "curation", "scifig_model_configs", "scifig_finetune")
+
+
+class _Blocker(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in _BLOCKED:
+            raise ModuleNotFoundError(f"No module named {name!r} (scifig is not installed here)", name=name)
+        return None
+
+
+sys.meta_path.insert(0, _Blocker())
+_all_distributions, _one_distribution = _metadata.distributions, _metadata.distribution
+
+
+def _distributions(**kwargs):
+    return (d for d in _all_distributions(**kwargs) if (d.metadata["Name"] or "").lower() != "scifig")
+
+
+def _distribution(name):
+    if name.lower() == "scifig":
+        raise _metadata.PackageNotFoundError(name)
+    return _one_distribution(name)
+
+
+_metadata.distributions, _metadata.distribution = _distributions, _distribution
+'''
+
+PROBE = """
+import importlib.metadata as md, json
+found = {}
+try:
+    import scifig_tasks
+    found["import"] = scifig_tasks.__file__
+except ModuleNotFoundError as exc:
+    found["import"] = None
+found["entry_points"] = sorted(
+    ep.value for ep in md.entry_points(group="lmms_eval.models") if ep.value.startswith("scifig_tasks")
+)
+try:
+    found["distribution"] = md.distribution("scifig").version
+except md.PackageNotFoundError:
+    found["distribution"] = None
+from lmms_eval.models import get_model
+try:
+    get_model("scifig_chance")
+    found["scifig_chance"] = True
+except Exception:
+    found["scifig_chance"] = False
+print(json.dumps(found))
+"""
+
+TASK_INDEX = """
+import json, sys
+from lmms_eval.tasks import TaskManager
+manager = TaskManager(include_path=sys.argv[1], include_defaults=False)  # only the exported folder: fast
+names = ["grab", "grab_properties", "grab_functions", "grab_series", "grab_transforms", "grab_properties_mc"]
+print(json.dumps({name: str(manager.task_index[name]["yaml_path"]) for name in names if name in manager.task_index}))
+"""
+
+FAILED = Reply(status=400)
+# (row, reply, correct by the GRAB rule: strip leading whitespace, truncate to the answer's length, ==)
+CASES: list[tuple[Row, str | Reply, bool]] = [
+    (Row("properties", "15"), "15", True),
+    (Row("properties", "15"), " 15.3", True),
+    (Row("properties", "10"), "1", False),
+    (Row("properties", "-3"), "", False),
+    (Row("function", "2.5", precision_sentence=ONE_DP, complexity=2), "2.50", True),
+    (Row("function", "4", complexity=1), FAILED, False),
+    (Row("function", "4", complexity=1), "4", True),
+    (Row("series", "6", category="Extrema", complexity=3), "\t6\n", True),
+    (Row("series", "7", category="Extrema"), "The answer is 7", False),
+    (Row("transform", "-1", category="Range", complexity=1), "-1", True),
+]
+SUBTASKS = {
+    "grab_properties": "properties",
+    "grab_functions": "function",
+    "grab_series": "series",
+    "grab_transforms": "transform",
+}
+
+
+def _scifig(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    command = [str(Path(sys.executable).parent / "scifig"), *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=cwd, stdin=subprocess.DEVNULL)
+
+
+def _python(code: str, env: dict[str, str], cwd: Path, *args: str) -> dict:
+    completed = subprocess.run(
+        [sys.executable, "-c", code, *args], env=env, capture_output=True, text=True, timeout=300, cwd=cwd
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    return json.loads(completed.stdout.strip().splitlines()[-1])
+
+
+def _blocked_env(base: dict[str, str], tmp_path: Path) -> dict[str, str]:
+    blocker = tmp_path / "no-scifig"
+    blocker.mkdir()
+    (blocker / "sitecustomize.py").write_text(BLOCKER)
+    return {**base, "PYTHONPATH": str(blocker)}
+
+
+@pytest.mark.slow
+@pytest.mark.cli
+def test_export_is_generated_from_the_package_and_self_contained(tmp_path: Path) -> None:
+    completed = _scifig("export-upstream", "--bench", "grab", "--out", str(tmp_path / "out"), cwd=tmp_path)
+    assert completed.returncode == 0, completed.stderr
+    folder = tmp_path / "out" / "grab"
+    core = folder / "grab_core"
+    vendored = sorted(path.relative_to(core).as_posix() for path in core.rglob("*.py") if path != core / "__init__.py")
+    expected_modules = (
+        "audit.py deprecation.py errors.py grab/__init__.py grab/answers.py grab/multiple_choice.py grab/rules.py "
+        "images.py judge.py judge_presets.py multiple_choice.py raw_outputs.py resources.py secrets.py settings.py "
+        "stats.py"
+    )
+    assert vendored == expected_modules.split()
+    for name in vendored:  # each vendored module is the package's file with only the import root renamed
+        source = (REPO / "scifig_tasks" / "core" / name).read_text()
+        expected = source.replace("scifig_tasks.core", "grab_core")
+        if name == "resources.py":  # where the judge finds its presets
+            expected = expected.replace('resources.files("scifig_model_configs")', 'resources.files("grab_core")')
+        assert (core / name).read_text() == expected, name
+    assert sorted(p.name for p in (folder / "grab_core" / "judges").glob("*.yaml")) == sorted(
+        p.name for p in (REPO / "model_configs" / "judges").glob("*.yaml")
+    )
+    for path in folder.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            modules = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            modules += [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            assert not any(m.split(".")[0] in ("scifig_tasks", "curation", "scifig_model_configs") for m in modules)
+    yamls = sorted(p.name for p in folder.iterdir() if p.suffix == ".yaml" or p.name == "_default_template_yaml")
+    assert yamls == sorted(
+        p.name
+        for p in (REPO / "scifig_tasks/lmms_eval/grab").iterdir()
+        if p.suffix == ".yaml" or p.name == "_default_template_yaml"
+    )
+    for name in yamls:
+        assert "scifig_source" not in (folder / name).read_text(), name
+    template = (folder / "_default_template_yaml").read_text()
+    assert "dataset_path: jonathan-roberts1/GRAB\n" in template and "test_split: GRAB" in template
+    readme = (folder / "README.md").read_text()
+    assert "## Data" in readme and "## Code layout" in readme and "## Local data" not in readme
+    assert "`jonathan-roberts1/GRAB`" in readme and readme.rstrip().endswith("```")  # the citation stays last
+
+    again = _scifig("export-upstream", "--bench", "grab", "--out", str(tmp_path / "out"), cwd=tmp_path)
+    assert again.returncode != 0 and "exists and is not empty" in again.stderr
+    unknown = _scifig("export-upstream", "--bench", "nope", "--out", str(tmp_path / "x"), cwd=tmp_path)
+    assert unknown.returncode != 0 and "unknown benchmark 'nope'" in unknown.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.cli
+def test_plot_twist_export_documents_local_data(tmp_path: Path) -> None:
+    """No Hub copy: the YAMLs name parquet data_files (placeholders until --data gives real paths)."""
+    completed = _scifig("export-upstream", "--bench", "plot_twist", "--out", str(tmp_path), cwd=tmp_path)
+    assert completed.returncode == 0, completed.stderr
+    template = (tmp_path / "plot_twist" / "_default_template_yaml").read_text()
+    assert template.endswith(
+        'dataset_path: parquet\ndataset_kwargs:\n  data_files:\n    test: "/path/to/plot_twist/test.parquet"\n'
+    )
+    chartqa = (tmp_path / "plot_twist" / "plot_twist_chartqa.yaml").read_text()
+    assert 'test: "/path/to/plot_twist_chartqa/test.parquet"' in chartqa
+    assert "plot_twist_core" in (tmp_path / "plot_twist" / "utils.py").read_text()
+
+
+@pytest.mark.cli
+def test_exported_grab_runs_in_plain_lmms_eval_without_scifig(tmp_path: Path, openai_server, lmms_env, run_cli) -> None:
+    rows = [row for row, _, _ in CASES]
+    data = write_parquet(rows, tmp_path / "grab-data" / "GRAB.parquet")
+    exported = _scifig(
+        "export-upstream", "--bench", "grab", "--out", str(tmp_path / "tasks"), "--data", str(data), cwd=tmp_path
+    )
+    assert exported.returncode == 0, exported.stderr
+    folder = tmp_path / "tasks" / "grab"
+    template = yaml.safe_load(
+        "\n".join(
+            line for line in (folder / "_default_template_yaml").read_text().splitlines() if "!function" not in line
+        )
+    )
+    assert template["dataset_path"] == "parquet"
+    assert template["dataset_kwargs"] == {"data_files": {"GRAB": str(data)}}
+
+    blocked = _blocked_env(lmms_env, tmp_path)
+    assert _python(PROBE, lmms_env, tmp_path) == {  # the probe sees the package when nothing blocks it
+        "import": str(REPO / "scifig_tasks" / "__init__.py"),
+        "entry_points": ["scifig_tasks.lmms_eval.plugin:manifests"],
+        "distribution": scifig_tasks.__version__,
+        "scifig_chance": True,
+    }
+    assert _python(PROBE, blocked, tmp_path) == {
+        "import": None,
+        "entry_points": [],
+        "distribution": None,
+        "scifig_chance": False,
+    }
+    index = _python(TASK_INDEX, blocked, tmp_path, str(folder))
+    assert index == {
+        "grab": str(folder / "grab.yaml"),
+        "grab_properties": str(folder / "grab_properties.yaml"),
+        "grab_functions": str(folder / "grab_functions.yaml"),
+        "grab_series": str(folder / "grab_series.yaml"),
+        "grab_transforms": str(folder / "grab_transforms.yaml"),
+        "grab_properties_mc": str(folder / "grab_properties_mc.yaml"),
+    }
+
+    replies = {question_text(pid, row) + "\n": reply for pid, (row, reply, _) in enumerate(CASES)}
+    server = openai_server(by_question(replies, default=Reply(status=404)))
+    model = ["--model", "openai", "--model_args", "model_version=fake-vlm,max_retries=1,retry_backoff_s=0"]
+    api = {"OPENAI_API_BASE": server.base_url, "OPENAI_API_KEY": "sk-test"}
+    upstream = run_cli(
+        "lmms-eval", [*model, "--tasks", "grab", "--include_path", str(folder)], blocked | api, tmp_path / "upstream"
+    )
+    assert upstream.returncode == 0, upstream.output[-4000:]
+    packaged = run_cli(
+        "lmms-eval",
+        [*model, "--tasks", "grab"],
+        lmms_env | api | {"SCIFIG_GRAB_DATA": str(data)},
+        tmp_path / "packaged",
+    )
+    assert packaged.returncode == 0, packaged.output[-4000:]
+
+    mine, theirs = upstream.results(), packaged.results()
+    for name, task in SUBTASKS.items():
+        outcomes = [correct for row, _, correct in CASES if row.task == task]
+        assert mine["results"][name]["accuracy,none"] == pytest.approx(sum(outcomes) / len(outcomes)), name
+    assert mine["groups"]["grab"]["accuracy,none"] == pytest.approx(6 / 10)
+    for name in [*SUBTASKS, "grab"]:
+        for metric in ("accuracy,none", "breakdown,none"):
+            assert mine["results"][name][metric] == theirs["results"][name][metric], (name, metric)
+    assert mine["groups"]["grab"]["breakdown,none"]["flags"]["output_status"] == {
+        "ok": 8,
+        "empty": 1,
+        "request_failed": 1,
+    }
+    assert mine["groups"]["grab"]["breakdown,none"]["complexity"]["1"]["n"] == 3
+    assert len(server.requests) == 2 * len(CASES)

@@ -1,0 +1,80 @@
+"""Task configurations: every task stops generating only at the end of the turn, every task and group carries its
+benchmark's version (lmms-eval YAML ``metadata: version`` and the VLMEvalKit datasets' scores files), and each task
+folder's changelog says why the current version changed a number."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from scifig_tasks.core.raw_outputs import END_OF_TURN_MARKERS
+from scifig_tasks.core.task_versions import TASK_VERSIONS
+from tests.harness.paths import REPO
+
+TASKS_DIR = REPO / "scifig_tasks" / "lmms_eval"
+
+
+class _TaggedLoader(yaml.SafeLoader):
+    """Reads task YAMLs without resolving ``!function`` hooks."""
+
+
+_TaggedLoader.add_multi_constructor("!", lambda loader, suffix, node: None)
+
+
+def _load(path: Path) -> dict[str, Any]:
+    return yaml.load(path.read_text(encoding="utf-8"), Loader=_TaggedLoader) or {}
+
+
+def _metadata_version(path: Path) -> Any:
+    config = _load(path)
+    if "metadata" in config:
+        return config["metadata"].get("version")
+    if "include" in config:
+        return _metadata_version(path.parent / config["include"])
+    return None
+
+
+@pytest.mark.parametrize("benchmark", sorted(TASK_VERSIONS))
+def test_every_yaml_of_a_benchmark_has_its_version(benchmark: str) -> None:
+    folder = TASKS_DIR / benchmark
+    paths = [*sorted(folder.glob("*.yaml")), *sorted(folder.glob("_*template_yaml"))]
+    assert len(paths) > 2
+    versions = {path.name: str(_metadata_version(path)) for path in paths}
+    assert versions == dict.fromkeys(versions, TASK_VERSIONS[benchmark])
+
+
+@pytest.mark.parametrize("benchmark", sorted(TASK_VERSIONS))
+def test_every_task_stops_only_at_the_end_of_the_turn(benchmark: str) -> None:
+    """No blank-line stop (lmms-eval's default): reasoning and captions are read whole, as the papers read them."""
+    folder = TASKS_DIR / benchmark
+    configs = [_load(path) for path in [*sorted(folder.glob("*.yaml")), *sorted(folder.glob("_*template_yaml"))]]
+    stops = [config["generation_kwargs"].get("until") for config in configs if "generation_kwargs" in config]
+    assert stops and all(stop == list(END_OF_TURN_MARKERS) for stop in stops), stops
+
+
+@pytest.mark.parametrize("benchmark", sorted(TASK_VERSIONS))
+def test_the_changelog_explains_the_current_version(benchmark: str) -> None:
+    readme = (TASKS_DIR / benchmark / "README.md").read_text(encoding="utf-8")
+    changelog = readme.split("## Changelog", 1)[1]
+    current = changelog.split(f"### {TASK_VERSIONS[benchmark]}", 1)[1].split("\n### ", 1)[0]
+    entries = [line for line in current.splitlines() if line.startswith(("- ", "* "))]
+    assert entries, f"{benchmark}: no entry under ### {TASK_VERSIONS[benchmark]}"
+
+
+def test_every_vlmeval_dataset_names_its_benchmark() -> None:
+    pytest.importorskip("vlmeval", reason="VLMEvalKit (ms-vlmeval) not installed")
+    from scifig_tasks.vlmeval import datasets, mmsci
+
+    classes = [
+        value
+        for module in (datasets, mmsci)
+        for value in vars(module).values()
+        if isinstance(value, type) and issubclass(value, datasets.SciFigDataset) and value.NAMES
+    ]
+    assert len(classes) >= 8
+    assert {cls.__name__: cls.BENCHMARK in TASK_VERSIONS for cls in classes} == dict.fromkeys(
+        [cls.__name__ for cls in classes], True
+    )

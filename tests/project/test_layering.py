@@ -1,0 +1,201 @@
+"""The import structure's rules, read from the source (every import statement, lazy ones inside functions too):
+
+* ``scifig_tasks`` (the evaluation package, what lmms-eval and VLMEvalKit load) imports nothing of ``curation`` or
+  ``finetune``: those sit above it and find the core by importing it; the core reaches their builders only through
+  the ``scifig.builders`` / ``scifig.curate`` entry points (``docs/extension-points.md``);
+* ``scifig_tasks.core`` imports nothing of ``scifig_tasks`` outside the core: the rules know no framework;
+* the benchmark packages of the core (``core/grab``, ``core/mmsci``, ``core/plot_twist``, ``core/scifibench``) import
+  none of each other; the shared modules import none of them, except the tables that cover every benchmark
+  (:data:`CROSS_BENCHMARK`);
+* the two framework adapters (``scifig_tasks.lmms_eval``, ``scifig_tasks.vlmeval``) import none of each other;
+* no import circle between modules.
+
+Convention: ``from package import name`` is an edge to the module ``package.name`` when that is a module, else to
+``package`` (a name its ``__init__`` defines).
+``python -m tests.project.test_layering`` prints the edges that break a rule.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+from tests.harness.paths import REPO
+
+PACKAGES = ("scifig_tasks", "curation", "finetune")
+CORE = "scifig_tasks.core"
+BENCHMARKS = ("grab", "mmsci", "plot_twist", "scifibench")
+ADAPTERS = ("scifig_tasks.lmms_eval", "scifig_tasks.vlmeval")
+CROSS_BENCHMARK = frozenset({f"{CORE}.sources", f"{CORE}.chance", f"{CORE}.clip_baseline"})
+"""Shared core modules that are per-benchmark tables: the data sources, the chance and CLIP baselines."""
+
+
+def modules(root: Path = REPO) -> dict[str, Path]:
+    """Every module of the three packages, by dotted name."""
+    found = {}
+    for package in PACKAGES:
+        for path in sorted((root / package).rglob("*.py")):
+            parts = list(path.relative_to(root).with_suffix("").parts)
+            found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+def imports(path: Path, known: dict[str, Path]) -> Iterator[tuple[int, str]]:
+    """``(line, module)`` for each module of ``known`` that ``path`` imports."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name in known:
+                    yield node.lineno, alias.name
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for alias in node.names:
+                child = f"{node.module}.{alias.name}"
+                if child in known:
+                    yield node.lineno, child
+                elif node.module in known:
+                    yield node.lineno, node.module
+
+
+def graph(root: Path = REPO) -> dict[str, dict[str, int]]:
+    """module -> {imported module: first line}."""
+    known = modules(root)
+    edges: dict[str, dict[str, int]] = {}
+    for name, path in known.items():
+        out = edges.setdefault(name, {})
+        for line, target in imports(path, known):
+            if target != name:
+                out.setdefault(target, line)
+    return edges
+
+
+def _within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def _benchmark(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and _within(module, CORE) and parts[2] in BENCHMARKS else None
+
+
+def broken_rules(edges: dict[str, dict[str, int]]) -> list[str]:
+    """Every edge that breaks a rule of the module docstring, as ``module (line N) -> target: rule``."""
+    found = []
+    for module, targets in sorted(edges.items()):
+        for target, line in sorted(targets.items()):
+            where = f"{module} (line {line}) -> {target}"
+            if _within(module, "scifig_tasks") and target.split(".")[0] in ("curation", "finetune"):
+                found.append(f"{where}: scifig_tasks imports no curation or finetune code")
+            if _within(module, CORE) and _within(target, "scifig_tasks") and not _within(target, CORE):
+                found.append(f"{where}: the core imports nothing outside the core")
+            mine, theirs = _benchmark(module), _benchmark(target)
+            if theirs and mine and mine != theirs:
+                found.append(f"{where}: a benchmark's rules import no other benchmark's")
+            if theirs and not mine and _within(module, CORE) and module not in CROSS_BENCHMARK and module != CORE:
+                found.append(f"{where}: a shared core module imports no benchmark's rules")
+            for adapter in ADAPTERS:
+                other = next(a for a in ADAPTERS if a != adapter)
+                if _within(module, adapter) and _within(target, other):
+                    found.append(f"{where}: the framework adapters import none of each other")
+    return found
+
+
+def circles(edges: dict[str, dict[str, int]]) -> list[list[str]]:
+    """Strongly connected groups of more than one module (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for start in edges:
+        if start in index:
+            continue
+        work = [(start, iter(edges[start]))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(edges.get(child, {}))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                group = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    group.append(member)
+                    if member == node:
+                        break
+                if len(group) > 1:
+                    found.append(sorted(group))
+    return found
+
+
+def test_the_import_rules_hold() -> None:
+    assert broken_rules(graph()) == []
+
+
+def test_no_import_circles() -> None:
+    assert circles(graph()) == []
+
+
+def test_the_rules_catch_what_they_forbid(tmp_path: Path) -> None:
+    """A tree that breaks each rule once is caught once per rule, and a circle is found."""
+    files = {
+        "scifig_tasks/__init__.py": "",
+        "scifig_tasks/core/__init__.py": "",
+        "scifig_tasks/core/judge.py": "from scifig_tasks.core.grab import rules\n",
+        "scifig_tasks/core/sources.py": "from scifig_tasks.core.grab import rules\n",
+        "scifig_tasks/core/grab/__init__.py": "",
+        "scifig_tasks/core/grab/rules.py": "import scifig_tasks.core.mmsci.rules\nfrom scifig_tasks.report import x\n",
+        "scifig_tasks/core/mmsci/__init__.py": "",
+        "scifig_tasks/core/mmsci/rules.py": "def f():\n    from curation.grab import build\n",
+        "scifig_tasks/report/__init__.py": "",
+        "scifig_tasks/report/x.py": "from scifig_tasks.report import y\n",
+        "scifig_tasks/report/y.py": "from scifig_tasks.report import x\n",
+        "scifig_tasks/lmms_eval/__init__.py": "",
+        "scifig_tasks/lmms_eval/plugin.py": "from scifig_tasks.vlmeval import names\n",
+        "scifig_tasks/vlmeval/__init__.py": "",
+        "scifig_tasks/vlmeval/names.py": "from scifig_tasks.vlmeval import tsv\n",
+        "scifig_tasks/vlmeval/tsv.py": "",
+        "curation/__init__.py": "",
+        "curation/grab/__init__.py": "",
+        "curation/grab/build.py": "from scifig_tasks.core.grab import rules\n",
+        "finetune/__init__.py": "",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    edges = graph(tmp_path)
+    rules = sorted(line.split(": ", 1)[1] for line in broken_rules(edges))
+    assert rules == [
+        "a benchmark's rules import no other benchmark's",
+        "a shared core module imports no benchmark's rules",
+        "scifig_tasks imports no curation or finetune code",
+        "the core imports nothing outside the core",
+        "the framework adapters import none of each other",
+    ]
+    assert sorted(circles(edges)) == [
+        ["curation.grab.build", "scifig_tasks.core.grab.rules", "scifig_tasks.core.mmsci.rules"],
+        ["scifig_tasks.report.x", "scifig_tasks.report.y"],
+    ]
+    assert edges["scifig_tasks.vlmeval.names"] == {"scifig_tasks.vlmeval.tsv": 1}  # a module, not its package
+
+
+if __name__ == "__main__":
+    edges = graph()
+    for line in broken_rules(edges) or ["no rule broken"]:
+        print(line)
+    for group in circles(edges) or [[]]:
+        print("circle: " + " -> ".join(group) if group else "no circle")
