@@ -19,7 +19,8 @@ import pytest
 from scifig_tasks.core.provenance import scifig_version
 from scifig_tasks.report.runs import load_runs
 from tests.harness.lmms import CLI_TIMEOUT_S, CliRun, offline_env
-from tests.harness.openai_server import Reply, by_question
+from tests.harness.openai_server import FakeOpenAIServer, Reply, by_question
+from tests.harness.scifibench_run import ScifibenchRun
 from tests.lmms_eval.test_plot_twist_lmms_cli import generated  # noqa: F401 -- the module's Plot Twist data fixture
 
 SCORE_KEYS = ("results", "groups")
@@ -76,18 +77,15 @@ def assert_reproduced(run: CliRun, out: Path) -> None:
 # ---- SciFIBench: judge off -> the same, judge on, paper protocol -----------------------------------------------------
 
 
-def scifibench_run(tmp_path: Path, openai_server, lmms_env, run_cli) -> tuple[CliRun, dict[str, str]]:
-    from tests.lmms_eval.test_scifibench_lmms_cli import run_scifibench
-
-    run, model, _ = run_scifibench(tmp_path, openai_server, lmms_env, run_cli, judge_on=False)
-    model.stop()
-    return run, {**lmms_env, "SCIFIG_SCIFIBENCH_DATA": str(tmp_path / "scifibench")}
+def scifibench_run(shared: ScifibenchRun, lmms_env: dict[str, str]) -> tuple[CliRun, dict[str, str]]:
+    """The session's judge-off SciFIBench run, and this test's own environment (its own judge cache) for its data."""
+    return shared.run, {**lmms_env, "SCIFIG_SCIFIBENCH_DATA": str(shared.data)}
 
 
 def test_scifibench_same_setting_reproduces_and_the_judge_changes_exactly_the_refused_outputs(
-    tmp_path: Path, openai_server, lmms_env, run_cli
+    tmp_path: Path, openai_server, lmms_env, scifibench_judge_off: ScifibenchRun
 ) -> None:
-    from tests.lmms_eval.test_scifibench_lmms_cli import (
+    from tests.harness.scifibench_run import (
         CASES,
         TASKS,
         expected_correct,
@@ -96,7 +94,7 @@ def test_scifibench_same_setting_reproduces_and_the_judge_changes_exactly_the_re
         never_judged,
     )
 
-    run, env = scifibench_run(tmp_path, openai_server, lmms_env, run_cli)
+    run, env = scifibench_run(scifibench_judge_off, lmms_env)
 
     same = rescore([str(run.output_path), "--out", str(tmp_path / "same")], env, tmp_path)
     assert same.returncode == 0, same.stderr[-4000:]
@@ -132,9 +130,9 @@ def test_scifibench_same_setting_reproduces_and_the_judge_changes_exactly_the_re
 
 
 def test_scifibench_paper_protocol_sends_every_readable_output_to_the_judge(
-    tmp_path: Path, openai_server, lmms_env, run_cli
+    tmp_path: Path, openai_server, lmms_env, scifibench_judge_off: ScifibenchRun
 ) -> None:
-    from tests.lmms_eval.test_scifibench_lmms_cli import (
+    from tests.harness.scifibench_run import (
         CASES,
         JUDGE_OUTPUT,
         TASKS,
@@ -143,7 +141,7 @@ def test_scifibench_paper_protocol_sends_every_readable_output_to_the_judge(
         never_judged,
     )
 
-    run, env = scifibench_run(tmp_path, openai_server, lmms_env, run_cli)
+    run, env = scifibench_run(scifibench_judge_off, lmms_env)
 
     def reader(request) -> Reply:  # reads what a reply states; for the ambiguous ones, judge_letter
         output = JUDGE_OUTPUT.search(request.text).group(1).strip()
@@ -183,7 +181,7 @@ def test_scifibench_paper_protocol_sends_every_readable_output_to_the_judge(
 
 
 def _logged_outputs(run: CliRun) -> list[dict[str, Any]]:
-    from tests.lmms_eval.test_scifibench_lmms_cli import TASKS
+    from tests.harness.scifibench_run import TASKS
 
     return [sample for task in TASKS.values() for sample in run.samples(task) if sample["filtered_resps"] != "None"]
 
@@ -260,21 +258,20 @@ def test_plot_twist_same_setting_reproduces(
     assert_reproduced(run, tmp_path / "again")
 
 
-@pytest.mark.slow
-@pytest.mark.cli
-def test_mmsci_multiple_choice_and_captioning_same_setting_reproduce(tmp_path: Path) -> None:
-    from tests.lmms_eval.test_mmsci_lmms_cli import _run, judge_policy
+def test_mmsci_multiple_choice_and_captioning_same_setting_reproduce(tmp_path: Path, mmsci_judged_run) -> None:
+    from tests.harness.mmsci_run import judge_policy
 
-    run, model, judge = _run(tmp_path, judge_policy)
+    run, _, _ = mmsci_judged_run
     assert run.returncode == 0, run.output[-4000:]
-    model.stop()
+    data = run.output_path.parent
+    judge = FakeOpenAIServer(judge_policy).start()  # a judge of its own: the run's counts its requests
     env = {
         **offline_env(tmp_path),
-        "SCIFIG_MMSCI_DATA": str(tmp_path / "mmsci"),
+        "SCIFIG_MMSCI_DATA": str(data / "mmsci"),
         "SCIFIG_JUDGE_BASE_URL": judge.base_url,
         "SCIFIG_JUDGE_MODEL": "fake-judge",
         "SCIFIG_JUDGE_API_KEY": "sk-judge-secret-9191",
-        "SCIFIG_MMSCI_BERTSCORE_MODEL": str(tmp_path / "tiny-bert"),
+        "SCIFIG_MMSCI_BERTSCORE_MODEL": str(data / "tiny-bert"),
     }
     try:
         done = rescore([str(run.output_path), "--out", str(tmp_path / "again")], env, tmp_path)
@@ -282,6 +279,7 @@ def test_mmsci_multiple_choice_and_captioning_same_setting_reproduce(tmp_path: P
         judge.stop()
 
     assert done.returncode == 0, done.stderr[-4000:]
+    assert not judge.errors, judge.errors
     assert_reproduced(run, tmp_path / "again")
     new = results_of(tmp_path / "again")
     assert {"mmsci", "mmsci_dev", "mmsci_caption_image_only", "mmsci_caption_with_abstract"} <= set(new["results"])
@@ -290,8 +288,8 @@ def test_mmsci_multiple_choice_and_captioning_same_setting_reproduce(tmp_path: P
 # ---- refusals ---------------------------------------------------------------------------------------------------
 
 
-def test_refusals_name_the_file(tmp_path: Path, openai_server, lmms_env, run_cli) -> None:
-    run, env = scifibench_run(tmp_path, openai_server, lmms_env, run_cli)
+def test_refusals_name_the_file(tmp_path: Path, lmms_env, scifibench_judge_off: ScifibenchRun) -> None:
+    run, env = scifibench_run(scifibench_judge_off, lmms_env)
     (results_path,) = sorted(run.output_path.rglob("*_results.json"))
 
     # results without sample logs
@@ -307,7 +305,7 @@ def test_refusals_name_the_file(tmp_path: Path, openai_server, lmms_env, run_cli
     import shutil
 
     from tests.harness.scifibench_data import Question, build, write_splits
-    from tests.lmms_eval.test_scifibench_lmms_cli import CASES, LETTERS, SPLITS
+    from tests.harness.scifibench_run import CASES, LETTERS, SPLITS
 
     splits = {}
     for split, (kind, _count, first_id, _) in SPLITS.items():

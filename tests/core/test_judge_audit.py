@@ -13,7 +13,7 @@ from scifig_tasks.core.audit import PROMPT_VERSION, audit_share
 from scifig_tasks.core.stats import wilson_interval
 from tests.harness.openai_server import ChatRequest, Reply
 from tests.harness.scifibench_data import Question, build, write_splits
-from tests.lmms_eval.test_scifibench_lmms_cli import image_colours
+from tests.harness.scifibench_run import image_colours
 
 LETTERS = "ABCDE"
 # question ID -> (model output, what the test's judge answers about it); every output is resolved by the rules

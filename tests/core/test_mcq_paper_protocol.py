@@ -15,7 +15,7 @@ from scifig_tasks.core.judge import JudgeResult, has_text
 from tests.harness.mmsci_data import Caption, Mcq, row_of_request, write
 from tests.harness.openai_server import ChatRequest, Reply
 from tests.harness.scifibench_data import Question, build, options_for, write_splits
-from tests.lmms_eval.test_scifibench_lmms_cli import image_colours
+from tests.harness.scifibench_run import image_colours
 
 # ---- the switch --------------------------------------------------------------------------------------------------
 

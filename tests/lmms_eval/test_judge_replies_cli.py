@@ -84,12 +84,21 @@ def test_empty_replies_are_asked_again_and_score_as_a_healthy_judge(
     assert len(cache_entries(env)) == N_GRAB
 
 
-@pytest.mark.parametrize("reply", ["N/A", "I like this plot very much."], ids=["n-a", "unrelated"])
+NOT_ANSWERS = ("N/A", "I like this plot very much.")
+"""Replies that are not the number asked for: a refusal, and unrelated text."""
+
+
 def test_replies_that_are_not_answers_fail_loudly_and_are_never_cached(
-    tmp_path: Path, openai_server, lmms_env, run_cli, reply: str
+    tmp_path: Path, openai_server, lmms_env, run_cli
 ) -> None:
+    """One run, both kinds of reply (alternating by question): each is asked again, then flagged, never cached."""
     env = grab_setup(tmp_path, openai_server, lmms_env)
-    judge = openai_server(lambda request: Reply(text=reply))
+
+    def not_an_answer(request: ChatRequest) -> Reply:
+        pid = int(QUOTED_OUTPUT.search(request.text).group(1))
+        return Reply(text=NOT_ANSWERS[pid % 2])
+
+    judge = openai_server(not_an_answer)
     env |= {"SCIFIG_JUDGE_BASE_URL": judge.base_url, "SCIFIG_JUDGE_MAX_RETRIES": "1"}
     run, group = grab_eval(run_cli, env, tmp_path / "out")
 
@@ -97,6 +106,8 @@ def test_replies_that_are_not_answers_fail_loudly_and_are_never_cached(
     assert f"scifig eval: {N_GRAB} samples could not be judged" in run.output
     assert group["breakdown,none"]["flags"]["judge"] == {"judge_failed": N_GRAB}
     assert cache_entries(env) == []
+    asked = {NOT_ANSWERS[int(QUOTED_OUTPUT.search(request.text).group(1)) % 2] for request in judge.requests}
+    assert asked == set(NOT_ANSWERS)  # both kinds of reply were given (and refused) in this run
 
     judge.policy = extracting  # the same cache, a healthy judge: every question is asked again
     judge.reset()

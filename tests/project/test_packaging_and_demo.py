@@ -20,7 +20,10 @@ from PIL import Image
 import scifig_tasks
 from scifig_tasks.core.provenance import checkout
 from scifig_tasks.core.task_versions import TASK_VERSIONS
+from tests.harness.demo_run import PER_TASK, DemoRun
 from tests.harness.paths import REPO
+
+GRAB_TASKS = ("functions", "properties", "series", "transforms")
 
 
 @pytest.fixture(scope="module")
@@ -74,33 +77,18 @@ def test_readme_first_screen_and_docs_name_no_machine_paths() -> None:
     assert {name: paths for name, paths in found.items() if paths} == {}
 
 
-def test_demo_scores_a_local_grab_set_through_lmms_eval(tmp_path: Path, lmms_env) -> None:
-    scifig = Path(sys.executable).parent / "scifig"
-    completed = subprocess.run(
-        [str(scifig), "demo", "--out", str(tmp_path / "demo"), "--per-task", "3"],
-        env=lmms_env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        stdin=subprocess.DEVNULL,
-    )
-    assert completed.returncode == 0, completed.stderr[-3000:]
+def test_demo_scores_a_local_grab_set_through_lmms_eval(demo_run: DemoRun, tmp_path: Path) -> None:
+    completed, out = demo_run, demo_run.out
     # quiet by default: the table and the report path; lmms-eval's own output goes to demo.log
     printed = (completed.stdout + completed.stderr).splitlines()
     assert len(printed) <= 40 and completed.stderr == "", printed
     assert "INFO" not in completed.stdout and "\x1b[" not in completed.stdout and "it/s" not in completed.stdout
-    log = (tmp_path / "demo" / "demo.log").read_text(encoding="utf-8")
+    log = (out / "demo.log").read_text(encoding="utf-8")
     assert "lmms_eval" in log and "|grab" in log  # lmms-eval's log lines and its own table went there
     table = completed.stdout[completed.stdout.index("| task | n | accuracy | 95% CI |") :]
     rows = dict(re.findall(r"^\| (grab\w*) \| (\d+) \|", table, re.MULTILINE))
-    assert rows == {
-        "grab": "12",
-        "grab_functions": "3",
-        "grab_properties": "3",
-        "grab_series": "3",
-        "grab_transforms": "3",
-    }
-    (results_file,) = (tmp_path / "demo" / "results").rglob("*_results.json")
+    assert rows == {"grab": str(4 * PER_TASK)} | {f"grab_{task}": str(PER_TASK) for task in GRAB_TASKS}
+    (results_file,) = (out / "results").rglob("*_results.json")
     # the results file says what made it: scifig (version, commit of this checkout), the libraries, no judge
     environment = json.loads(results_file.read_text())["scifig_environment"]
     commit, modified = checkout()
@@ -109,10 +97,10 @@ def test_demo_scores_a_local_grab_set_through_lmms_eval(tmp_path: Path, lmms_env
     assert environment["libraries"]["matplotlib"] == importlib.metadata.version("matplotlib")
     assert environment["judge"] is None
     # the demo ends with the report of `scifig report`: its last line is the page to open
-    report = tmp_path / "demo" / "report"
+    report = out / "report"
     assert completed.stdout.rstrip().splitlines()[-1] == str((report / "report.html").resolve())
-    accuracy = re.search(r"^\| grab \| 12 \| (\d+\.\d)% \|", table, re.MULTILINE).group(1)
-    assert f"| scifig_chance(seed=0) | 12 | {accuracy} (" in (report / "report.md").read_text()
+    accuracy = re.search(rf"^\| grab \| {4 * PER_TASK} \| (\d+\.\d)% \|", table, re.MULTILINE).group(1)
+    assert f"| scifig_chance(seed=0) | {4 * PER_TASK} | {accuracy} (" in (report / "report.md").read_text()
     html = (report / "report.html").read_text()
     for figure in ("grab_bars.png", "grab_complexity.png"):
         assert (report / "figures" / figure).stat().st_size > 10_000 and f'src="figures/{figure}"' in html

@@ -14,7 +14,6 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import datasets
@@ -28,9 +27,8 @@ from scifig_tasks.report.document import Section, Table, to_html, to_markdown
 from scifig_tasks.report.paths import shown, shown_path
 from scifig_tasks.report.runs import Run
 from scifig_tasks.report.summary import judge_words
-from tests.harness.lmms import offline_env
+from tests.harness.demo_run import PER_TASK, DemoRun
 
-PER_TASK = 10
 MACHINE_PATH = re.compile(r"(?<![\w.:/~-])/(?:home|tmp|root|work|Users|var|mnt|private|opt|srv)/[\w.-]+")
 
 
@@ -189,20 +187,10 @@ def probe(page: Path, script: str, profile: Path) -> object:
     return json.loads(found.group(1).replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">"))
 
 
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    work = tmp_path_factory.mktemp("demo")
-    scifig = Path(sys.executable).parent / "scifig"
-    completed = subprocess.run(
-        [str(scifig), "demo", "--out", str(work / "demo"), "--per-task", str(PER_TASK)],
-        env=offline_env(work),
-        capture_output=True,
-        text=True,
-        timeout=600,
-        stdin=subprocess.DEVNULL,
-    )
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    return work / "demo"
+@pytest.fixture
+def demo(demo_run: DemoRun) -> Path:
+    """The session's ``scifig demo`` output folder (tests/harness/demo_run.py)."""
+    return demo_run.out
 
 
 @pytest.mark.slow
