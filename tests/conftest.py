@@ -12,14 +12,16 @@ the session such as ``scifibench_judge_off``, or one of the module-scoped fixtur
 module: :data:`CLI_RUN_FIXTURES`) are marked ``slow`` and ``cli`` here; every other test carries its marks where it
 is defined.
 
-Parallel runs (pytest-xdist, ``-n 2 --dist loadgroup`` in the README's test command): the tests of a module that share
-a module-scoped fixture run in one worker (an ``xdist_group`` named after the module, added here), and so do the tests,
-in any module, that read a run shared by the session (a group named after its fixture), so an expensive run made once
-is still made once; every other test goes to whichever worker is free. Each worker has its
-own ``tmp_path`` folders and each local server its own port, so tests share no folder, port or cache.
+Parallel runs (pytest-xdist, ``-n 2`` in the README's test command): the tests of a module with a module-scoped
+fixture, and the modules that read a run shared by the session, go to one worker together
+(:mod:`tests.harness.scheduling`), so an expensive run made once is still made once; every other test goes to
+whichever worker is free. Each worker has its own ``tmp_path`` folders and each local server its own port, so tests
+share no folder, port or cache.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import pytest
 
@@ -27,9 +29,10 @@ from tests.harness.demo_run import demo_run  # noqa: F401
 from tests.harness.fixtures import openai_server  # noqa: F401
 from tests.harness.lmms import lmms_env, run_cli  # noqa: F401
 from tests.harness.mmsci_run import mmsci_judged_run  # noqa: F401
+from tests.harness.scheduling import SHARED_RUNS, SharedRunScheduling
 from tests.harness.scifibench_run import scifibench_judge_off  # noqa: F401
 
-SUBPROCESS_FIXTURES = frozenset({"run_cli", "lmms_env", "demo_run", "scifibench_judge_off", "mmsci_judged_run"})
+SUBPROCESS_FIXTURES = frozenset({"run_cli", "lmms_env", *SHARED_RUNS})
 CLI_RUN_FIXTURES = {
     "test_report.py": "evaluated",
     "test_report_samples.py": "built",
@@ -42,22 +45,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if SUBPROCESS_FIXTURES & names or CLI_RUN_FIXTURES.get(item.path.name) in names:
             item.add_marker(pytest.mark.slow)
             item.add_marker(pytest.mark.cli)
-        if group := _shared_run_group(item):
-            item.add_marker(pytest.mark.xdist_group(group))
 
 
-def _shared_run_group(item: pytest.Item) -> str | None:
-    """The worker group of a test that uses one of the suite's fixtures set up once per session or per module: the
-    session fixture's name (its users live in several modules), else the module's name; None for other tests."""
-    info = getattr(item, "_fixtureinfo", None)
-    if info is None:
-        return None
-    shared = [
-        definitions[-1]
-        for definitions in info.name2fixturedefs.values()
-        if definitions[-1].scope != "function" and definitions[-1].func.__module__.startswith("tests.")
-    ]
-    sessions = sorted(definition.argname for definition in shared if definition.scope == "session")
-    if sessions:
-        return sessions[0]
-    return item.module.__name__ if shared else None
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> SharedRunScheduling:
+    """Under ``-n N``: the tests that read a shared or module-wide run go to one worker together."""
+    return SharedRunScheduling(config, log)
