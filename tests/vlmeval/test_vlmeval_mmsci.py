@@ -19,6 +19,7 @@ from PIL import Image
 from scifig_tasks.core.mmsci.judged_metrics import FACTS_INSTRUCTION, GEVAL_RELEVANCE_CRITERIA, RATING_DEFINITION
 from scifig_tasks.report.build import build_report
 from tests.harness.mmsci_data import CAPTION_FEATURES, MCQ_FEATURES, Caption, Mcq, caption_row, mcq_row, tiny_bert
+from tests.harness.mmsci_run import JUDGE_LETTERS, REFERENCES  # the same judge letters and reference captions
 from tests.harness.openai_server import ChatRequest, Reply
 from tests.harness.vlmeval import MODEL, run_vlmeval, vlmeval_scores
 
@@ -34,12 +35,6 @@ MCQ: list[tuple[Mcq, str | Reply, str | None]] = [
     (Mcq("subcap2fig", "B", "Biological sciences", "Genetics"), "(b)", None),  # the judge finds no letter
     (Mcq("subcap2fig", "D", "Biological sciences", "Ecology"), "A", "A"),
     (Mcq("subcap2fig", "C", "Biological sciences", "Ecology"), "C", "C"),
-]
-JUDGE_LETTERS = {"B or C": "B", "(b)": "None"}
-REFERENCES = [
-    "The figure shows spectra of the sample under pressure with a scale bar of one micron in each panel.",
-    "Schematic of the device with two electrodes and the measured current under bias in every panel shown.",
-    "Cells in the plot show growth over time for the wild type and the mutant strains in culture.",
 ]
 CAPTION_REPLIES: list[str | Reply] = [
     "The figure shows spectra of the sample under pressure.",
