@@ -72,6 +72,12 @@ def test_demo_refuses_zero_questions(capsys: pytest.CaptureFixture[str]) -> None
     )
 
 
+def test_a_whole_number_of_at_least_one_is_taken_as_it_is() -> None:
+    from scifig_tasks.cli import positive_int
+
+    assert positive_int("3") == 3 and positive_int("1") == 1
+
+
 @pytest.mark.slow
 @pytest.mark.cli
 def test_debug_shows_the_traceback(tmp_path: Path) -> None:
