@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import re
 from functools import cache
-from pathlib import Path
 
 from xdist.scheduler import LoadScopeScheduling
 
@@ -66,4 +65,4 @@ class SharedRunScheduling(LoadScopeScheduling):
 
     def _split_scope(self, nodeid: str) -> str:
         path = nodeid.split("::", 1)[0]
-        return (unit_of(path) if Path(REPO / path).is_file() else None) or nodeid
+        return (unit_of(path) if (REPO / path).is_file() else None) or nodeid
