@@ -1,0 +1,182 @@
+"""A benchmark's description: every fact about one benchmark that the rest of scifig reads, in one object.
+
+Each benchmark describes itself once, in its core sub-package (``scifig_tasks/core/<name>/benchmark.py`` for
+scifig's own), and registers the description under the ``scifig.benchmarks`` entry-point group
+(:mod:`scifig_tasks.core.registry`). Everything that used to be a hand-kept list — data sources, task versions,
+chance rules, the fields that name a document, VLMEvalKit datasets, report rows and published sizes, the curate
+command — is derived from the registered descriptions. docs/adding-a-benchmark.md walks through each field.
+
+Facts that live in an adapter layer above ``scifig_tasks.core`` (a VLMEvalKit dataset class, a TSV layout, a report
+section, a curate command) are named as ``"module:attribute"`` references, resolved only when that layer runs
+(:func:`scifig_tasks.core.registry.resolve`), like the entry points that register the descriptions themselves: a
+description stays cheap to read and ``scifig_tasks.core`` imports nothing above it.
+
+A description missing a required part is refused when it is registered, with one line naming the part
+(:class:`BenchmarkError`).
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from scifig_tasks.core.schema import BenchmarkSource
+
+Guesser = Callable[[str, random.Random], str]
+"""Draws a chance answer from a question's prompt (:mod:`scifig_tasks.core.chance`)."""
+
+Row = Mapping[str, Any]
+
+_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+_REFERENCE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+
+
+class BenchmarkError(ValueError):
+    """A benchmark description that cannot be registered; the message is one line naming what is wrong."""
+
+
+@dataclass(frozen=True)
+class PublishedSet:
+    """The published data a benchmark's published numbers were computed on (the report's coverage notes)."""
+
+    name: str
+    """The published set's name in sentences (``GRAB``, ``SciFIBench CS``)."""
+    source: str
+    """Its data source (a key of :attr:`Benchmark.sources`)."""
+    questions: Mapping[str, int] = field(default_factory=dict)
+    """Task or group -> questions of the published set (empty: the size is not checked)."""
+    subtasks: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Group -> the tasks lmms-eval's ``n-samples`` lists for it."""
+    full: str = ""
+    """What the published rows were computed on, in words."""
+    unpublished: str = ""
+    """When the paper published no data: what every run's data are instead."""
+    unit: str = "set"
+    """What one task of it is called (``split``: each task is one published split)."""
+
+
+@dataclass(frozen=True)
+class SummaryRow:
+    """One row of the report's summary table: a label and the tasks whose scores it shows."""
+
+    label: str
+    alternatives: tuple[tuple[str, ...], ...]
+    """Each alternative: tasks whose questions add up (a group, or its parts when the group is absent); the first
+    alternative a run has is shown."""
+    coverage: tuple[str, ...] = ()
+    """Tasks whose data column says what the run covered of the published set (the first one the run has)."""
+
+
+@dataclass(frozen=True)
+class VlmevalDataset:
+    """One VLMEvalKit dataset: named as the lmms-eval task (or group) asking the same questions under the same
+    protocol; its rows are one split of one source, optionally filtered."""
+
+    name: str
+    source: str
+    """A key of :attr:`Benchmark.sources`."""
+    split: str
+    keep: Callable[[Row], bool] | None = None
+    """Which rows of the split the dataset asks (None: all)."""
+    shown: bool = False
+    """The report shows it (a test-set dataset under the default protocol)."""
+    detail_metric: str = "breakdown"
+    """The lmms-eval metric holding the per-task details a VLMEvalKit scores file's ``breakdown`` stands for."""
+    old_names: tuple[str, ...] = ()
+    """Names of earlier releases, still accepted (with a warning) for one more version."""
+
+
+@dataclass(frozen=True)
+class Vlmeval:
+    """A benchmark's VLMEvalKit side."""
+
+    datasets: tuple[VlmevalDataset, ...]
+    classes: tuple[str, ...]
+    """``"module:Class"`` of each dataset class (subclasses of :class:`scifig_tasks.vlmeval.datasets.SciFigDataset`);
+    their ``NAMES`` together serve :attr:`datasets`."""
+    tsv_formats: Mapping[str, str]
+    """Source key -> ``"module:attribute"`` of its :class:`scifig_tasks.vlmeval.tsv.TsvFormat`."""
+    groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """lmms-eval groups VLMEvalKit serves as several datasets: group -> its datasets, in the group's order."""
+
+
+@dataclass(frozen=True)
+class Report:
+    """A benchmark's part of ``scifig report``."""
+
+    summary: tuple[SummaryRow, ...]
+    section: str = ""
+    """``"module"`` with ``section(runs, figdir) -> Section | None``; empty: the generic section (accuracy with
+    intervals per task and per category)."""
+    published: PublishedSet | None = None
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """Everything scifig knows about one benchmark (see the module docstring and docs/adding-a-benchmark.md)."""
+
+    name: str
+    """Registry key, the prefix of every task name (``grab``, ``grab_properties``) and of its settings."""
+    title: str
+    """The benchmark's name in sentences (``GRAB``)."""
+    version: str
+    """Task version: every task YAML's ``metadata.version``; bumped when a change can move a number."""
+    task_folder: Path
+    """The lmms-eval task folder (YAMLs + ``utils.py``), found by ``lmms-eval --tasks`` with no flag."""
+    sources: Mapping[str, BenchmarkSource]
+    """Data source key (a task YAML's ``metadata.scifig_source``) -> the source."""
+    document_id: tuple[str, ...]
+    """Record fields naming a document whatever its position: compare, rescore and the sample viewer pair an
+    lmms-eval run's documents with a VLMEvalKit run's on them."""
+    chance: Mapping[str, Guesser | str]
+    """Source key -> the rule drawing a chance answer from a prompt, or why there is none (free text)."""
+    report: Report
+    vlmeval: Vlmeval | None = None
+    """None: the benchmark has no VLMEvalKit datasets."""
+    curate: str = ""
+    """``"module:register"`` adding ``scifig curate <name>`` (``register(subparsers)``); empty: none."""
+
+    def __post_init__(self) -> None:
+        problem = self._problem()
+        if problem is not None:
+            raise BenchmarkError(f"benchmark {self.name!r} cannot be registered: {problem}")
+
+    def _problem(self) -> str | None:
+        if not isinstance(self.name, str) or not _NAME.match(self.name):
+            return "name must be a lower-case identifier (letters, digits, _), the prefix of its task names"
+        for part in ("title", "version"):
+            if not getattr(self, part):
+                return f"{part} is missing"
+        if not Path(self.task_folder).is_dir():
+            return f"task_folder {self.task_folder} is not a folder (its lmms-eval task YAMLs and utils.py)"
+        if not self.sources:
+            return "sources is missing (data source key -> BenchmarkSource)"
+        if not self.document_id:
+            return "document_id is missing (the record fields naming a document)"
+        missing = [key for key in self.sources if key not in self.chance]
+        if missing:
+            return f"chance has no entry for source {', '.join(missing)} (a guess rule, or why there is none)"
+        if not self.report.summary:
+            return "report.summary is missing (at least one row: a label and its tasks)"
+        references = [self.curate] if self.curate else []
+        if self.report.published is not None and self.report.published.source not in self.sources:
+            return f"report.published.source {self.report.published.source!r} is not one of its sources"
+        if self.vlmeval is not None:
+            references += [*self.vlmeval.classes, *self.vlmeval.tsv_formats.values()]
+            unknown = [ds.name for ds in self.vlmeval.datasets if ds.source not in self.vlmeval.tsv_formats]
+            if unknown:
+                return f"vlmeval dataset {unknown[0]} reads a source without a tsv_formats entry"
+            if not self.vlmeval.classes:
+                return "vlmeval.classes is missing (the dataset classes serving its datasets)"
+        bad = [reference for reference in references if not _REFERENCE.match(reference)]
+        if bad:
+            return f"{bad[0]!r} is not a 'module:attribute' reference"
+        return None
+
+    def owns(self, task: str) -> bool:
+        """Whether ``task`` (an lmms-eval task, group or VLMEvalKit dataset name) is one of this benchmark's."""
+        return task == self.name or task.startswith(f"{self.name}_")

@@ -1,0 +1,140 @@
+"""A benchmark's data schema: where its data lives and the columns every row must have.
+
+A :class:`BenchmarkSource` names the published Hugging Face dataset (``hub_path``, ``splits``), the setting that
+points at local data instead (``env_var``, ``SCIFIG_<BENCH>_DATA``), the required and optional :class:`Column` s with a
+check for each cell, a check across each row, and the columns that identify a row. The checks here are plain
+functions; :mod:`scifig_tasks.core.data` applies them while it loads. This module imports no data library, so a
+benchmark's description (:mod:`scifig_tasks.core.benchmark`) can be read without loading any.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from scifig_tasks.core import settings
+from scifig_tasks.core.settings import Settings
+
+RowCheck = Callable[[Any], str | None]
+"""Returns a problem description for a bad cell value, ``None`` when the value is fine."""
+
+CrossCheck = Callable[[Mapping[str, Any], str], tuple[str, str] | None]
+"""Checks a whole row (its checked columns, images as undecoded cells) of the named split: ``(column, problem)`` for a
+bad row, ``None`` when the row is fine."""
+
+
+@dataclass(frozen=True)
+class Column:
+    """One required column: its name, whether it holds images (a single image or a list of them), a cell check."""
+
+    name: str
+    check: RowCheck | None = None
+    image: bool = False
+    image_list: bool = False
+
+
+@dataclass(frozen=True)
+class BenchmarkSource:
+    """Where a benchmark's data lives: Hub id, split names (and older aliases), the env var that overrides it,
+    and the columns every row must have."""
+
+    name: str
+    hub_path: str
+    splits: tuple[str, ...]
+    env_var: str
+    columns: tuple[Column, ...]
+    split_aliases: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    optional_columns: tuple[Column, ...] = ()
+    """Columns checked only when the data has them."""
+    row_check: CrossCheck | None = None
+    """A check across the columns of each row, after its cells passed."""
+    key: tuple[str, ...] = ()
+    """Columns whose values identify a row: two rows of a split with the same values are an error."""
+    default_data: Callable[[], Path] | None = None
+    """Builds (once, cached) and returns local data when the env var is unset and there is no Hub copy."""
+    build_command: str = ""
+    """The ``scifig curate`` command line that builds local data for this benchmark (``--out DIR``)."""
+    unset_message: str = ""
+    """The error when the env var is unset and there is neither a Hub copy nor default data (a generic one if empty)."""
+
+    @property
+    def default_split(self) -> str:
+        return self.splits[0]
+
+    def remedy(self) -> str:
+        """The ways out when the data cannot be loaded, for the end of a one-line error."""
+        built = f" (`{self.build_command}` builds it)" if self.build_command else ""
+        return f"set {self.env_var}=DIR to local data{built}, or run `scifig demo` to try scifig offline"
+
+    def split_names(self, split: str) -> tuple[str, ...]:
+        """The split's Hub name followed by the older names it may have in earlier revisions or local copies."""
+        return (split, *self.split_aliases.get(split, ()))
+
+    def local_path(self, given: Settings | Mapping[str, str] | None = None) -> Path | None:
+        """The local data the benchmark's setting (``env_var``) names, or None: of ``given`` settings, an environment
+        mapping, or the process's settings (:func:`scifig_tasks.core.settings.current`)."""
+        return settings.resolve(given).get(self.env_var)
+
+
+def expect_str(allowed: tuple[str, ...] | None = None, non_empty: bool = True) -> RowCheck:
+    """A check for string cells, optionally from a closed vocabulary."""
+
+    def check(value: Any) -> str | None:
+        if not isinstance(value, str):
+            return f"expected a string, got {type(value).__name__} {value!r}"
+        if non_empty and not value.strip():
+            return "expected a non-empty string"
+        if allowed is not None and value not in allowed:
+            return f"unknown value {value!r} (expected one of: {', '.join(allowed)})"
+        return None
+
+    return check
+
+
+def expect_answer() -> RowCheck:
+    """A check for gold answer strings: non-empty, and one that Python reads as a number (``float()``, which also reads
+    ``nan``, ``inf``, ``Infinity`` and overflows ``1e309`` to ``inf``) must be finite. A non-finite gold is no answer
+    to a figure question, and a model answering ``inf`` would match it."""
+    text = expect_str()
+
+    def check(value: Any) -> str | None:
+        problem = text(value)
+        if problem is not None:
+            return problem
+        try:
+            number = float(value)
+        except ValueError:
+            return None
+        if math.isfinite(number):
+            return None
+        return (
+            f"{value!r} reads as {number}, not a finite number "
+            "(nan, inf and numbers beyond the float range, such as 1e309, cannot be answers)"
+        )
+
+    return check
+
+
+def expect_int(low: int | None = None, high: int | None = None) -> RowCheck:
+    """A check for integer cells within ``[low, high]``."""
+
+    def check(value: Any) -> str | None:
+        if isinstance(value, bool) or not isinstance(value, int):
+            return f"expected an integer, got {type(value).__name__} {value!r}"
+        if (low is not None and value < low) or (high is not None and value > high):
+            return f"value {value} outside [{low}, {high}]"
+        return None
+
+    return check
+
+
+def list_feature(feature: Any) -> Any:
+    """A ``datasets`` list feature of ``feature`` (``datasets`` >= 4 names the type ``List``, older ones
+    ``Sequence``); the data library is imported only when a feature is built."""
+    import datasets
+
+    kind = getattr(datasets, "List", None) or datasets.Sequence
+    return kind(feature)
