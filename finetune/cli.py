@@ -2,7 +2,7 @@
 
 * ``scifig finetune --config CONFIG [--merge] [--output-dir DIR] [--max-steps N] [--device cpu]`` — CONFIG is a YAML
   path or a packaged config name (``qwen2_vl_7b_mmsci_lora``). Multi-GPU:
-  ``accelerate launch --num_processes 8 -m scifig_tasks.cli finetune --config ...``.
+  ``accelerate launch --num_processes 8 -m scifig_tasks.commands.main finetune --config ...``.
 * ``scifig finetune-data --format {sft,scifibench,grab} --input PATH --out DIR [--limit N]`` — writes
   ``DIR/train.jsonl`` + ``DIR/images/`` (streaming), e.g. to mix several sources in one training file.
 """

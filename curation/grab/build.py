@@ -36,11 +36,12 @@ from curation.grab.render import DEFAULT_DPI, render_job
 from curation.parquet import ParquetRows
 from curation.workers import process_pool
 from scifig_tasks.core.grab.multiple_choice import mc_options
-from scifig_tasks.core.sources import GRAB_FEATURES, LIST
+from scifig_tasks.core.grab.source import grab_features
+from scifig_tasks.core.schema import list_feature
 
-FEATURES = datasets.Features({**GRAB_FEATURES, "metadata": datasets.Value("string")})
+FEATURES = datasets.Features({**grab_features(), "metadata": datasets.Value("string")})
 MC_FEATURES = datasets.Features(
-    {**FEATURES, "options": LIST(datasets.Value("string")), "mc_answer": datasets.Value("string")}
+    {**FEATURES, "options": list_feature(datasets.Value("string")), "mc_answer": datasets.Value("string")}
 )
 SPLIT = "GRAB"
 MC_DIR = "properties_mc"

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from scifig_tasks.core.grab.answers import EQUATION_TEMPLATES, EquationKind
-from scifig_tasks.core.published_sizes import GRAB_TASKS
+from scifig_tasks.core.grab.benchmark import TASK_QUESTIONS
 
 INTEGER = " Give your answer as an integer."
 ONE_DP = " Give your answer to 1 decimal place."
@@ -140,7 +140,7 @@ QUESTION_TYPES: tuple[QuestionType, ...] = (
 )
 
 TASK_ORDER: tuple[str, ...] = (P, F, S, T)
-TASK_COUNTS: dict[str, int] = dict(GRAB_TASKS)  # as published
+TASK_COUNTS: dict[str, int] = dict(TASK_QUESTIONS)  # as published
 
 EQUATION_MIX: tuple[tuple[EquationKind, int], ...] = (
     ("linear", 9),

@@ -34,8 +34,7 @@ from curation.mmsci.sft import ABSTRACT_WORDS, write_sft
 from curation.mmsci.splits import EVAL_SPLITS, MIN_ARTICLES, RATIO, as_json, predefined_splits, split_articles
 from curation.parquet import ParquetRows
 from scifig_tasks.core.mmsci.rules import SETTINGS
-from scifig_tasks.core.sources import MMSCI_CAPTIONING_FEATURES as CAPTIONING_FEATURES
-from scifig_tasks.core.sources import MMSCI_MCQ_FEATURES as MCQ_FEATURES
+from scifig_tasks.core.mmsci.source import mmsci_captioning_features, mmsci_mcq_features
 
 
 def eligible(article: Article, seed: int = 0) -> bool:
@@ -118,10 +117,12 @@ def build_mmsci(
         members = [by_key[key] for key in splits.of(split)]
         questions = build_questions(members, seed, split, per_article)
         items = caption_items(members, seed, per_article)
-        write_rows(out / "mcq" / f"{split}.parquet", MCQ_FEATURES, _question_rows(questions), f"mmsci: mcq/{split}")
+        write_rows(
+            out / "mcq" / f"{split}.parquet", mmsci_mcq_features(), _question_rows(questions), f"mmsci: mcq/{split}"
+        )
         write_rows(
             out / "captioning" / f"{split}.parquet",
-            CAPTIONING_FEATURES,
+            mmsci_captioning_features(),
             _caption_rows(items),
             f"mmsci: captioning/{split}",
         )

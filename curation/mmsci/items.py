@@ -2,7 +2,7 @@
 :mod:`.from_vlmeval`) and the authors' train split (:mod:`.authors_sft`).
 
 An item is one multiple-choice question (:class:`Mcq`) or one figure to caption (:class:`Caption`); its ``row`` holds
-the columns of the parquet features ``MMSCI_*_FEATURES`` of :mod:`scifig_tasks.core.sources`.
+the columns of the parquet features ``mmsci_*_features()`` of :mod:`scifig_tasks.core.mmsci.source`.
 
 The fields are read as the authors' archive (github.com/Leezekun/MMSci, ``benchmark.zip``) gives them:
 ``benchmark/<split>/`` holds the files of :data:`AUTHORS_FILES` (JSON), a question's text is the question then one

@@ -1,7 +1,7 @@
 """An import of a public MMSci copy written in the local layout of ``SCIFIG_MMSCI_DATA``, the layout
 ``scifig curate mmsci`` writes (:mod:`.build`): ``mcq/<split>.parquet`` and ``captioning/<split>.parquet`` in the
-features ``MMSCI_*_FEATURES`` of :mod:`scifig_tasks.core.sources`, ``curation.json`` (questions and answer letters
-per setting, captioning items, items dropped) and the dataset card (:mod:`.card`).
+features ``mmsci_*_features()`` of :mod:`scifig_tasks.core.mmsci.source`, ``curation.json`` (questions and
+answer letters per setting, captioning items, items dropped) and the dataset card (:mod:`.card`).
 """
 
 from __future__ import annotations
@@ -18,13 +18,15 @@ from curation.mmsci.card import write_card
 from curation.mmsci.items import Caption, Mcq
 from curation.parquet import ParquetRows
 from scifig_tasks.core.mmsci.rules import SETTINGS
-from scifig_tasks.core.sources import MMSCI_CAPTIONING_FEATURES as CAPTIONING_FEATURES
-from scifig_tasks.core.sources import MMSCI_MCQ_FEATURES as MCQ_FEATURES
+from scifig_tasks.core.mmsci.source import mmsci_captioning_features, mmsci_mcq_features
 
 
 def write_split(out: Path, split: str, mcq: Sequence[Mcq] | None, captions: Sequence[Caption] | None) -> None:
     """Write the split's tables (a table whose source was not given, ``None``, is not written)."""
-    for table, features, items in (("mcq", MCQ_FEATURES, mcq), ("captioning", CAPTIONING_FEATURES, captions)):
+    for table, features, items in (
+        ("mcq", mmsci_mcq_features(), mcq),
+        ("captioning", mmsci_captioning_features(), captions),
+    ):
         if items is None:
             continue
         writer = ParquetRows(out / table / f"{split}.parquet", features)

@@ -16,8 +16,8 @@ the first ``variant_plots`` charts of each type (default: all) with the same dat
 * ``vegalite`` -- the chart drawn by Vega-Lite (:mod:`curation.plot_twist.render_vega`).
 
 Every question's ground truth is computed from its own rendering (axis answers from that rendering's axes). Output:
-``<out>/test.parquet`` with the schema of :data:`scifig_tasks.core.sources.PLOT_TWIST_FEATURES` plus ``metadata`` (the
-drawn data and presentation as JSON), and ``<out>/README.md``. Rendering runs in ``workers`` processes
+``<out>/test.parquet`` with the schema of :func:`scifig_tasks.core.plot_twist.source.plot_twist_features` plus
+``metadata`` (the drawn data and presentation as JSON), and ``<out>/README.md``. Rendering runs in ``workers`` processes
 (:mod:`curation.plot_twist.render`); rows come out in plan order, so the file does not depend on the number of
 workers.
 """
@@ -47,11 +47,11 @@ from scifig_tasks.core.plot_twist.rules import (
     ROBUSTNESS_VARIANTS,
     VARIANT_CHART_TYPES,
 )
-from scifig_tasks.core.sources import PLOT_TWIST_FEATURES
+from scifig_tasks.core.plot_twist.source import plot_twist_features
 
 PAPER_PLOTS: dict[str, int] = {"scatter": 42, "bar": 50, "pie": 47}
 """Plots per chart type behind the paper's 336 / 250 / 141 questions."""
-FEATURES = datasets.Features({**PLOT_TWIST_FEATURES, "metadata": datasets.Value("string")})
+FEATURES = datasets.Features({**plot_twist_features(), "metadata": datasets.Value("string")})
 SPLIT = "test"
 MARKERS = {"marker_x": "x", "marker_diamond": "D", "marker_circle": "o", "marker_plus": "+"}
 

@@ -32,8 +32,8 @@ import datasets
 from tqdm.auto import tqdm
 
 from curation.scifibench.normalise import first_occurrences, normalise_caption
-from scifig_tasks.core.data import image_problem
 from scifig_tasks.core.errors import DataError
+from scifig_tasks.core.image_cells import image_problem
 
 REQUIRED = ("image", "caption", "paper_id", "categories")
 OPTIONAL = ("figure_id", "has_subfigures")

@@ -37,7 +37,7 @@ import pyarrow.parquet as pq
 from tqdm.auto import tqdm
 
 from scifig_tasks.core.errors import DataError
-from scifig_tasks.core.sources import LIST
+from scifig_tasks.core.schema import list_feature
 
 FEATURES = datasets.Features(
     {
@@ -45,7 +45,7 @@ FEATURES = datasets.Features(
         "image": datasets.Image(),
         "caption": datasets.Value("string"),
         "paper_id": datasets.Value("string"),
-        "categories": LIST(datasets.Value("string")),
+        "categories": list_feature(datasets.Value("string")),
         "has_subfigures": datasets.Value("bool"),
         "figure_type": datasets.Value("string"),
     }

@@ -1,9 +1,9 @@
 """Questions written in exactly the published SciFIBench schema, plus metadata columns.
 
-Published features (:data:`scifig_tasks.core.sources.SCIFIBENCH_FEATURES`): ``ID`` (int64), ``Question`` (str),
-``Options`` (list of str), ``Answer`` (letter), ``Category`` (str), ``Images`` (list of images: 1 for Figure→Caption,
-5 for Caption→Figure, the stored bytes of the input figures). Metadata, after them: ``source_figure_id`` /
-``source_paper_id`` (the true pair), ``option_figure_ids`` (the figure behind each option, in option order),
+Published features (:func:`scifig_tasks.core.scifibench.source.scifibench_features`): ``ID`` (int64), ``Question``
+(str), ``Options`` (list of str), ``Answer`` (letter), ``Category`` (str), ``Images`` (list of images: 1 for
+Figure→Caption, 5 for Caption→Figure, the stored bytes of the input figures). Metadata, after them: ``source_figure_id``
+/ ``source_paper_id`` (the true pair), ``option_figure_ids`` (the figure behind each option, in option order),
 ``difficulty`` (mean negative distance, lower = harder), ``tier`` (``gold_candidates`` / ``gold`` / ``silver`` /
 ``bronze``) and ``negatives`` (``nearest`` or ``random``). ``ID`` is the true pair's position in the de-duplicated
 corpus: the same in both tasks and in the random-negatives variant, so the variants of one question can be matched.
@@ -26,14 +26,15 @@ from tqdm.auto import tqdm
 
 from curation.scifibench.pairs import Pairs
 from curation.scifibench.questions import Question, Task, render
-from scifig_tasks.core.sources import LIST, SCIFIBENCH_FEATURES
+from scifig_tasks.core.schema import list_feature
+from scifig_tasks.core.scifibench.source import scifibench_features
 
 FEATURES = datasets.Features(
     {
-        **SCIFIBENCH_FEATURES,
+        **scifibench_features(),
         "source_figure_id": datasets.Value("string"),
         "source_paper_id": datasets.Value("string"),
-        "option_figure_ids": LIST(datasets.Value("string")),
+        "option_figure_ids": list_feature(datasets.Value("string")),
         "difficulty": datasets.Value("float64"),
         "tier": datasets.Value("string"),
         "negatives": datasets.Value("string"),

@@ -34,7 +34,7 @@ from scifig_tasks.core.settings import Settings
 from scifig_tasks.core.stats import cell
 
 if TYPE_CHECKING:
-    from scifig_tasks.core.judge import JudgeClient
+    from scifig_tasks.core.judge.client import JudgeClient
 
 AUDIT_KEY = "judge_audit"
 SHARE_VARIABLE = settings.JUDGE_AUDIT.name

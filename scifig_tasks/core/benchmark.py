@@ -113,6 +113,16 @@ class Report:
     """``"module"`` with ``section(runs, figdir) -> Section | None``; empty: the generic section (accuracy with
     intervals per task and per category)."""
     published: PublishedSet | None = None
+    sample_tasks: Mapping[str, tuple[str, str | Mapping[str, str]]] = field(default_factory=dict)
+    """Task whose logged samples span several of its tasks (a VLMEvalKit dataset serving a group) -> the record field
+    naming a sample's task and either a task-name template (``"plot_twist_{}"``, filled with the field's value) or
+    field value -> task: the sample viewer and the comparison list each sample under that task."""
+    corpus_metrics: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Task-name prefix -> the corpus-level metrics the sample viewer shows once per run and task (tasks scored with
+    no per-sample correctness, such as captioning)."""
+    not_pooled: tuple[str, ...] = ()
+    """Groups asking the same questions under several conditions: the comparison compares their tasks one by one,
+    never pooled (a question would count once per condition)."""
 
 
 @dataclass(frozen=True)

@@ -7,24 +7,17 @@ point to
 * a directory of ``<split>.parquet`` files (one split per file), or
 * a directory written by ``Dataset.save_to_disk`` / ``DatasetDict.save_to_disk``.
 
-Whatever the source, the rows are checked against the benchmark's schema before any model is called, and a bad row
-stops the run with a :class:`DataError` naming the file, the row and the column: a cell out of its column's rule, a row
-whose columns disagree (``row_check``, e.g. an answer letter beyond the options), a repeated key (``key``, e.g.
-GRAB's ``pid``) and a row repeated in full (every column equal; any benchmark). An empty split is an error too.
-Images get the structural check here (header, declared size within the decompression-bomb limit, every chunk
-checksum; :func:`scifig_tasks.core.images.check_structure`), and their pixels are decoded, strictly, when a model's
-request is built: a file whose structure is fine but whose compressed data is broken stops the run there, with the
-same file, row and column (:mod:`scifig_tasks.core.images`). Memory stays flat however large the set (the rows are
-read batch by batch; only a digest per row is kept). A split is checked once per process and, while its files are
-unchanged, once across runs (:mod:`scifig_tasks.core.validated`).
+Whatever the source, the rows are checked against the benchmark's schema before any model is called
+(:mod:`scifig_tasks.core.validation`: a bad row stops the run with a :class:`DataError` naming the file, the row and
+the column). A split is checked once per process and, while its files are unchanged, once across runs
+(:mod:`scifig_tasks.core.validated`).
 
-Data that is not data is refused the same way: text that is not valid UTF-8 (any column), a gold answer that reads as
-a non-finite number (:func:`expect_answer`), and an image cell that names a file (no bytes, a ``path``) outside the
-data's own folder (:func:`scifig_tasks.core.images.image_file`). That folder is the one ``SCIFIG_<BENCH>_DATA`` names
-(the parquet file's folder when it names a file); a relative path is relative to it. A Hub dataset's files are the
-ones ``datasets`` downloaded: its folders are the ``datasets`` and Hub caches (and the dataset's directory when
-``load_dataset`` was given a local one). Files that pass are read into their cells once the rows are valid
-(:func:`embed_image_files`), so nothing downstream opens a path.
+The folders an image cell that names a file (no bytes, a ``path``) may be read from
+(:mod:`scifig_tasks.core.image_cells`): the one ``SCIFIG_<BENCH>_DATA`` names (the parquet file's folder when it
+names a file); a relative path is relative to it. A Hub dataset's files are the ones ``datasets`` downloaded: its
+folders are the ``datasets`` and Hub caches (and the dataset's directory when ``load_dataset`` was given a local one).
+Files that pass are read into their cells once the rows are valid
+(:func:`scifig_tasks.core.image_cells.embed_image_files`), so nothing downstream opens a path.
 
 A benchmark without a published copy (``hub_path`` empty) may name a ``default_data`` builder: when the env var is
 unset, it builds the benchmark's seeded synthetic set once into a cache and returns its path, loaded like local data.
@@ -38,29 +31,22 @@ import hashlib
 import json
 import os
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import datasets
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from scifig_tasks.core import validated
 from scifig_tasks.core.errors import DataError
-from scifig_tasks.core.images import check_structure, decode_once, image_file, remember_source, unreadable
+from scifig_tasks.core.image_cells import _is_image_list, _names_files, embed_image_files
+from scifig_tasks.core.image_cells import undecoded as undecoded  # public here: the data's entry point
+from scifig_tasks.core.images import remember_source
 from scifig_tasks.core.resources import installed_entry_point
-from scifig_tasks.core.schema import (
-    BenchmarkSource,
-    Column,
-    CrossCheck,
-)
-
-# datasets >= 4 has List (Sequence became a function); older releases only have the Sequence class.
-_LIST_FEATURES: tuple[type, ...] = tuple(
-    kind for kind in (getattr(datasets, "List", None), getattr(datasets, "Sequence", None)) if isinstance(kind, type)
-)
+from scifig_tasks.core.schema import BenchmarkSource
+from scifig_tasks.core.validation import _NO_ROWS, validate
 
 
 def registered_default_data(name: str) -> Path:
@@ -217,8 +203,6 @@ def _read_parquet(path: Path) -> datasets.Dataset:
     return loaded
 
 
-_NO_ROWS = "has no rows (an empty split: nothing to evaluate)"
-
 _READ_BUFFER = 2**20
 """Bytes read from a parquet file at a time, per column: a buffered stream, not whole column chunks."""
 
@@ -262,245 +246,6 @@ def _batch_rows(metadata: pq.FileMetaData) -> int:
     groups = [metadata.row_group(index) for index in range(metadata.num_row_groups)]
     widest = max((group.total_byte_size / group.num_rows for group in groups if group.num_rows), default=1.0)
     return max(1, min(1000, int(_BATCH_BYTES // max(widest, 1.0))))
-
-
-def validate(
-    dataset: datasets.Dataset,
-    columns: tuple[Column, ...],
-    origin: str,
-    batch_size: int = 64,
-    row_check: CrossCheck | None = None,
-    split: str = "",
-    key: tuple[str, ...] = (),
-    folders: tuple[Path, ...] = (),
-) -> None:
-    """Check that there are rows, every required column and cell, then ``row_check`` on each row (of ``split``), then
-    that no row repeats another in full or in its ``key`` columns; raise :class:`DataError` at the first bad one.
-
-    Text in any column must be valid UTF-8; an image cell without bytes is read from its ``path`` only inside
-    ``folders`` (none: such a cell is refused)."""
-    missing = [column.name for column in columns if column.name not in dataset.column_names]
-    if missing:
-        raise DataError(origin, None, missing[0], f"missing column (the file has: {', '.join(dataset.column_names)})")
-    if len(dataset) == 0:
-        raise DataError(origin, None, None, _NO_ROWS)
-    raw = undecoded(dataset)  # every column: a full-row duplicate is equal in all of them
-    names = [column.name for column in columns]
-    seen_rows: dict[bytes, int] = {}
-    seen_keys: dict[tuple[Any, ...], int] = {}
-    for offset, batch in _batches(raw, batch_size, origin):
-        for column in columns:
-            for index, value in enumerate(batch[column.name]):
-                problem = _cell_problem(column, value, folders)
-                if problem is not None:
-                    raise DataError(origin, offset + index, column.name, problem)
-        for index in range(len(batch[names[0]])):
-            row = offset + index
-            if row_check is not None:
-                found = row_check({name: batch[name][index] for name in names}, split)
-                if found is not None:
-                    raise DataError(origin, row, found[0], found[1])
-            first = seen_rows.setdefault(_row_digest(batch, index, raw.column_names), row)
-            if first != row:
-                raise DataError(origin, row, None, f"repeats row {first} in full (every column is equal)")
-            if key:
-                values = tuple(batch[name][index] for name in key)
-                first = seen_keys.setdefault(values, row)
-                if first != row:
-                    shown = values[0] if len(key) == 1 else values
-                    raise DataError(origin, row, ", ".join(key), f"duplicate key {shown!r}, already at row {first}")
-
-
-def _row_digest(batch: Mapping[str, list[Any]], index: int, names: list[str]) -> bytes:
-    digest = hashlib.blake2b(digest_size=16)
-    for name in names:
-        _feed(digest, name)
-        _feed(digest, batch[name][index])
-    return digest.digest()
-
-
-def _feed(digest: Any, value: Any) -> None:
-    """Feed ``value`` to ``digest`` unambiguously (type tag, length, content); image bytes go in as they are."""
-    if isinstance(value, bytes):
-        digest.update(b"b%d:" % len(value))
-        digest.update(value)
-    elif isinstance(value, str):
-        encoded = value.encode("utf-8", "surrogatepass")
-        digest.update(b"s%d:" % len(encoded))
-        digest.update(encoded)
-    elif isinstance(value, list | tuple):
-        digest.update(b"l%d:" % len(value))
-        for item in value:
-            _feed(digest, item)
-    elif isinstance(value, dict):
-        digest.update(b"d%d:" % len(value))
-        for name in sorted(value):
-            _feed(digest, name)
-            _feed(digest, value[name])
-    else:  # None, bool, int, float and other scalars
-        text = f"{type(value).__name__}:{value!r}".encode()
-        digest.update(b"v%d:" % len(text))
-        digest.update(text)
-
-
-def _undecoded(feature: Any) -> Any:
-    if isinstance(feature, datasets.Image):
-        return datasets.Image(decode=False)
-    if _is_image_list(feature):
-        return type(feature)(datasets.Image(decode=False))
-    return feature
-
-
-def _is_image_list(feature: Any) -> bool:
-    return isinstance(feature, _LIST_FEATURES) and isinstance(feature.feature, datasets.Image)
-
-
-def _batches(dataset: datasets.Dataset, batch_size: int, origin: str) -> Iterator[tuple[int, dict[str, list[Any]]]]:
-    for offset in range(0, len(dataset), batch_size):
-        try:
-            batch = dataset[offset : offset + batch_size]
-        except UnicodeDecodeError as exc:
-            rows = range(offset, min(offset + batch_size, len(dataset)))
-            raise _invalid_text(dataset, rows, origin, exc) from None  # the error names the cell and the byte
-        yield offset, batch
-
-
-def _invalid_text(dataset: datasets.Dataset, rows: range, origin: str, error: UnicodeDecodeError) -> DataError:
-    """The first cell of ``rows`` whose text is not UTF-8, located by reading the rows' cells one by one."""
-    for row in rows:
-        for name in dataset.column_names:
-            try:
-                dataset.select_columns([name])[row]
-            except UnicodeDecodeError as exc:
-                return DataError(origin, row, name, _utf8_problem(exc))
-    return DataError(origin, None, None, _utf8_problem(error))
-
-
-def _utf8_problem(error: UnicodeDecodeError) -> str:
-    byte = error.object[error.start] if error.start < len(error.object) else None
-    shown = f"{error.reason} 0x{byte:02x}" if byte is not None else error.reason
-    return f"text is not valid UTF-8 ({shown} at byte {error.start}); write the column as UTF-8 text"
-
-
-def _cell_problem(column: Column, value: Any, folders: tuple[Path, ...] = ()) -> str | None:
-    if value is None:
-        return "value is missing (null)"
-    if column.image:
-        return image_structure_problem(value, folders)
-    if column.image_list:
-        if not isinstance(value, list) or not value:
-            return "expected a non-empty list of images"
-        for position, item in enumerate(value):
-            problem = image_structure_problem(item, folders)
-            if problem is not None:
-                return f"image {position}: {problem}"
-        return None
-    return column.check(value) if column.check is not None else None
-
-
-def image_problem(value: Any, folders: tuple[Path, ...] = ()) -> str | None:
-    """The whole check of an undecoded image cell (``{"bytes", "path"}``): its structure verifies and its pixels decode
-    (once, strictly, not kept; :func:`scifig_tasks.core.images.decode_once`). A cell without bytes is read from its
-    ``path`` only inside ``folders`` (:func:`scifig_tasks.core.images.image_file`; none: refused)."""
-    return _image_problem(value, folders, decode_once)
-
-
-def image_structure_problem(value: Any, folders: tuple[Path, ...] = ()) -> str | None:
-    """The load-time check of an image cell: like :func:`image_problem`, but no pixel is decoded
-    (:func:`scifig_tasks.core.images.check_structure`); the pixels are decoded when a request is built."""
-    return _image_problem(value, folders, check_structure)
-
-
-def _image_problem(value: Any, folders: tuple[Path, ...], check: Callable[[Any], None]) -> str | None:
-    if not isinstance(value, dict):
-        return f"expected an image, got {type(value).__name__}"
-    if not value.get("bytes") and not value.get("path"):
-        return "image has neither bytes nor a path"
-    if not value.get("bytes"):
-        try:
-            value = {"bytes": _read_image_file(value["path"], folders), "path": None}
-        except ValueError as exc:
-            return str(exc)
-    try:
-        check(value)
-    except Exception as exc:  # PIL raises many types for damaged data
-        return unreadable(exc)
-    return None
-
-
-def _read_image_file(path: str, folders: tuple[Path, ...]) -> bytes:
-    """The bytes of the file an image cell names, read only inside ``folders``; ``ValueError`` otherwise."""
-    file = image_file(path, folders)
-    try:
-        return file.read_bytes()
-    except OSError as exc:
-        raise ValueError(f"image path {path!r}: cannot read {file} ({type(exc).__name__}: {exc})") from exc
-
-
-def embed_image_files(
-    dataset: datasets.Dataset, columns: tuple[Column, ...], origin: str, folders: tuple[Path, ...]
-) -> datasets.Dataset:
-    """``dataset`` with every image cell of ``columns`` that names a file (no bytes) given that file's bytes, read
-    inside ``folders`` by the rule :func:`validate` checked; the same dataset when no cell names a file."""
-    pending = [
-        column.name
-        for column in columns
-        if (column.image or column.image_list) and _names_files(dataset.data.column(column.name))
-    ]
-    if not pending:
-        return dataset
-    raw = undecoded(dataset)
-
-    def embed(*values: Any) -> dict[str, list[Any]]:
-        *cells, indices = values
-        return {
-            name: [_embedded(cell, origin, row, name, folders) for cell, row in zip(column, indices, strict=True)]
-            for name, column in zip(pending, cells, strict=True)
-        }
-
-    embedded = raw.map(
-        embed,
-        batched=True,
-        with_indices=True,
-        input_columns=pending,
-        load_from_cache_file=False,  # the files may have changed since a cached run
-        desc="reading image files",
-    )
-    for name in pending:
-        embedded = embedded.cast_column(name, dataset.features[name])
-    return embedded
-
-
-def _embedded(cell: Any, origin: str, row: int, column: str, folders: tuple[Path, ...]) -> Any:
-    if isinstance(cell, list):
-        return [_embedded(item, origin, row, column, folders) for item in cell]
-    if not isinstance(cell, dict) or cell.get("bytes") or not cell.get("path"):
-        return cell
-    try:
-        return {"bytes": _read_image_file(cell["path"], folders), "path": cell["path"]}
-    except ValueError as exc:
-        raise DataError(origin, row, column, str(exc)) from exc
-
-
-def _names_files(column: pa.ChunkedArray) -> bool:
-    """Whether an image column (of cells or lists of cells) has a cell without bytes that names a path."""
-    for chunk in column.chunks:
-        while isinstance(chunk, pa.ListArray | pa.LargeListArray | pa.FixedSizeListArray):
-            chunk = chunk.flatten()
-        fields = dict(zip([field.name for field in chunk.type], chunk.flatten(), strict=True))
-        no_bytes = pc.fill_null(pc.equal(pc.binary_length(fields["bytes"]), 0), True)
-        if pc.any(pc.and_(no_bytes, pc.is_valid(fields["path"]))).as_py():
-            return True
-    return False
-
-
-def undecoded(dataset: datasets.Dataset) -> datasets.Dataset:
-    """The same rows with image columns left as stored bytes (``{"bytes", "path"}``), decoded only on demand."""
-    for name, feature in dataset.features.items():
-        changed = _undecoded(feature)
-        if changed is not feature:
-            dataset = dataset.cast_column(name, changed)
-    return dataset
 
 
 def without_media(dataset: datasets.Dataset) -> datasets.Dataset:

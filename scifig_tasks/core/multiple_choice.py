@@ -56,7 +56,7 @@ from typing import TYPE_CHECKING, Literal
 from scifig_tasks.core.raw_outputs import END_OF_TURN_MARKERS, output_status
 
 if TYPE_CHECKING:
-    from scifig_tasks.core.judge import JudgeClient
+    from scifig_tasks.core.judge.client import JudgeClient
 
 JUDGE_PROMPT = (
     "Here is the output from a generative model:\n{output}\nThe output contains the answer to a multiple choice "

@@ -18,12 +18,12 @@ import string
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from scifig_tasks.core.judge import has_text
+from scifig_tasks.core.judge.replies import has_text
 from scifig_tasks.core.multiple_choice import JUDGE_MAX_TOKENS, Resolution, judge_prompt, judge_reply_readable
 from scifig_tasks.core.raw_outputs import output_status
 
 if TYPE_CHECKING:
-    from scifig_tasks.core.judge import JudgeClient
+    from scifig_tasks.core.judge.client import JudgeClient
 
 MMSCI_JUDGE_SYSTEM = (
     "The user will provide an analysis of a multiple-choice question with a few options. Based on the analysis, "

@@ -4,10 +4,10 @@
   (:mod:`scifig_tasks.core.presets`) and the judge presets (:mod:`scifig_tasks.core.judge`). A preset is given by
   name (no ``.yaml``/``.yml`` suffix, no directory: a file of the shipped ``<kind>`` folder) or by path to any YAML
   file. An unknown name lists the shipped names; a missing file and invalid YAML are errors naming the file.
-* Entry points (pyproject), public extension points (``docs/architecture.md``): data builders (``scifig.builders``)
-  and ``scifig curate`` sub-commands (``scifig.curate``) are found by name. The ``curation`` package registers its
-  own, and any installed package can add more; ``scifig_tasks`` never imports ``curation`` (it sits above, importing
-  the core), a rule ``tests/project/test_layering.py`` holds.
+* Entry points (pyproject), public extension points (``docs/architecture.md``): data builders (``scifig.builders``) are
+  found by name (benchmarks themselves register under ``scifig.benchmarks``, :mod:`scifig_tasks.core.registry`). The
+  ``curation`` package registers its own, and any installed package can add more; ``scifig_tasks`` never imports
+  ``curation`` (it sits above, importing the core), a rule ``tests/project/test_layering.py`` holds.
 """
 
 from __future__ import annotations

@@ -24,7 +24,9 @@ the process's own, and never reads the environment itself.
 from __future__ import annotations
 
 import difflib
+import functools
 import os
+import re
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -153,6 +155,28 @@ def declare(
     return setting
 
 
+DATA_VARIABLE = re.compile(rf"^{PREFIX}[A-Z][A-Z0-9_]*_DATA$")
+"""The local-data family: the ``env_var`` of every benchmark data source (:class:`scifig_tasks.core.schema
+.BenchmarkSource`, e.g. ``SCIFIG_GRAB_DATA``) names a path, and is a setting without a declaration of its own, so a
+benchmark an installed package registers has its data setting too (``scifig config`` lists the registered ones)."""
+
+
+@functools.cache
+def data_setting(name: str) -> Setting[Path | None]:
+    """The setting of local-data variable ``name`` (one of the :data:`DATA_VARIABLE` family)."""
+    return Setting(name, _path, None, "local data of a benchmark source", _PATH, "data", shown_default="unset")
+
+
+def lookup(name: str) -> Setting[Any]:
+    """The setting called ``name``: a declared one or one of the local-data family; ``KeyError`` otherwise."""
+    found = DECLARED.get(name)
+    if found is not None:
+        return found
+    if DATA_VARIABLE.match(name):
+        return data_setting(name)
+    raise KeyError(f"{name} is not a scifig setting")
+
+
 _TEXT = "a non-empty string"
 _PATH = "a path"
 
@@ -263,25 +287,7 @@ JUDGE_PRICE_PER_MILLION_OUTPUT: Setting[float | None] = declare(
     shown_default="the preset's, else none (no cost shown)",
 )
 
-# local data (scifig_tasks.core.sources)
-GRAB_DATA: Setting[Path | None] = declare(
-    "SCIFIG_GRAB_DATA", _path, None, "local GRAB data", _PATH, "data", shown_default="the Hub dataset"
-)
-SCIFIBENCH_DATA: Setting[Path | None] = declare(
-    "SCIFIG_SCIFIBENCH_DATA", _path, None, "local SciFIBench data", _PATH, "data", shown_default="the Hub dataset"
-)
-PLOT_TWIST_DATA: Setting[Path | None] = declare(
-    "SCIFIG_PLOT_TWIST_DATA",
-    _path,
-    None,
-    "local Plot Twist data",
-    _PATH,
-    "data",
-    shown_default="the seeded set, built once",
-)
-PLOT_TWIST_CHARTQA_DATA: Setting[Path | None] = declare(
-    "SCIFIG_PLOT_TWIST_CHARTQA_DATA", _path, None, "local Plot Twist ChartQA subset", _PATH, "data"
-)
+# local data: every benchmark source's SCIFIG_<SOURCE>_DATA is a setting of the data family (data_setting)
 PLOT_TWIST_CACHE = declare(
     "SCIFIG_PLOT_TWIST_CACHE",
     _path,
@@ -291,10 +297,6 @@ PLOT_TWIST_CACHE = declare(
     "data",
     shown_default="~/.cache/scifig/plot_twist",
 )
-MMSCI_DATA: Setting[Path | None] = declare(
-    "SCIFIG_MMSCI_DATA", _path, None, "local MMSci data (mcq/ and captioning/)", _PATH, "data"
-)
-
 # MMSci captioning (scifig_tasks.core.mmsci.judged_metrics, scifig_tasks.core.mmsci.captioning_metrics)
 MMSCI_JUDGED_SUBSET: Setting[int | None] = declare(
     "SCIFIG_MMSCI_JUDGED_SUBSET",
@@ -430,20 +432,20 @@ class Settings:
         options: variable name to text, ``None`` for an option not given); unknown ``SCIFIG_*`` variables warn."""
         env = os.environ if environ is None else environ
         given: dict[str, tuple[str, Source]] = {}
-        for name in DECLARED:
+        family = [name for name in env if DATA_VARIABLE.match(name) and name not in DECLARED]
+        for name in [*DECLARED, *family]:
             text = env.get(name, "").strip()
             if text:
                 given[name] = (text, "environment")
         for name, text in (overrides or {}).items():
-            if name not in DECLARED:
-                raise KeyError(f"{name} is not a scifig setting")
+            lookup(name)
             if text is not None and str(text).strip():
                 given[name] = (str(text).strip(), "command line")
         values: dict[str, Any] = {}
         errors: dict[str, str] = {}
         for name, (text, _) in given.items():
             try:
-                values[name] = DECLARED[name].read(text)
+                values[name] = lookup(name).read(text)
             except SettingError as exc:
                 errors[name] = str(exc)
         if warn:
@@ -461,8 +463,7 @@ class Settings:
         a caller holding values, not text (a command's parsed options, a notebook), sets them."""
         raw, sources, parsed, errors = dict(self.raw), dict(self.sources), dict(self.values), dict(self.errors)
         for name, value in values.items():
-            if name not in DECLARED:
-                raise KeyError(f"{name} is not a scifig setting")
+            lookup(name)
             errors.pop(name, None)
             if value is None:
                 for mapping in (raw, sources, parsed):
@@ -473,7 +474,7 @@ class Settings:
 
     def get(self, setting: Setting[T] | str) -> T:
         """The setting's value (its default when not given); :class:`SettingError` when its text does not parse."""
-        declared = DECLARED[setting] if isinstance(setting, str) else setting
+        declared = lookup(setting) if isinstance(setting, str) else setting
         if declared.name in self.errors:
             raise SettingError(self.errors[declared.name])
         if declared.name in self.values:
@@ -507,7 +508,7 @@ class Settings:
 
     def shown(self, setting: Setting[Any] | str) -> str:
         """The value as it may be printed: secrets as ``<set>`` / ``<unset>``, an unset value as ``unset``."""
-        declared = DECLARED[setting] if isinstance(setting, str) else setting
+        declared = lookup(setting) if isinstance(setting, str) else setting
         if declared.secret:
             return "<set>" if declared.name in self.raw else "<unset>"
         if declared.name in self.errors:
@@ -545,7 +546,7 @@ def unknown(environ: Mapping[str, str]) -> list[tuple[str, str | None]]:
     names = [name for name in DECLARED if name.startswith(PREFIX)]
     found = []
     for variable in sorted(environ):
-        if variable.startswith(PREFIX) and variable not in DECLARED:
+        if variable.startswith(PREFIX) and variable not in DECLARED and not DATA_VARIABLE.match(variable):
             close = difflib.get_close_matches(variable, names, n=1, cutoff=0.75)
             found.append((variable, close[0] if close else None))
     return found

@@ -1,6 +1,6 @@
 """Data are checked once: once per source in a process, and once across runs while the files stay the same.
 
-A split that passed :func:`scifig_tasks.core.data.validate` gets a record, a small JSON file in
+A split that passed :func:`scifig_tasks.core.validation.validate` gets a record, a small JSON file in
 ``<datasets cache>/scifig_validated/`` (the folder where ``datasets`` keeps its Arrow copies of the same data). The
 record's name is a digest of everything the verdict depends on:
 

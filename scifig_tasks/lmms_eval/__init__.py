@@ -2,5 +2,18 @@
 
 from pathlib import Path
 
+from scifig_tasks.core import registry
+
 TASKS_DIR = Path(__file__).resolve().parent
-"""The folder lmms-eval searches for this package's task YAMLs (``scifig tasks-path``)."""
+"""The folder holding scifig's own task folders (``scifig tasks-path``)."""
+
+
+def task_folders() -> list[Path]:
+    """The task folder of every registered benchmark (scifig's own and those of installed packages), resolved."""
+    return [Path(described.task_folder).resolve() for described in registry.benchmarks().values()]
+
+
+def in_task_folder(path: Path | str) -> bool:
+    """Whether ``path`` (a task YAML) lies in a registered benchmark's task folder."""
+    resolved = Path(path).resolve()
+    return any(folder == resolved.parent or folder in resolved.parents for folder in task_folders())

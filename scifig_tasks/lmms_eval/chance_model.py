@@ -28,17 +28,17 @@ from lmms_eval.api.model import lmms
 from tqdm import tqdm
 
 from scifig_tasks.core import chance
-from scifig_tasks.lmms_eval import TASKS_DIR
+from scifig_tasks.lmms_eval import task_folders
 
 
 @cache
 def task_sources() -> Mapping[str, str]:
     """Task name -> the ``metadata.scifig_source`` of its YAML, for every task defined under this package's task
-    folder (read with lmms-eval's own YAML loader, ``include`` templates resolved)."""
+    folder of a registered benchmark (read with lmms-eval's own YAML loader, ``include`` templates resolved)."""
     from lmms_eval.utils import load_yaml_config
 
     found: dict[str, str] = {}
-    for path in sorted(TASKS_DIR.rglob("*.yaml")):
+    for path in sorted(path for folder in task_folders() for path in folder.rglob("*.yaml")):
         config = load_yaml_config(str(path), mode="simple")
         metadata = config.get("metadata")
         if isinstance(config.get("task"), str) and isinstance(metadata, dict) and "scifig_source" in metadata:
@@ -51,8 +51,8 @@ def guesser_for(task: str) -> chance.Guesser:
     source = task_sources().get(task)
     if source is None:
         raise ValueError(
-            f"scifig_chance answers scifig's tasks only: task {task!r} is not defined under {TASKS_DIR}, so its "
-            "answer format is unknown"
+            f"scifig_chance answers scifig's tasks only: task {task!r} is not defined in a registered benchmark's "
+            "task folder, so its answer format is unknown"
         )
     try:
         return chance.answer_space(source)

@@ -19,10 +19,10 @@ task and group, requests sent, cache hits, failures, prompt and completion token
 
 Before the model runs, one line says the most judge requests the run can send (:func:`judge_bound`): after lmms-eval has
 built each task's requests (``--limit`` applied), every output of a task whose ``process_results`` may ask the judge
-(:data:`JUDGED_PER_OUTPUT`) counts once -- an output goes to the judge at most once, when the rules cannot read it or,
-for multiple choice, as one of the audit's share (``SCIFIG_JUDGE_AUDIT``) of those they can. Retries are not counted;
-MMSci captioning's judged metrics are asked at aggregation, two requests per judged caption (FActScore's split and
-G-Eval) plus one per atomic fact, which is not known in advance.
+(declared on the hook, :mod:`scifig_tasks.core.judged_hooks`) counts once -- an output goes to the judge at most once,
+when the rules cannot read it or, for multiple choice, as one of the audit's share (``SCIFIG_JUDGE_AUDIT``) of those
+they can. Retries are not counted; MMSci captioning's judged metrics are asked at aggregation, two requests per judged
+caption (FActScore's split and G-Eval) plus one per atomic fact, which is not known in advance.
 """
 
 from __future__ import annotations
@@ -30,30 +30,15 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Iterable, Mapping
-from functools import partial, wraps
-from pathlib import Path
+from functools import wraps
 from typing import Any
 
-from scifig_tasks.core import judge, settings
+from scifig_tasks.core import judge, registry, settings
+from scifig_tasks.core.judged_hooks import HookJudging, declared_judging
 from scifig_tasks.core.provenance import KEY, environment
-from scifig_tasks.core.sources import SOURCES
-from scifig_tasks.lmms_eval import TASKS_DIR
 
 USAGE_KEY = "judge_usage"
 """The environment block's entry holding the judge accounting."""
-
-JUDGED_PER_OUTPUT: dict[str, frozenset[str]] = {
-    "grab": frozenset({"grab_process_results_llm_extract", "grab_mc_process_results"}),
-    "scifibench": frozenset({"scifibench_process_results", "scifibench_paper_process_results", "_alignment_results"}),
-    "mmsci": frozenset({"_mcq_process_results"}),
-    "plot_twist": frozenset({"_results"}),
-}
-"""Task folder -> the ``process_results`` hooks (the function under any ``partial``) that may send an output to the
-judge, at most once per output."""
-AUDITED = frozenset({"grab_mc_process_results", "scifibench_process_results", "_mcq_process_results"})
-"""Hooks of multiple-choice tasks whose rule-read answers the judge audit samples."""
-JUDGED_AT_AGGREGATION = frozenset({"mmsci_caption_process_results", "mmsci_caption_paper_process_results"})
-"""Hooks of tasks whose judged metrics are asked when lmms-eval aggregates (MMSci captioning)."""
 
 
 def has_scifig_task(results: dict[str, Any]) -> bool:
@@ -71,24 +56,15 @@ def data_origins(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
     found: dict[str, dict[str, Any]] = {}
     for config in (results.get("configs") or {}).values():
         name = (config.get("metadata") or {}).get("scifig_source") if isinstance(config, dict) else None
-        if name in SOURCES and name not in found:
-            local = SOURCES[name].local_path(settings.current())
+        if name in registry.sources() and name not in found:
+            local = registry.sources()[name].local_path(settings.current())
             found[name] = {"local": True} if local is not None else {"hub": config.get("dataset_path")}
     return found
 
 
-def _hook(task: Any) -> tuple[str, str] | None:
-    """The task folder and function name of a scifig task's ``process_results`` hook (None for other tasks)."""
-    function = getattr(getattr(task, "config", None), "process_results", None)
-    while isinstance(function, partial):
-        function = function.func
-    code = getattr(function, "__code__", None)
-    if code is None:
-        return None
-    source = Path(code.co_filename).resolve()  # lmms-eval loads a task folder's utils.py by path, not as our module
-    if source.parent.parent != TASKS_DIR:
-        return None
-    return source.parent.name, getattr(function, "__name__", "")
+def _judging(task: Any) -> HookJudging | None:
+    """How a task's ``process_results`` hook declares it may ask the judge (None: it never does)."""
+    return declared_judging(getattr(getattr(task, "config", None), "process_results", None))
 
 
 def _outputs(task: Any) -> int:
@@ -102,18 +78,15 @@ def judge_bound(tasks: Mapping[str, Any], share: float) -> tuple[int, list[str],
     20)``) and the tasks judged at aggregation, whose count is not known in advance."""
     total, words, later = 0, [], []
     for name, task in tasks.items():
-        hook = _hook(task)
-        if hook is None:
+        use = _judging(task)
+        if use is None:
             continue
-        folder, function = hook
-        if function in JUDGED_AT_AGGREGATION:
+        if use == "at_aggregation":
             later.append(name)
-            continue
-        if function not in JUDGED_PER_OUTPUT.get(folder, frozenset()):
             continue
         outputs = _outputs(task)
         total += outputs
-        audit = min(outputs, max(math.ceil(share * outputs), 20)) if function in AUDITED and share > 0 else 0
+        audit = min(outputs, max(math.ceil(share * outputs), 20)) if use == "audited" and share > 0 else 0
         words.append(f"{name} {outputs:,}" + (f" (audit up to {audit:,})" if audit else ""))
     return total, words, later
 

@@ -28,11 +28,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scifig_tasks.core.data import BenchmarkSource
+from scifig_tasks.core import registry
 from scifig_tasks.core.resources import shipped_config_dir
-from scifig_tasks.lmms_eval import TASKS_DIR
+from scifig_tasks.core.schema import BenchmarkSource
 
-CORE_DIR = TASKS_DIR.parent / "core"
+CORE_DIR = Path(__file__).resolve().parents[1] / "core"
 CORE = "scifig_tasks.core"
 FORBIDDEN_ROOTS = ("scifig_tasks", "curation", "scifig_model_configs", "scifig_finetune")
 JUDGE_PRESETS = 'resources.files("scifig_model_configs")'
@@ -53,10 +53,8 @@ class Exported:
 
 
 def benchmarks() -> list[str]:
-    """Task folders that can be exported: sub-folders of the package's task folder holding YAMLs and ``utils.py``."""
-    return sorted(
-        path.name for path in TASKS_DIR.iterdir() if (path / "utils.py").is_file() and any(path.glob("*.yaml"))
-    )
+    """The benchmarks that can be exported: the registered ones (:mod:`scifig_tasks.core.registry`)."""
+    return list(registry.benchmarks())
 
 
 # ---- code ----------------------------------------------------------------------------------------------------------
@@ -97,8 +95,9 @@ def core_closure(utils: Path) -> list[str]:
                     raise ExportError(f"{path}, line {line}: imports {module}, which is not part of {CORE}")
                 continue
             relative = module[len(CORE) + 1 :]
-            if _is_package(relative):  # `from scifig_tasks.core[.pkg] import module, ...`
-                modules = [f"{relative}.{name}".lstrip(".") for name in names]
+            if _is_package(relative):  # `from scifig_tasks.core[.pkg] import module_or_attribute, ...`
+                dotted = [f"{relative}.{name}".lstrip(".") for name in names]
+                modules = [name for name in dotted if _is_package(name) or _module_file(name).is_file()]
                 modules += [relative] if relative else []
             else:
                 modules = [relative]
@@ -219,7 +218,7 @@ def _yaml_str(text: str) -> str:
 
 
 def _export_yaml(text: str, origin: Path, data_files: dict[str, dict[str, str]], bench: str) -> str:
-    from scifig_tasks.core.sources import SOURCES
+    from scifig_tasks.core import registry
 
     sources = _SOURCE_LINE.findall(text)
     if not sources:
@@ -227,11 +226,11 @@ def _export_yaml(text: str, origin: Path, data_files: dict[str, dict[str, str]],
     if len(sources) > 1:
         raise ExportError(f"{origin}: more than one scifig_source")
     (name,) = sources
-    if name not in SOURCES:
+    if name not in registry.sources():
         raise ExportError(f"{origin}: unknown scifig_source {name!r}")
     text = _SOURCE_LINE.sub("", text)
     text = re.sub(r"^metadata:[ \t]*\n(?=\S|\Z)", "", text, flags=re.MULTILINE)  # an emptied metadata block
-    source = SOURCES[name]
+    source = registry.sources()[name]
     splits = data_files.get(name)
     if splits is None and not source.hub_path:
         placeholder = PLACEHOLDER_DIR.format(bench=name)
@@ -249,7 +248,7 @@ def _export_yaml(text: str, origin: Path, data_files: dict[str, dict[str, str]],
 
 
 def _readme(source: Path, bench: str, package: str, modules: list[str], data_files: dict[str, dict[str, str]]) -> str:
-    from scifig_tasks.core.sources import SOURCES
+    from scifig_tasks.core import registry
 
     text = (
         _rewrite((source / "README.md").read_text(encoding="utf-8"), package)
@@ -262,7 +261,7 @@ def _readme(source: Path, bench: str, package: str, modules: list[str], data_fil
     citation = [part for part in kept if part.startswith("## Citation")]
     body = [part for part in kept if not part.startswith("## Citation")]
     data = ["## Data\n", "The YAMLs load data with lmms-eval's own loader (`datasets.load_dataset`).\n"]
-    for name, src in SOURCES.items():
+    for name, src in registry.sources().items():
         if not any(f"scifig_source: {name}" in path.read_text(encoding="utf-8") for path in _yaml_files(source)):
             continue
         if name in data_files:
@@ -302,19 +301,17 @@ def _yaml_files(folder: Path) -> list[Path]:
 
 def export(bench: str, out: Path, data: Mapping[str, Path] | None = None) -> Exported:
     """Write ``out/<bench>/``; ``data`` maps a source name (e.g. ``grab``, ``plot_twist_chartqa``) to local data."""
-    from scifig_tasks.core.sources import SOURCES
-
     if bench not in benchmarks():
         raise ExportError(f"unknown benchmark {bench!r}; available: {', '.join(benchmarks())}")
-    source = TASKS_DIR / bench
+    source = Path(registry.benchmark(bench).task_folder)
     dest = out / bench
     if dest.exists() and any(dest.iterdir()):
         raise FileExistsError(f"{dest} exists and is not empty")
     data_files: dict[str, dict[str, str]] = {}
     for name, path in (data or {}).items():
-        if name not in SOURCES:
-            raise ExportError(f"--data {name}=...: unknown data source (known: {', '.join(SOURCES)})")
-        data_files[name] = local_splits(SOURCES[name], Path(path))
+        if name not in registry.sources():
+            raise ExportError(f"--data {name}=...: unknown data source (known: {', '.join(registry.sources())})")
+        data_files[name] = local_splits(registry.sources()[name], Path(path))
     package = f"{bench}_core"
     dest.mkdir(parents=True, exist_ok=True)
     modules = _vendor(source, dest, package)

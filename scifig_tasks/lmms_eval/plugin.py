@@ -5,7 +5,8 @@ Mechanism. lmms-eval 0.7 has no task-plugin hook, but it loads every ``lmms_eval
 This package's entry point (``scifig = scifig_tasks.lmms_eval.plugin:manifests``) therefore:
 
 1. returns the model manifests (``scifig_chance``, ``scifig_clip``; the documented use of the group);
-2. appends this folder (``scifig_tasks/lmms_eval``) to the search path of every ``TaskManager`` — after the
+2. appends the task folder of every registered benchmark (:mod:`scifig_tasks.core.registry`: scifig's own four and
+   those of installed packages) to the search path of every ``TaskManager`` — after the
    user's ``--include_path`` entries, so built-in and user tasks with the same name keep precedence — and warns
    once per name when such a task, group or tag replaces one of ours (a user ``grab_properties.yaml`` would
    otherwise silently stand in for ours inside the ``grab`` group); the warning names both YAML files;
@@ -37,7 +38,7 @@ from functools import wraps
 from pathlib import Path
 from typing import Any
 
-from scifig_tasks.lmms_eval import TASKS_DIR
+from scifig_tasks.lmms_eval import task_folders
 
 
 def manifests() -> list[Any]:
@@ -61,19 +62,21 @@ def install() -> None:
 
 
 def wrap_initialize_tasks(find_tasks: Any) -> Any:
-    """``TaskManager.initialize_tasks`` that also searches this folder, after the caller's ``include_path``, and
+    """``TaskManager.initialize_tasks`` that also searches the registered task folders, after the caller's
+    ``include_path``, and
     warns once per scifig name another folder's task replaces."""
 
     @wraps(find_tasks)
     def initialize_tasks(self: Any, include_path: Any = None, include_defaults: bool = True) -> Any:
         paths = [] if include_path is None else [include_path] if isinstance(include_path, str) else list(include_path)
-        if not any(Path(path).resolve() == TASKS_DIR for path in paths):
-            paths.append(str(TASKS_DIR))
-        index = find_tasks(self, include_path=paths, include_defaults=include_defaults)
-        for message in shadowed(index, self._get_task_and_group(str(TASKS_DIR))):
-            if message not in _WARNED:
-                _WARNED.add(message)
-                self.logger.warning(message)
+        given = {Path(path).resolve() for path in paths}
+        ours = [folder for folder in task_folders() if folder not in given]
+        index = find_tasks(self, include_path=[*paths, *map(str, ours)], include_defaults=include_defaults)
+        for folder in ours:
+            for message in shadowed(index, self._get_task_and_group(str(folder))):
+                if message not in _WARNED:
+                    _WARNED.add(message)
+                    self.logger.warning(message)
         return index
 
     return initialize_tasks
@@ -129,7 +132,7 @@ _WARNED: set[str] = set()
 
 
 def shadowed(index: dict[str, Any], ours: dict[str, Any]) -> list[str]:
-    """One warning per entry of ``ours`` (this folder's task index) that another folder's entry replaced in
+    """One warning per entry of ``ours`` (one registered folder's task index) that another folder's entry replaced in
     ``index`` (lmms-eval's merged index), naming the file that won and ours."""
 
     def where(entry: dict[str, Any]) -> str:
@@ -166,12 +169,13 @@ def load_task_data(task: Any) -> None:
     """Fill ``task.dataset`` / ``task.dataset_no_image`` the way lmms-eval's own loader does, from our source."""
     import datasets
 
+    from scifig_tasks.core import registry
     from scifig_tasks.core.data import load_benchmark, undecoded, without_media
-    from scifig_tasks.core.sources import SOURCES
 
     config = task.config
     split = config.test_split
-    evaluated = undecoded(load_benchmark(SOURCES[scifig_source(config)], split=split, hub_path=task.DATASET_PATH))
+    source = registry.sources()[scifig_source(config)]
+    evaluated = undecoded(load_benchmark(source, split=split, hub_path=task.DATASET_PATH))
     if config.process_docs is not None:
         evaluated = config.process_docs(evaluated)
     task.dataset = datasets.DatasetDict({split: evaluated})

@@ -56,14 +56,14 @@ WORKERS = 4
 def _task_dict(names: Sequence[str], model: str | None, path: Path) -> dict[Any, Any]:
     """lmms-eval's task dictionary for ``names`` (tasks and groups), loaded as ``lmms-eval --tasks`` loads them; a
     name that is not one of this package's task folders is refused before anything is loaded."""
+    from scifig_tasks.lmms_eval import in_task_folder
     from scifig_tasks.lmms_eval.docs import load_tasks, task_manager
-    from scifig_tasks.lmms_eval.plugin import TASKS_DIR
 
     manager = task_manager(model)
     for name in names:
         entry = manager.task_index.get(name)
         yaml_path = entry.get("yaml_path") if isinstance(entry, Mapping) else None
-        if not isinstance(yaml_path, str | os.PathLike) or TASKS_DIR not in Path(yaml_path).resolve().parents:
+        if not isinstance(yaml_path, str | os.PathLike) or not in_task_folder(yaml_path):
             where = "unknown to lmms-eval" if entry is None else f"defined by {yaml_path}"
             raise _refuse_unknown(name, path, where)
     return load_tasks(names, manager)
@@ -125,10 +125,10 @@ def _refuse_unknown(name: str, where: Path, reason: str) -> RescoreRefused:
 
 
 def _data_variable(task: Any) -> str:
-    from scifig_tasks.core.sources import SOURCES
+    from scifig_tasks.core import registry
     from scifig_tasks.lmms_eval.plugin import scifig_source
 
-    source = SOURCES.get(scifig_source(task.config) or "")
+    source = registry.sources().get(scifig_source(task.config) or "")
     return source.env_var if source is not None else "the task's data source"
 
 

@@ -4,8 +4,8 @@ replies arrive.
 Why. lmms-eval writes its results only at the end: a run stopped after 40 of 200 model calls loses every reply.
 lmms-eval 0.7.3 has a response cache (``--use_cache PATH``, an SQLite file plus a JSONL log, only for deterministic
 requests: temperature 0, no sampling, one sequence); ``scifig eval`` turns it on by default
-(:func:`scifig_tasks.cli.eval_command`). As lmms-eval ships it, the cache does not resume a stopped run and can
-return a wrong reply:
+(:func:`scifig_tasks.commands.main.eval_command`). As lmms-eval ships it, the cache does not resume a stopped run and
+can return a wrong reply:
 
 * it stores a batch of replies only once the model has answered the whole batch (every ``generate_until`` request of
   the run), so a stopped run has stored nothing;

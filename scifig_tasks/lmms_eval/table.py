@@ -16,7 +16,7 @@ from functools import cache, wraps
 from numbers import Number
 from typing import Any
 
-from scifig_tasks.lmms_eval import TASKS_DIR
+from scifig_tasks.lmms_eval import task_folders
 
 NOTE = "scifig: nested metrics ({names}) are in the *_results.json file, not printed; `scifig report` draws them"
 """Printed under a results table from which nested scifig metrics were left out."""
@@ -26,9 +26,13 @@ _NAME_LINE = re.compile(r"^(?:task|group):\s*([A-Za-z0-9_.-]+)\s*$", re.MULTILIN
 
 @cache
 def scifig_names() -> frozenset[str]:
-    """Every task and group name this package's YAML files define (``task: NAME`` / ``group: NAME`` lines)."""
+    """Every task and group name the registered benchmarks' YAML files define (``task: NAME`` / ``group: NAME``
+    lines)."""
     return frozenset(
-        match.group(1) for path in TASKS_DIR.rglob("*.yaml") for match in _NAME_LINE.finditer(path.read_text())
+        match.group(1)
+        for folder in task_folders()
+        for path in folder.rglob("*.yaml")
+        for match in _NAME_LINE.finditer(path.read_text())
     )
 
 

@@ -4,7 +4,10 @@ rows, plus the outputs that were counted wrong without being scored (from the sa
 logged their samples, ``samples.html``: every sample with its figure, prompt, output and how it was scored
 (:mod:`scifig_tasks.report.samples`).
 
-Each benchmark is one section module with ``section(runs, figdir) -> Section | None`` (``None``: not run). The page
+Each registered benchmark is one section, in registry order (:mod:`scifig_tasks.core.registry`): the module its
+description names (``report.section``, with ``section(runs, figdir) -> Section | None``; ``None``: not run), or the
+generic section (:mod:`scifig_tasks.report.generic`: accuracy with intervals per task and per category) when it
+names none. Rule: this module holds no list of benchmarks; they come from the registry. The page
 opens with the summary (:mod:`scifig_tasks.report.summary`); with two or more models a "Comparison" section follows
 the benchmarks: each later model against the first on the questions both answered (:mod:`scifig_tasks.report.compare`).
 No machine path is written: results files are named relative to the report (or by file name when far from it), and
@@ -13,14 +16,16 @@ any absolute path left in a note is shortened the same way (:mod:`scifig_tasks.r
 
 from __future__ import annotations
 
+import functools
 import importlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, get_args
 
-from scifig_tasks.core import provenance
+from scifig_tasks.core import provenance, registry
 from scifig_tasks.core.raw_outputs import OutputStatus
+from scifig_tasks.report import generic
 from scifig_tasks.report.compare import comparison_section
 from scifig_tasks.report.document import Note, Section, Table, to_html, to_markdown
 from scifig_tasks.report.paths import shown, shown_path
@@ -28,14 +33,21 @@ from scifig_tasks.report.runs import Run, load_runs
 from scifig_tasks.report.samples import write_samples_page
 from scifig_tasks.report.summary import summary_section
 
-SECTION_MODULES: tuple[str, ...] = (
-    "scifig_tasks.report.scifibench",
-    "scifig_tasks.report.grab",
-    "scifig_tasks.report.plot_twist",
-    "scifig_tasks.report.mmsci",
-)
+SectionBuilder = Callable[[list[Run], Path], Section | None]
 TITLE = "Scientific-figure benchmarks: evaluation report"
 FLAGGED_EXAMPLES = 5
+
+
+def section_builders() -> list[SectionBuilder]:
+    """Each registered benchmark's section builder, in registry order: its ``report.section`` module's ``section``,
+    or the generic section given its description."""
+    builders: list[SectionBuilder] = []
+    for described in registry.benchmarks().values():
+        if described.report.section:
+            builders.append(importlib.import_module(described.report.section).section)
+        else:
+            builders.append(functools.partial(generic.section, described))
+    return builders
 
 
 @dataclass
@@ -52,8 +64,8 @@ def build_report(results: Iterable[Path], out: Path) -> Report:
     figdir = out / "figures"
     figdir.mkdir(parents=True, exist_ok=True)
     sections: list[Section] = []
-    for name in SECTION_MODULES:
-        built = importlib.import_module(name).section(runs, figdir)
+    for build in section_builders():
+        built = build(runs, figdir)
         if built is not None:
             sections.append(built)
     if not sections:

@@ -9,8 +9,9 @@ repeat that is the question's ``standard_acc``). MMSci captioning has corpus-lev
 A VLMEvalKit dataset spanning several lmms-eval tasks (``grab``, ``plot_twist``, ``mmsci``) is split into them as
 the samples page splits it (:func:`scifig_tasks.report.samples.viewer_task`).
 
-Questions are matched by their records' own id fields (:data:`scifig_tasks.report.samples.DOC_KEYS`: GRAB ``pid``,
-SciFIBench ``ID``, Plot Twist ``q_id`` + ``variant``, MMSci ``uid`` + figure + setting + subfigure) when every
+Questions are matched by their records' own id fields (their benchmark description's ``document_id``, read by
+:func:`scifig_tasks.report.samples.document_id`: GRAB ``pid``, SciFIBench ``ID``, Plot Twist ``q_id`` + ``variant``,
+MMSci ``uid`` + figure + setting + subfigure) when every
 question of the task carries them once in both runs, so an lmms-eval run and a VLMEvalKit run line up; otherwise by
 lmms-eval's ``doc_id`` within one framework. The statistics and the pairing rule are
 :mod:`scifig_tasks.core.compare`. Every pair is a later run against the first (``B`` vs ``A``, ``C`` vs ``A``).
@@ -18,6 +19,10 @@ A top-level lmms-eval group of this package (``grab``, ``scifibench``, ``mmsci``
 from the task YAMLs) with two or more of its tasks compared also gets a row pooling their questions, as the group's
 own accuracy does: a question is never counted twice (``grab`` and ``grab_llm_extract`` ask the same questions and
 are pooled apart).
+
+Rule: this module names no benchmark. Which tasks are a benchmark's and in which order benchmarks are listed come from
+the registry (:func:`scifig_tasks.core.registry.of_task`, registry order); the groups never pooled are the
+descriptions' ``report.not_pooled``.
 """
 
 from __future__ import annotations
@@ -30,16 +35,23 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scifig_tasks.core import compare as stats
+from scifig_tasks.core import registry
 from scifig_tasks.report.document import Note, Section, Table
 from scifig_tasks.report.runs import Run
-from scifig_tasks.report.samples import BENCHMARK_PREFIXES, DOC_KEYS, cell_of, viewer_task
+from scifig_tasks.report.samples import cell_of, document_id, is_benchmark_task, viewer_task
 
 WIDTH = 100
 """Columns of the terminal table and its verdict lines."""
 NO_CORRECTNESS = "no per-question correctness (corpus-level metrics only)"
-NOT_POOLED = ("scifibench_alignment", "plot_twist_robustness")
-"""Groups of one experiment asking the same questions under several conditions (caption markings, chart variants):
-their tasks are compared one by one, never pooled (a question would count once per condition)."""
+
+
+def not_pooled() -> set[str]:
+    """Groups of one experiment asking the same questions under several conditions (caption markings, chart variants;
+    the descriptions' ``report.not_pooled``): their tasks are compared one by one, never pooled (a question would
+    count once per condition)."""
+    return {group for described in registry.benchmarks().values() for group in described.report.not_pooled}
+
+
 NO_RECORDS = "No run logged its samples (lmms-eval --log_samples), so the models are not compared question by question."
 
 
@@ -114,13 +126,15 @@ class Comparison:
 
 
 def benchmark_of(task: str) -> str:
-    return next((prefix for prefix in BENCHMARK_PREFIXES if task.startswith(prefix)), task)
+    """The name of the registered benchmark owning ``task`` (``task`` itself when none does)."""
+    described = registry.of_task(task)
+    return described.name if described is not None else task
 
 
-def _id_key(record: Mapping[str, Any]) -> tuple[str, ...] | None:
-    for fields in DOC_KEYS:
-        if fields[0] in record:
-            return tuple(str(record.get(name, "")) for name in fields)
+def _id_key(task: str, record: Mapping[str, Any]) -> tuple[str, ...] | None:
+    fields = document_id(task)
+    if fields and fields[0] in record:
+        return tuple(str(record.get(name, "")) for name in fields)
     return None
 
 
@@ -128,7 +142,7 @@ def answers(run: Run) -> dict[str, Answers]:
     """The run's per-question verdicts, per lmms-eval task."""
     found: dict[str, Answers] = {}
     for logged_as, samples in sorted(run.samples.items()):
-        if not logged_as.startswith(BENCHMARK_PREFIXES):
+        if not is_benchmark_task(logged_as):
             continue
         source = run.task_files.get(logged_as)
         version = run.task_versions.get(source, {}).get(logged_as) if source is not None else None
@@ -143,7 +157,7 @@ def answers(run: Run) -> dict[str, Answers]:
             if correct is None:
                 entry.unscored = True
                 continue
-            key = _id_key(record)
+            key = _id_key(logged_as, record)
             if entry.by_id is not None:
                 if key is None or key in entry.by_id:
                     entry.by_id = None
@@ -218,7 +232,7 @@ def compare_runs(
 def groups() -> dict[str, frozenset[str]]:
     """Each top-level group of this package's lmms-eval tasks (``grab``, ``scifibench``, ``mmsci_paper``, ...) and
     its leaf tasks, from the task folder's YAMLs: the questions a pooled row adds up, never a question twice."""
-    from scifig_tasks.tasks_cli import scifig_tasks, top_level
+    from scifig_tasks.commands.tasks import scifig_tasks, top_level
 
     tasks = scifig_tasks()
 
@@ -226,12 +240,15 @@ def groups() -> dict[str, frozenset[str]]:
         members = tasks[name].members if name in tasks else []
         return {leaf for member in members for leaf in leaves(member)} if members else {name}
 
-    pooled = [info for info in top_level(tasks) if info.members and info.name not in NOT_POOLED]
+    never = not_pooled()
+    pooled = [info for info in top_level(tasks) if info.members and info.name not in never]
     return {info.name: frozenset(leaves(info.name)) for info in pooled}
 
 
 def _order(benchmark: str) -> int:
-    return BENCHMARK_PREFIXES.index(benchmark) if benchmark in BENCHMARK_PREFIXES else len(BENCHMARK_PREFIXES)
+    """The benchmark's place in registry order (after every registered one when it is not registered)."""
+    names = list(registry.benchmarks())
+    return names.index(benchmark) if benchmark in names else len(names)
 
 
 # ---- presentation --------------------------------------------------------------------------------------------------

@@ -4,7 +4,8 @@ Rule: wherever a table shows published rows beside a run, the report says in wor
 full published set — fewer questions (``--limit``, a subset, a small generated set) or data built locally — and that
 the published rows are on the full published set. The decision uses only what the results record:
 
-* the number of questions scored (the breakdown's ``n``) against the published set's size (:data:`PUBLISHED`);
+* the number of questions scored (the breakdown's ``n``) against the published set's size (the benchmark
+  description's ``report.published``, :class:`scifig_tasks.core.benchmark.PublishedSet`);
 * lmms-eval's ``n-samples``: ``original`` is the size of the data the run read, ``effective`` what it evaluated
   (fewer under ``--limit``);
 * a data record in the results' environment block, when present (``scifig_environment.data[<source>]`` holding
@@ -13,77 +14,30 @@ the published rows are on the full published set. The decision uses only what th
   data.
 
 A run that scored exactly the published set's number of questions, with no record saying otherwise, gets no note.
+
+Rule: this module names no benchmark; a benchmark's published set is read from its registered description
+(:mod:`scifig_tasks.core.registry`), looked up by the benchmark's name.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from scifig_tasks.core import published_sizes as published
+from scifig_tasks.core import registry
+from scifig_tasks.core.benchmark import PublishedSet
 from scifig_tasks.report.document import Note
 from scifig_tasks.report.runs import Run
 
 
-@dataclass(frozen=True)
-class PublishedSet:
-    """The published data a benchmark's published rows were computed on."""
-
-    name: str
-    """The published set's name in sentences (``GRAB``, ``SciFIBench CS``)."""
-    source: str
-    """Its data source (:data:`scifig_tasks.core.sources.SOURCES` key)."""
-    questions: dict[str, int] = field(default_factory=dict)
-    """Task or group -> questions of the published set (empty: the size is not checked)."""
-    subtasks: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    """Group -> the tasks lmms-eval's ``n-samples`` lists for it."""
-    full: str = ""
-    """What the published rows were computed on, in words."""
-    unpublished: str = ""
-    """When the paper published no data: what every run's data are instead."""
-    unit: str = "set"
-    """What one task of it is called (``split``: each task is one published split)."""
-
-
-GRAB_SUBTASKS = ("grab_properties", "grab_functions", "grab_series", "grab_transforms")
-PUBLISHED: dict[str, PublishedSet] = {
-    "grab": PublishedSet(
-        "GRAB",
-        "grab",
-        {
-            "grab": published.GRAB_QUESTIONS,
-            **dict(zip(GRAB_SUBTASKS, published.GRAB_TASKS.values(), strict=True)),  # in the published order
-        },
-        {"grab": GRAB_SUBTASKS},
-        full=f"the full published GRAB set ({published.GRAB_QUESTIONS:,} questions)",
-    ),
-    "scifibench": PublishedSet(
-        "SciFIBench CS",
-        "scifibench",
-        dict.fromkeys(
-            ("scifibench_cs_figure2caption", "scifibench_cs_caption2figure"), published.SCIFIBENCH_SPLIT_QUESTIONS
-        ),
-        full=f"the full published CS splits ({published.SCIFIBENCH_SPLIT_QUESTIONS} questions each)",
-        unit="split",
-    ),
-    "plot_twist": PublishedSet(
-        "Plot Twist",
-        "plot_twist",
-        full="the paper's own synthetic charts",
-        unpublished="the paper's charts are not public; every run scores charts generated locally by scifig's "
-        "synthetic generator",
-    ),
-    "mmsci": PublishedSet(
-        "MMSci",
-        "mmsci_mcq",
-        subtasks={"mmsci": ("mmsci_fig2cap", "mmsci_subfig2cap", "mmsci_subcap2fig")},
-        full="the full published MMSci test set",
-    ),
-}
-"""Published set sizes (:mod:`scifig_tasks.core.published_sizes`): GRAB per task, SciFIBench per CS split (the published
-rows' only columns); MMSci's size is not checked (the limit and the data record still are); Plot Twist has no published
-data."""
+def published_set(benchmark: str) -> PublishedSet:
+    """The published set of the benchmark called ``benchmark`` (its description's ``report.published``); ``KeyError``
+    when it has none."""
+    published = registry.benchmark(benchmark).report.published
+    if published is None:
+        raise KeyError(f"benchmark {benchmark!r} describes no published set (report.published)")
+    return published
 
 
 @dataclass(frozen=True)
@@ -128,7 +82,7 @@ def data_origin(run: Run, task: str, source: str) -> str | None:
 
 def coverage(run: Run, benchmark: str, task: str, scored: int | None) -> Coverage:
     """What ``run`` covered of ``task`` (``scored``: the questions its breakdown counts), against the published set."""
-    published = PUBLISHED[benchmark]
+    published = published_set(benchmark)
     size = published.questions.get(task)
     count = "-" if scored is None else f"{scored:,} questions"
     if published.unpublished:
@@ -177,7 +131,7 @@ def coverage_note(benchmark: str, covered: Sequence[tuple[str, Coverage]]) -> No
         return None
     runs = "; ".join(f"{model}: {item.text}" for model, item in partial)
     return Note(
-        f"Not the published data. {runs}. The published rows are on {PUBLISHED[benchmark].full}: "
+        f"Not the published data. {runs}. The published rows are on {published_set(benchmark).full}: "
         "the numbers are not directly comparable.",
         kind="coverage",
     )

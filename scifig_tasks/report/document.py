@@ -1,7 +1,7 @@
 """The report's building blocks: sections made of tables, figures and notes, rendered to Markdown and HTML.
 
-Each benchmark contributes one :class:`Section` from its own module (``grab``, ``scifibench``, ``plot_twist``,
-``mmsci``); this module knows nothing about benchmarks.
+Each registered benchmark contributes one :class:`Section`, from the section module its description names or the
+generic one (:mod:`scifig_tasks.report.build`); this module knows nothing about benchmarks.
 """
 
 from __future__ import annotations

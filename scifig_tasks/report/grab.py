@@ -3,6 +3,7 @@ precision class as the paper counts them (Table 1: integer — list and equation
 nearest 10; the finer answer formats beside them), and accuracy against complexity 0-9 with 95% Wilson
 intervals (Fig. 6), from the ``accuracy`` and ``breakdown`` metrics of the ``grab`` tasks (exact match) and, when
 run, ``grab_llm_extract`` and ``grab_properties_mc``. Published rows: ``references.yaml`` (overall, properties).
+This module is GRAB's ``report.section``; its published sizes and tasks are read from GRAB's description.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from scifig_tasks.core.grab import benchmark as described
 from scifig_tasks.report import figures
 from scifig_tasks.report.coverage import coverage, coverage_note
 from scifig_tasks.report.document import Figure, Note, Section, Table, percent_ci
@@ -18,12 +20,8 @@ from scifig_tasks.report.runs import Run
 from scifig_tasks.report.summary import judge_model, judge_words
 
 TASKS = {"properties": "Properties", "function": "Functions", "series": "Series", "transform": "Transforms"}
-SUBTASKS = {
-    "properties": "grab_properties",
-    "function": "grab_functions",
-    "series": "grab_series",
-    "transform": "grab_transforms",
-}
+SUBTASKS = dict(zip(described.TASK_QUESTIONS, described.SUBTASKS, strict=True))
+"""Published task name -> its lmms-eval task (GRAB's description, :mod:`scifig_tasks.core.grab.benchmark`)."""
 DIMENSIONS = (
     ("category", "per category"),
     ("precision", "per precision class (paper Table 1: integer, 1 d.p., nearest 10)"),

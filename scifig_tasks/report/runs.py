@@ -11,7 +11,12 @@ files hold the same task, the later ``date`` wins and the report says so.
 VLMEvalKit runs of this package's datasets write ``<work-dir>/<model>/<model>_<dataset>_scifig_scores.json``
 (``{"dataset", "metrics", "breakdown"}``, the breakdown identical to the lmms-eval ``breakdown`` metric) and
 ``..._scifig_records.jsonl`` (one scored record per question); they become the run ``<model> (VLMEvalKit)`` with
-each dataset under the lmms-eval task name it corresponds to (:data:`VLMEVAL_TASKS`).
+each dataset under the lmms-eval task name it corresponds to (:func:`vlmeval_tasks`).
+
+Rule: this module names no benchmark. Which VLMEvalKit datasets the report shows, the names earlier releases gave
+them and the metric their details are stored under are read from the registered benchmark descriptions
+(:class:`scifig_tasks.core.benchmark.VlmevalDataset` ``shown``, ``old_names``, ``detail_metric``;
+:mod:`scifig_tasks.core.registry`).
 """
 
 from __future__ import annotations
@@ -22,41 +27,44 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from scifig_tasks.core import settings
+from scifig_tasks.core import registry, settings
+from scifig_tasks.core.benchmark import VlmevalDataset
 from scifig_tasks.core.errors import DataError
 from scifig_tasks.core.provenance import KEY
 from scifig_tasks.core.run_files import RECORDS_SUFFIX, RESULTS_SUFFIX, SCORES_SUFFIX, read_jsonl, read_results
 from scifig_tasks.core.sample_logs import report_note, scores_note
 from scifig_tasks.core.secrets import mask, mask_value
-from scifig_tasks.core.sources import SCIFIBENCH
-from scifig_tasks.vlmeval.names import DEPRECATED as VLMEVAL_DEPRECATED
 
-SCIFIBENCH_SPLITS = SCIFIBENCH.splits
 
-VLMEVAL_SHOWN = (
-    "grab",
-    "grab_llm_extract",
-    *(f"scifibench_{split.lower()}" for split in SCIFIBENCH_SPLITS),
-    "plot_twist",
-    "plot_twist_robustness",
-    "mmsci",
-    "mmsci_caption_image_only",
-    "mmsci_caption_with_abstract",
-)
-VLMEVAL_TASKS: dict[str, str] = {
-    **{name: name for name in VLMEVAL_SHOWN},
-    **{old: new for old, new in VLMEVAL_DEPRECATED.items() if new in VLMEVAL_SHOWN},
-}
-"""VLMEvalKit dataset name -> the lmms-eval task or group whose section shows it: the same name
-(:mod:`scifig_tasks.vlmeval.names`), or the ``SciFig_*`` name of a file written by an earlier release. Dev-split,
-reasoning-prompt and ``_paper`` datasets are not shown: the report compares models on the papers' test questions under
-one protocol."""
-DETAIL_METRIC: dict[str, str] = {
-    "mmsci_caption_image_only": "caption_report",
-    "mmsci_caption_with_abstract": "caption_report",
-}
-"""lmms-eval tasks whose per-task details are not called ``breakdown`` (a VLMEvalKit scores file's ``breakdown``
-is stored under this name)."""
+def shown_datasets() -> dict[str, VlmevalDataset]:
+    """Every VLMEvalKit dataset the report shows (``shown``: a test-set dataset under the default protocol), by name,
+    over the registered benchmarks in registry order. Dev-split, reasoning-prompt and ``_paper`` datasets are not
+    shown: the report compares models on the papers' test questions under one protocol."""
+    return {
+        dataset.name: dataset
+        for described in registry.benchmarks().values()
+        if described.vlmeval is not None
+        for dataset in described.vlmeval.datasets
+        if dataset.shown
+    }
+
+
+def vlmeval_tasks() -> dict[str, str]:
+    """VLMEvalKit dataset name -> the lmms-eval task or group whose section shows it: the same name
+    (:mod:`scifig_tasks.vlmeval.names`), or a name of the dataset in an earlier release (its ``old_names``: the
+    ``SciFig_*`` name of a file written by an earlier release)."""
+    shown = shown_datasets()
+    return {
+        **{name: name for name in shown},
+        **{old: name for name, dataset in shown.items() for old in dataset.old_names},
+    }
+
+
+def detail_metric(task: str) -> str:
+    """The lmms-eval metric holding ``task``'s per-task details (``breakdown`` unless its description says otherwise,
+    e.g. ``caption_report``): a VLMEvalKit scores file's ``breakdown`` is stored under this name."""
+    dataset = shown_datasets().get(task)
+    return dataset.detail_metric if dataset is not None else "breakdown"
 
 
 @dataclass
@@ -138,7 +146,7 @@ def _vlmeval(path: Path, runs: dict[str, Run]) -> None:
         path.name[: -len(suffix)] if path.name.endswith(suffix) and len(path.name) > len(suffix) else path.parent.name
     )
     run = runs.setdefault(f"{model} (VLMEvalKit)", Run(f"{model} (VLMEvalKit)"))
-    task = VLMEVAL_TASKS.get(dataset)
+    task = vlmeval_tasks().get(dataset)
     if task is None:
         run.notes.append(f"{dataset}: not shown in this report ({path.name})")
         return
@@ -149,7 +157,7 @@ def _vlmeval(path: Path, runs: dict[str, Run]) -> None:
     run.environments[path] = data.get(KEY)
     run.task_versions[path] = {task: str(data.get("version", "-"))}
     run.entries[task] = {f"{name},none": value for name, value in data["metrics"].items()}
-    run.entries[task][f"{DETAIL_METRIC.get(task, 'breakdown')},none"] = data["breakdown"]
+    run.entries[task][f"{detail_metric(task)},none"] = data["breakdown"]
     if isinstance(data.get("partial"), dict):  # scifig rescore --allow-partial
         run.notes.append(scores_note(task, data["partial"], path))
     records = path.with_name(path.name[: -len(SCORES_SUFFIX)] + RECORDS_SUFFIX)

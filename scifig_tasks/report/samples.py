@@ -3,7 +3,7 @@
 One row per evaluated document: thumbnails of its image(s), the prompt, the expected answer and, for every model
 (one column each, the same document of several models in one row), the raw output, the answer read from it, how it
 was read and whether it counted as correct. Every benchmark keeps its own scoring rule (the per-sample records its
-scorer logged, nothing is re-scored here):
+scorer logged, nothing is re-scored here); the page renders them by the records' shape, whatever the benchmark:
 
 * SciFIBench (Roberts et al. 2024) and MMSci multiple choice (Li et al. 2025): the letter resolved from the output by
   rule, by the judge, or left unresolved (counted wrong), with the reason;
@@ -12,7 +12,14 @@ scorer logged, nothing is re-scored here):
 * Plot Twist (Razeghi et al. 2024): the extracted number and the standard / relaxed (5%) / range-based accuracies;
   "correct" is the standard (exact) accuracy;
 * MMSci captioning: the output caption against the reference; captioning metrics are corpus-level, so the page shows
-  each run's metrics once and no per-sample correctness.
+  each run's metrics once and no per-sample correctness;
+* any other record: its ``correct`` field (or the sample's ``accuracy``).
+
+Rule: this module keeps only generic rendering and names no benchmark. Every per-benchmark fact is read from the
+registered descriptions (:mod:`scifig_tasks.core.registry`): which tasks are a benchmark's
+(:func:`~scifig_tasks.core.registry.of_task`), the record fields naming a document (``document_id``), the documents'
+image columns (the image columns of its ``sources``), how a VLMEvalKit dataset spanning a group splits into its tasks
+(``report.sample_tasks``) and which corpus-level metrics to show once per run (``report.corpus_metrics``).
 
 lmms-eval's sample logs keep ``doc_id`` but not the document, so images come from the task's documents loaded as
 lmms-eval loads them (:mod:`scifig_tasks.lmms_eval.docs`, the same ``SCIFIG_<BENCH>_DATA`` or Hub source as the run;
@@ -51,6 +58,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from scifig_tasks.core import registry
 from scifig_tasks.core.images import open_image, to_rgb
 from scifig_tasks.report.paths import shown
 from scifig_tasks.report.runs import Run
@@ -69,16 +77,8 @@ FEW_COLOURS = 256
 """A thumbnail with at most this many colours is also tried as PNG."""
 TEXT_CAP = 20_000
 """Characters of a prompt, output or reference kept in the page (the page's "show more" unfolds up to this)."""
-BENCHMARK_PREFIXES = ("grab", "scifibench", "plot_twist", "mmsci")
-IMAGE_COLUMNS = ("decoded_image", "Images", "image")
-"""Image columns of the four benchmarks' documents: GRAB ``decoded_image``, SciFIBench ``Images`` (a list), Plot Twist
-and MMSci ``image``; in a VLMEvalKit TSV ``image`` is base64 (a JSON list of base64 for several images)."""
-CAPTION_METRICS = ("bleu4", "rougeL", "meteor", "bertscore_f1", "cider", "factscore", "geval_relevance")
-DOC_KEYS = (("pid",), ("ID",), ("q_id", "variant"), ("uid", "figure_index", "setting", "subfigure"))
-"""Record fields naming a document whatever its position (GRAB, SciFIBench, Plot Twist, MMSci): they line up the same
-document of an lmms-eval run and a VLMEvalKit run, whose positions differ."""
-GRAB_TASKS = {"properties": "grab_properties", "function": "grab_functions", "series": "grab_series"}
-GRAB_TASKS |= {"transform": "grab_transforms"}
+TSV_IMAGE_COLUMN = "image"
+"""The image column of a VLMEvalKit TSV row: base64 (a JSON list of base64 for several images)."""
 
 DocsLoader = Callable[[list[str]], dict[str, "Sequence[Mapping[str, Any]] | str"]]
 """``task names -> {task: documents in doc_id order, or the reason they could not be loaded}``."""
@@ -119,7 +119,7 @@ class Group:
     source: tuple[str, str, int]
     """Where its document comes from: ``("lmms", task, doc_id)`` or ``("vlmeval", dataset, row)``."""
     keys: dict[str, str] = field(default_factory=dict)
-    """The record's id fields (:data:`DOC_KEYS`), checked against the loaded document."""
+    """The record's id fields (:func:`document_id`), checked against the loaded document."""
     cells: dict[int, Cell] = field(default_factory=dict)
     images: list[int] = field(default_factory=list)
 
@@ -199,31 +199,61 @@ def cell_of(task: str, sample: Mapping[str, Any]) -> Cell:
     return Cell(output, "", "", "; ".join(flags), correct)
 
 
+def is_benchmark_task(task: str) -> bool:
+    """Whether ``task`` belongs to a registered benchmark (:func:`scifig_tasks.core.registry.of_task`)."""
+    return registry.of_task(task) is not None
+
+
+def document_id(task: str) -> tuple[str, ...]:
+    """The record fields naming a document of ``task`` whatever its position (its benchmark's ``document_id``): they
+    line up the same document of an lmms-eval run and a VLMEvalKit run, whose positions differ; empty when no
+    registered benchmark owns the task."""
+    described = registry.of_task(task)
+    return described.document_id if described is not None else ()
+
+
+def image_columns(task: str) -> tuple[str, ...]:
+    """The image columns of ``task``'s documents: every column of its benchmark's sources flagged ``image`` or
+    ``image_list``, in the sources' order."""
+    described = registry.of_task(task)
+    if described is None:
+        return ()
+    found = (
+        column.name
+        for source in described.sources.values()
+        for column in (*source.columns, *source.optional_columns)
+        if column.image or column.image_list
+    )
+    return tuple(dict.fromkeys(found))
+
+
 def viewer_task(task: str, record: Mapping[str, Any]) -> str:
-    """The lmms-eval task a sample belongs to (VLMEvalKit datasets span a whole lmms-eval group)."""
-    if task == "grab" and record.get("task") in GRAB_TASKS:
-        return GRAB_TASKS[record["task"]]
-    if task == "plot_twist" and record.get("chart_type"):
-        return f"plot_twist_{record['chart_type']}"
-    if task == "plot_twist_robustness" and record.get("variant"):
-        return f"plot_twist_robustness_{record['variant']}"
-    if task == "mmsci" and record.get("setting"):
-        return f"mmsci_{record['setting']}"
-    return task
+    """The lmms-eval task a sample belongs to (VLMEvalKit datasets span a whole lmms-eval group): the record field
+    its benchmark's ``report.sample_tasks`` names for ``task`` maps it to one of the group's tasks."""
+    described = registry.of_task(task)
+    split = described.report.sample_tasks.get(task) if described is not None else None
+    if split is None:
+        return task
+    name, tasks = split
+    value = record.get(name)
+    if isinstance(tasks, str):
+        return tasks.format(value) if value else task
+    return tasks.get(value, task) if isinstance(value, str) else task
 
 
-def _doc_key(record: Mapping[str, Any]) -> tuple[Any, ...] | None:
-    for fields in DOC_KEYS:
-        if fields[0] in record:
-            return tuple(str(record.get(name, "")) for name in fields)
-    return None
+def _fields(task: str, record: Mapping[str, Any]) -> tuple[str, ...]:
+    """The task's document fields when the record holds the first of them, else none."""
+    fields = document_id(task)
+    return fields if fields and fields[0] in record else ()
 
 
-def _id_fields(record: Mapping[str, Any]) -> dict[str, str]:
-    for fields in DOC_KEYS:
-        if fields[0] in record:
-            return {name: str(record[name]) for name in fields if name in record}
-    return {}
+def _doc_key(task: str, record: Mapping[str, Any]) -> tuple[Any, ...] | None:
+    fields = _fields(task, record)
+    return tuple(str(record.get(name, "")) for name in fields) if fields else None
+
+
+def _id_fields(task: str, record: Mapping[str, Any]) -> dict[str, str]:
+    return {name: str(record[name]) for name in _fields(task, record) if name in record}
 
 
 def _category(record: Mapping[str, Any]) -> str:
@@ -233,11 +263,16 @@ def _category(record: Mapping[str, Any]) -> str:
     return ""
 
 
-def _label(record: Mapping[str, Any], doc_id: int) -> str:
-    for fields in DOC_KEYS:
-        if fields[0] in record:
-            named = [f"{name} {record[name]}" for name in fields if record.get(name) not in (None, "")]
-            return f"doc {doc_id}: " + ", ".join(named)
+def sample_category(sample: Mapping[str, Any]) -> str:
+    """A logged sample's category: its record's ``category`` or ``question_type`` (empty when it has neither)."""
+    return _category(_record(sample))
+
+
+def _label(task: str, record: Mapping[str, Any], doc_id: int) -> str:
+    fields = _fields(task, record)
+    if fields:
+        named = [f"{name} {record[name]}" for name in fields if record.get(name) not in (None, "")]
+        return f"doc {doc_id}: " + ", ".join(named)
     return f"doc {doc_id}"
 
 
@@ -247,7 +282,7 @@ def collect(runs: Sequence[Run]) -> tuple[list[Group], list[str]]:
     entries: list[tuple[int, str, int, Mapping[str, Any], tuple[str, str, int]]] = []
     for model_index, run in enumerate(runs):
         for task, samples in sorted(run.samples.items()):
-            if not task.startswith(BENCHMARK_PREFIXES):
+            if not is_benchmark_task(task):
                 notes.append(f"{run.model}: {task} is not a benchmark of this package; its samples are not shown")
                 continue
             for position, sample in enumerate(samples):
@@ -260,29 +295,29 @@ def collect(runs: Sequence[Run]) -> tuple[list[Group], list[str]]:
     keyed: dict[tuple[int, str], set[Any]] = {}
     unique = {}
     for model_index, task, _, sample, _ in entries:
-        key = _doc_key(_record(sample))
+        key = _doc_key(task, _record(sample))
         seen = keyed.setdefault((model_index, task), set())
         unique[task] = unique.get(task, True) and key is not None and key not in seen
         seen.add(key)
     groups: dict[tuple[str, Any], Group] = {}
     for model_index, task, doc_id, sample, source in entries:
         record = _record(sample)
-        identity = _doc_key(record) if unique[task] else ("doc", doc_id, source[0])
+        identity = _doc_key(task, record) if unique[task] else ("doc", doc_id, source[0])
         group = groups.get((task, identity))
         if group is None:
             group = groups[(task, identity)] = Group(
                 task,
                 doc_id,
-                _label(record, doc_id),
+                _label(task, record, doc_id),
                 _category(record),
                 _capped(_text(sample.get("input"))),
                 _capped(_text(sample.get("target", record.get("reference", record.get("answer"))))),
                 source,
-                _id_fields(record),
+                _id_fields(task, record),
             )
         elif source[0] == "lmms" and group.source[0] == "vlmeval":
-            group.source, group.doc_id, group.label = source, doc_id, _label(record, doc_id)  # the richer prompt
-            group.keys = _id_fields(record)
+            group.source, group.doc_id, group.label = source, doc_id, _label(task, record, doc_id)  # the richer prompt
+            group.keys = _id_fields(task, record)
             group.prompt = _capped(_text(sample.get("input"))) or group.prompt
         group.cells[model_index] = cell_of(task, sample)
     ordered = sorted(groups.values(), key=lambda g: (g.task, g.doc_id))
@@ -389,11 +424,12 @@ def _other_documents(docs: Any, members: list[Group]) -> str | None:
     return None
 
 
-def image_cells(doc: Mapping[str, Any]) -> list[Any]:
-    """The document's image cells (stored bytes dicts; base64 text for a VLMEvalKit row), in order."""
-    for column in IMAGE_COLUMNS:
+def image_cells(doc: Mapping[str, Any], columns: Sequence[str], tsv: bool = False) -> list[Any]:
+    """The document's image cells (stored bytes dicts; base64 text for a VLMEvalKit row, ``tsv``), in order, from the
+    first of ``columns`` (the task's :func:`image_columns`) holding any."""
+    for column in (TSV_IMAGE_COLUMN,) if tsv else columns:
         value = doc.get(column)
-        if value is None or isinstance(value, str) and column != "image":
+        if value is None or isinstance(value, str) and not tsv:
             continue
         if isinstance(value, str):  # VLMEvalKit TSV: base64, or a JSON list of base64
             if not value or value.startswith(("images/", "/")):
@@ -517,7 +553,7 @@ def attach_images(
             if kind == "vlmeval":  # the TSV row: the question (not the full prompt) and the answer
                 group.prompt = group.prompt or _capped(str(doc.get("question", "")))
                 group.expected = group.expected or _capped(str(doc.get("answer", "")))
-            for cell in image_cells(doc):
+            for cell in image_cells(doc, image_columns(group.task), tsv=kind == "vlmeval"):
                 index = thumbnails.add(cell)
                 if index is not None:
                     group.images.append(index)
@@ -532,16 +568,24 @@ def attach_images(
 # ---- the page -------------------------------------------------------------------------------------------------------
 
 
+def corpus_metrics(task: str) -> tuple[str, ...]:
+    """The corpus-level metrics shown once for ``task`` (its benchmark's ``report.corpus_metrics``, by the longest
+    task-name prefix that matches); empty for a task scored per sample."""
+    described = registry.of_task(task)
+    prefixes = described.report.corpus_metrics if described is not None else {}
+    matches = [prefix for prefix in prefixes if task.startswith(prefix)]
+    return prefixes[max(matches, key=len)] if matches else ()
+
+
 def _summaries(runs: Sequence[Run], tasks: Iterable[str]) -> list[str]:
-    """Captioning tasks' corpus-level metrics, one line per run and task."""
+    """Corpus-level metrics (captioning), one line per run and task."""
     lines = []
     for run in runs:
         for task in sorted(tasks):
-            if not task.startswith("mmsci_caption") or not run.has(task):
+            metrics = corpus_metrics(task)
+            if not metrics or not run.has(task):
                 continue
-            values = [
-                f"{name} {value:.4f}" for name in CAPTION_METRICS if isinstance(value := run.metric(task, name), float)
-            ]
+            values = [f"{name} {value:.4f}" for name in metrics if isinstance(value := run.metric(task, name), float)]
             if values:
                 lines.append(f"{task} / {run.model}: " + ", ".join(values))
     return lines

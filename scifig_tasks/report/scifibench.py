@@ -1,7 +1,8 @@
 """SciFIBench section (Roberts et al. 2024): accuracy per split (Figure→Caption, Caption→Figure; CS and General),
 per arXiv category with 95% Wilson intervals, how answers were resolved (rule / judge / unresolved), and the
 alignment experiment of section 4.6 (Fig. 7: each variant's accuracy and its change against the baseline).
-Published rows: ``references.yaml`` (CS splits).
+Published rows: ``references.yaml`` (CS splits). This module is SciFIBench's ``report.section``; the published split
+size is read from SciFIBench's description (:mod:`scifig_tasks.core.scifibench.benchmark`).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from scifig_tasks.core.scifibench.benchmark import SPLIT_QUESTIONS
 from scifig_tasks.report import figures
 from scifig_tasks.report.audit import audit_table
 from scifig_tasks.report.coverage import coverage, coverage_note
@@ -60,8 +62,8 @@ def section(runs: list[Run], figdir: Path) -> Section | None:
         out.blocks.append(Table("SciFIBench accuracy (%, 95% Wilson interval)", header, rows))
         out.blocks.append(
             Note(
-                "Published values are on the paper's 500-question Figure→Caption and Caption→Figure splits (now named "
-                "CS_Figure2Caption / CS_Caption2Figure on the Hub). " + citations_note(refs)
+                f"Published values are on the paper's {SPLIT_QUESTIONS}-question Figure→Caption and Caption→Figure "
+                "splits (now named CS_Figure2Caption / CS_Caption2Figure on the Hub). " + citations_note(refs)
             )
         )
         panels: dict[str, dict[str, dict[str, Any]]] = {}

@@ -7,6 +7,11 @@ Judge use is read from the breakdowns' ``flags``: GRAB's ``judge`` (``not_used``
 ``caption_report.judged`` statuses; the judge's model is the one the results file's environment block names. What
 the judge did and cost (requests, cache hits, tokens, cost or "no price configured") comes from the block's
 ``judge_usage`` (:func:`scifig_tasks.core.judge.usage_report`), summed over the row's tasks.
+
+Rule: this module names no benchmark. The rows are the registered benchmarks' ``report.summary`` rows
+(:class:`scifig_tasks.core.benchmark.SummaryRow`: label, alternatives, coverage tasks), benchmarks in registry order
+(:mod:`scifig_tasks.core.registry`). A row's data column checks its coverage tasks against the benchmark's published
+set: every one the run has when each is one published split (``unit="split"``), else the first one the run has.
 """
 
 from __future__ import annotations
@@ -15,6 +20,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from scifig_tasks.core import registry
+from scifig_tasks.core.benchmark import SummaryRow
 from scifig_tasks.core.judge import usage_words
 from scifig_tasks.report.coverage import coverage
 from scifig_tasks.report.document import Note, Section, Table
@@ -26,40 +33,32 @@ class Entry:
     """One row of the summary: a benchmark part whose tasks are tried in turn (the first present is shown)."""
 
     benchmark: str
-    """:data:`scifig_tasks.report.coverage.PUBLISHED` key."""
-    label: str
-    alternatives: tuple[tuple[str, ...], ...]
-    """Each alternative: tasks whose questions add up (a group, or its parts when the group is absent)."""
+    """The registered benchmark's name (:func:`scifig_tasks.core.registry.benchmarks` key)."""
+    row: SummaryRow
+
+    @property
+    def label(self) -> str:
+        return self.row.label
+
+    @property
+    def alternatives(self) -> tuple[tuple[str, ...], ...]:
+        """Each alternative: tasks whose questions add up (a group, or its parts when the group is absent)."""
+        return self.row.alternatives
 
 
-SCIFIBENCH_SPLITS = (
-    "scifibench_cs_figure2caption",
-    "scifibench_cs_caption2figure",
-    "scifibench_general_figure2caption",
-    "scifibench_general_caption2figure",
-)
-ENTRIES: tuple[Entry, ...] = (
-    Entry("grab", "GRAB", (("grab",),)),
-    Entry("grab", "GRAB, LLM extraction", (("grab_llm_extract",),)),
-    Entry("grab", "GRAB properties, multiple choice", (("grab_properties_mc",),)),
-    Entry("scifibench", "SciFIBench", (("scifibench",), ("scifibench_cs",), SCIFIBENCH_SPLITS)),
-    Entry("plot_twist", "Plot Twist", (("plot_twist",), ("plot_twist_scatter", "plot_twist_bar", "plot_twist_pie"))),
-    Entry("plot_twist", "Plot Twist robustness", (("plot_twist_robustness",),)),
-    Entry("plot_twist", "Plot Twist ChartQA", (("plot_twist_chartqa",),)),
-    Entry("mmsci", "MMSci multiple choice", (("mmsci",), ("mmsci_fig2cap", "mmsci_subfig2cap", "mmsci_subcap2fig"))),
-    Entry("mmsci", "MMSci captioning, image only", (("mmsci_caption_image_only",),)),
-    Entry("mmsci", "MMSci captioning, with abstract", (("mmsci_caption_with_abstract",),)),
-    Entry("mmsci", "MMSci captioning, image only (paper setting)", (("mmsci_caption_image_only_paper",),)),
-    Entry("mmsci", "MMSci captioning, with abstract (paper setting)", (("mmsci_caption_with_abstract_paper",),)),
-)
-COVERAGE_TASKS: dict[str, tuple[str, ...]] = {
-    "GRAB": ("grab",),
-    "SciFIBench": ("scifibench_cs_figure2caption", "scifibench_cs_caption2figure"),
-    "Plot Twist": ("plot_twist", "plot_twist_scatter", "plot_twist_bar", "plot_twist_pie"),
-    "MMSci multiple choice": ("mmsci",),
-}
-"""Summary rows whose data column says what the run covered of the published set (the tables with published rows):
-every task listed that the run has (Plot Twist: the first)."""
+def entries() -> list[Entry]:
+    """Every registered benchmark's summary rows, benchmarks in registry order, rows in their description's order."""
+    return [Entry(name, row) for name, described in registry.benchmarks().items() for row in described.report.summary]
+
+
+def coverage_tasks(entry: Entry, run: Run) -> list[str]:
+    """The tasks whose coverage the row's data column states: of the row's coverage tasks the run has, every one
+    when each is one published split, else the first; none when the benchmark describes no published set."""
+    published = registry.benchmark(entry.benchmark).report.published
+    if published is None:
+        return []
+    checked = [task for task in entry.row.coverage if run.has(task)]
+    return checked if published.unit == "split" else checked[:1]
 
 
 def breakdown(run: Run, task: str) -> dict[str, Any]:
@@ -186,9 +185,7 @@ def _row(run: Run, entry: Entry) -> tuple[list[str], int] | None:
     used = usage_text(run, present)
     if used is not None:
         judge = f"{judge}; {used}" if judge != "-" else used
-    checked = [task for task in COVERAGE_TASKS.get(entry.label, ()) if run.has(task)]
-    if entry.benchmark == "plot_twist":
-        checked = checked[:1]
+    checked = coverage_tasks(entry, run)
     covered = [coverage(run, entry.benchmark, task, questions(breakdown(run, task))) for task in checked]
     partial = [item.text for item in covered if not item.full]
     if len(checked) > 1 and partial:
@@ -203,7 +200,7 @@ def summary_section(runs: Sequence[Run], benchmarks: Sequence[str], files: int) 
     """The summary: counts in one sentence, then one row per model and benchmark part."""
     rows, total = [], 0
     for run in runs:
-        for entry in ENTRIES:
+        for entry in entries():
             found = _row(run, entry)
             if found is not None:
                 rows.append(found[0])

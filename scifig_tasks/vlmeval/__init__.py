@@ -1,7 +1,9 @@
 """VLMEvalKit integration: dataset classes over :mod:`scifig_tasks.core`, ``register()`` and the runner.
 
-* :func:`register` adds this package's dataset classes to an imported VLMEvalKit (``vlmeval.dataset``), in place;
-* :mod:`scifig_tasks.vlmeval.datasets` holds the classes (importing it imports VLMEvalKit);
+* :func:`register` adds the dataset classes of every registered benchmark (:func:`dataset_classes`) to an imported
+  VLMEvalKit (``vlmeval.dataset``), in place;
+* :mod:`scifig_tasks.vlmeval.datasets` holds the classes of GRAB, SciFIBench and Plot Twist, and
+  :mod:`scifig_tasks.vlmeval.mmsci` those of MMSci (importing either imports VLMEvalKit);
 * :mod:`scifig_tasks.vlmeval.names` names the datasets as the lmms-eval tasks (no VLMEvalKit import);
 * :mod:`scifig_tasks.vlmeval.judging` picks the judge: VLMEvalKit's ``--judge`` options, else ``SCIFIG_JUDGE_*``;
 * :mod:`scifig_tasks.vlmeval.tsv` writes VLMEvalKit TSV files from the Hub or local data (no VLMEvalKit import);
@@ -9,14 +11,36 @@
   ``scifig export-tsv``.
 * :mod:`scifig_tasks.vlmeval.rescore` reads a work dir's prediction files for ``scifig rescore`` and scores them
   again with the dataset classes.
+
+Which datasets and classes there are is read from the registered benchmark descriptions
+(:mod:`scifig_tasks.core.registry`, their ``vlmeval`` block); no module of this package lists the benchmarks.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from scifig_tasks.vlmeval.datasets import SciFigDataset
+
+
+def dataset_classes() -> list[type[SciFigDataset]]:
+    """The dataset classes every registered benchmark description names (``vlmeval.classes``, imported now: this
+    imports VLMEvalKit), in the registry's order, each once."""
+    from scifig_tasks.core import registry
+
+    found: list[type[SciFigDataset]] = []
+    for described in registry.benchmarks().values():
+        for reference in described.vlmeval.classes if described.vlmeval else ():
+            cls = registry.resolve(reference)
+            if cls not in found:
+                found.append(cls)
+    return found
+
 
 def register() -> list[str]:
-    """Add the scifig dataset classes to VLMEvalKit in place; return the dataset names they serve (the lmms-eval task
-    names, :mod:`scifig_tasks.vlmeval.names`).
+    """Add the scifig dataset classes (:func:`dataset_classes`) to VLMEvalKit in place; return the dataset names they
+    serve (the lmms-eval task names, :mod:`scifig_tasks.vlmeval.names`).
 
     VLMEvalKit has no plugin mechanism: its ``build_dataset`` looks names up in ``vlmeval.dataset.DATASET_CLASSES``
     and its listings use ``SUPPORTED_DATASETS``, so both lists are extended (once) and each class is also set as an
@@ -26,11 +50,8 @@ def register() -> list[str]:
     """
     import vlmeval.dataset as vlmeval_dataset
 
-    from scifig_tasks.vlmeval.datasets import CLASSES
-    from scifig_tasks.vlmeval.mmsci import MMSCI_CLASSES
-
     names: list[str] = []
-    for cls in (*CLASSES, *MMSCI_CLASSES):
+    for cls in dataset_classes():
         if cls not in vlmeval_dataset.DATASET_CLASSES:
             vlmeval_dataset.DATASET_CLASSES.append(cls)
         for name in cls.NAMES:

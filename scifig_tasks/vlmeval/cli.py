@@ -29,6 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from scifig_tasks.core import registry
 from scifig_tasks.core.errors import DataError
 from scifig_tasks.core.run_files import SCORES_SUFFIX
 from scifig_tasks.core.secrets import declared, mask_files, mask_log_records, secrets_of
@@ -253,12 +254,11 @@ def _vlmeval(args: argparse.Namespace) -> int:
 def _export(args: argparse.Namespace) -> int:
     """Write the TSVs; an unknown name or data that cannot be read ends it with one line saying what to do."""
     out = args.out or tsv.lmu_data_root()
-    wanted = names.expand(args.data) if args.data else list(tsv.SPECS)
-    unknown = [name for name in wanted if name not in tsv.SPECS]
+    wanted = names.expand(args.data) if args.data else list(names.DATASETS)
+    unknown = [name for name in wanted if name not in names.DATASETS]
     if unknown:
-        print(
-            f"scifig export-tsv: unknown dataset {', '.join(unknown)} (known: {', '.join(tsv.SPECS)})", file=sys.stderr
-        )
+        known = ", ".join(names.DATASETS)
+        print(f"scifig export-tsv: unknown dataset {', '.join(unknown)} (known: {known})", file=sys.stderr)
         return 2
     for name in wanted:
         try:
@@ -281,21 +281,36 @@ def data_remedy(name: str, exc: DataError) -> str:
     return message.replace(general, remedy) if general in message else f"{message}; {remedy}"
 
 
-VLMEVAL_DESCRIPTION = """\
-Run VLMEvalKit's own runner (its run.py) with the scifig datasets registered, named as the lmms-eval tasks: grab,
-scifibench_cs_figure2caption, ..., plot_twist, mmsci, ... (scifig tasks lists them; a _paper twin scores with the
-paper's protocol). --data also takes an lmms-eval group that VLMEvalKit runs as several datasets (scifibench,
-scifibench_paper, mmsci_captioning, ...). The options are VLMEvalKit's, passed to it unchanged (listed below);
---judge, --judge-base-url and --judge-key choose the judge of the scifig datasets (else SCIFIG_JUDGE_*).
+def _vlmeval_description() -> str:
+    """``scifig vlmeval``'s description, its examples read from the registered benchmarks: the first dataset and the
+    first group VLMEvalKit runs as several datasets of each."""
+    blocks = [described.vlmeval for described in registry.benchmarks().values() if described.vlmeval is not None]
+    datasets = [block.datasets[0].name for block in blocks if block.datasets]
+    groups = [next(iter(block.groups)) for block in blocks if block.groups]
+    return _VLMEVAL_DESCRIPTION.format(datasets=", ".join([*datasets, "..."]), groups=", ".join([*groups, "..."]))
+
+
+def _vlmeval_epilog() -> str:
+    """``scifig vlmeval``'s examples: ``--data`` with each registered benchmark named as a dataset or group."""
+    offered = [name for name in registry.benchmarks() if name in names.DATASETS or name in names.GROUPS]
+    return _VLMEVAL_EPILOG.format(data=" ".join(offered))
+
+
+_VLMEVAL_DESCRIPTION = """\
+Run VLMEvalKit's own runner (its run.py) with the scifig datasets registered, named as the lmms-eval tasks:
+{datasets} (scifig tasks lists them; a _paper twin scores with the paper's protocol). --data also takes an lmms-eval
+group that VLMEvalKit runs as several datasets ({groups}). The options are VLMEvalKit's, passed to it unchanged
+(listed below); --judge, --judge-base-url and --judge-key choose the judge of the scifig datasets (else
+SCIFIG_JUDGE_*).
 
 Differences from running VLMEvalKit's run.py: predictions are written as TSV (exact text, no spreadsheet
 conversions) unless PRED_FORMAT is set; API keys and the credentials of URLs (user:password@) are masked in its logs
 and in every file it writes under the work dir (predictions, records, scores, status); the exit status is 1 when a
 requested dataset ends without metrics (VLMEvalKit exits 0) or any sample could not be judged."""
 
-VLMEVAL_EPILOG = """\
+_VLMEVAL_EPILOG = """\
 examples:
-  scifig vlmeval --data grab plot_twist scifibench --model Qwen2-VL-2B-Instruct --work-dir outputs
+  scifig vlmeval --data {data} --model Qwen2-VL-2B-Instruct --work-dir outputs
   scifig vlmeval --config my_models.json --work-dir outputs"""
 
 EXPORT_TSV_DESCRIPTION = """\
@@ -310,20 +325,20 @@ example:
 
 def vlmeval_help() -> str:
     """VLMEvalKit's own runner options, under a heading (or how to install it)."""
-    from scifig_tasks.cli_format import framework_help
+    from scifig_tasks.commands.format import framework_help
 
     return framework_help("VLMEvalKit", "vlmeval.run", "parse_args", "run.py", "vlmeval", given_to="its run.py")
 
 
 def register(commands: Any) -> None:
     """Add ``scifig vlmeval`` and ``scifig export-tsv`` to the ``scifig`` command line."""
-    from scifig_tasks.cli_format import ForwardedHelp
+    from scifig_tasks.commands.format import ForwardedHelp
 
     run = commands.add_parser(
         "vlmeval",
         help="run VLMEvalKit with the scifig datasets (options as for its run.py)",
-        description=VLMEVAL_DESCRIPTION,
-        epilog=VLMEVAL_EPILOG,
+        description=_vlmeval_description(),
+        epilog=_vlmeval_epilog(),
         usage="%(prog)s VLMEVALKIT_OPTION ...",
         add_help=False,
         allow_abbrev=False,
@@ -347,7 +362,7 @@ def register(commands: Any) -> None:
         nargs="+",
         default=None,
         metavar="NAME",
-        help=f"datasets or lmms-eval groups (default: all): {', '.join(tsv.SPECS)}",
+        help=f"datasets or lmms-eval groups (default: all): {', '.join(names.DATASETS)}",
     )
     export.add_argument("--out", type=Path, default=None, help="output folder (default: $LMUData or ~/LMUData)")
     export.set_defaults(handler=_export)

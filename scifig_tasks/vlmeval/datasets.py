@@ -22,6 +22,10 @@ the
 lmms-eval hooks call it, so ``scifig rescore --protocol`` and the deprecated variables act alike in both frameworks).
 A deprecated ``SciFig_*`` name still builds its dataset, under the new name, with a one-line warning.
 
+The classes VLMEvalKit gets are those the registered benchmark descriptions name (``vlmeval.classes``:
+:func:`scifig_tasks.vlmeval.dataset_classes`); a class serving several datasets takes their names from its
+benchmark's description (:func:`served`), and its scores carry that benchmark's registered task version.
+
 The judge (SciFIBench ambiguous outputs and the paper protocol, MMSci, Plot Twist reformatting, GRAB extraction) is
 VLMEvalKit's ``--judge`` / ``--judge-base-url`` / ``--judge-key`` choice when one was made, else the
 ``SCIFIG_JUDGE_*`` setup as for lmms-eval (:mod:`scifig_tasks.vlmeval.judging`); the scores file names it (``judge``).
@@ -39,7 +43,7 @@ import base64
 import json
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -49,7 +53,8 @@ from vlmeval.dataset.image_base import ImageBaseDataset
 from vlmeval.smp import LMUDataRoot, toliststr
 
 from scifig_tasks.core import judge as judge_accounting
-from scifig_tasks.core import settings
+from scifig_tasks.core import registry, settings
+from scifig_tasks.core.benchmark import VlmevalDataset
 from scifig_tasks.core.grab import rules as grab
 from scifig_tasks.core.judge import JudgeClient, get_judge
 from scifig_tasks.core.plot_twist import rules as plot_twist
@@ -58,7 +63,6 @@ from scifig_tasks.core.run_files import RECORDS_SUFFIX, SCORES_SUFFIX
 from scifig_tasks.core.scifibench import rules as scifibench
 from scifig_tasks.core.scoring_protocol import Protocol, in_force
 from scifig_tasks.core.secrets import mask_value
-from scifig_tasks.core.task_versions import TASK_VERSIONS
 from scifig_tasks.vlmeval import judging, names, tsv
 
 Message = list[dict[str, str]]
@@ -72,7 +76,8 @@ class SciFigDataset(ImageBaseDataset):
     MODALITY = "IMAGE"
     NAMES: tuple[str, ...] = ()
     BENCHMARK = ""
-    """The benchmark whose task version (:data:`scifig_tasks.core.task_versions.TASK_VERSIONS`) the scores carry."""
+    """The registered benchmark (:mod:`scifig_tasks.core.registry`) whose datasets the class serves: its task version
+    is the scores' ``version``, its scoring protocol switch the one :meth:`protocol` reads."""
     NAMED: Protocol = "default"
     """The protocol the class's names select (``paper``: the ``_paper`` twins); :meth:`protocol` is the one in force."""
     force_use_dataset_prompt = True
@@ -151,7 +156,8 @@ class SciFigDataset(ImageBaseDataset):
             for record in records:
                 handle.write(json.dumps(mask_value(record, secrets), ensure_ascii=False) + "\n")
         with open(f"{stem}{SCORES_SUFFIX}", "w", encoding="utf-8") as handle:
-            scores = {"dataset": self.dataset_name, "version": TASK_VERSIONS[self.BENCHMARK], "metrics": metrics}
+            version = registry.benchmark(self.BENCHMARK).version
+            scores = {"dataset": self.dataset_name, "version": version, "metrics": metrics}
             scores |= {"breakdown": details, "judge": chosen.described(), KEY: environment("vlmeval")}
             usage = judge_accounting.usage_report(drain=True)
             if usage is not None:
@@ -164,6 +170,13 @@ class SciFigDataset(ImageBaseDataset):
 
     def summarise(self, records: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
         raise NotImplementedError
+
+
+def served(benchmark: str, keep: Callable[[VlmevalDataset], bool]) -> tuple[str, ...]:
+    """The names of ``benchmark``'s VLMEvalKit datasets (its registered description) that ``keep`` accepts, in the
+    description's order: a class serving several of them names them so (its ``NAMES``)."""
+    block = registry.benchmark(benchmark).vlmeval
+    return tuple(dataset.name for dataset in (block.datasets if block else ()) if keep(dataset))
 
 
 def read_predictions(eval_file: str) -> dict[str, str | None]:
@@ -250,7 +263,7 @@ class SciFigSciFIBench(SciFigDataset):
 
     TYPE = "MCQ"
     BENCHMARK = "scifibench"
-    NAMES = names.GROUPS["scifibench"]
+    NAMES = served("scifibench", lambda dataset: not dataset.name.endswith(("_paper", "_reasoning")))
     PROMPT_VARIANT: scifibench.PromptVariant = "standard"
 
     def build_prompt(self, line: int | Mapping[str, Any]) -> Message:
@@ -314,7 +327,7 @@ class SciFigPlotTwist(SciFigDataset):
 class SciFigSciFIBenchReasoning(SciFigSciFIBench):
     """SciFIBench with the paper's "reasoning" prompt (no "Only provide the letter ..." sentence)."""
 
-    NAMES = names.GROUPS["scifibench_reasoning"]
+    NAMES = served("scifibench", lambda dataset: dataset.name.endswith("_reasoning"))
     PROMPT_VARIANT = "reasoning"
 
 
@@ -322,7 +335,7 @@ class SciFigSciFIBenchPaper(SciFigSciFIBench):
     """SciFIBench under the paper's protocol (``scifibench_*_paper``): every output goes to the judge with the
     paper's parsing prompt (:func:`scifig_tasks.core.multiple_choice_paper.resolve_scifibench`)."""
 
-    NAMES = names.GROUPS["scifibench_paper"]
+    NAMES = served("scifibench", lambda dataset: dataset.name.endswith("_paper"))
     NAMED = "paper"
 
 
@@ -366,18 +379,3 @@ class SciFigPlotTwistRobustnessOpenPaLI(SciFigPlotTwistRobustness):
 
     NAMES = ("plot_twist_robustness_open_pali",)
     PROTOCOL = "open_pali"
-
-
-CLASSES: tuple[type[SciFigDataset], ...] = (
-    SciFigGRAB,
-    SciFigGRABLLMExtract,
-    SciFigSciFIBench,
-    SciFigSciFIBenchReasoning,
-    SciFigSciFIBenchPaper,
-    SciFigPlotTwist,
-    SciFigPlotTwistRobustness,
-    SciFigPlotTwistOpen,
-    SciFigPlotTwistOpenPaLI,
-    SciFigPlotTwistRobustnessOpen,
-    SciFigPlotTwistRobustnessOpenPaLI,
-)

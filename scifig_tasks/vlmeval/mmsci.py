@@ -26,8 +26,7 @@ from typing import Any
 
 from scifig_tasks.core.mmsci import captioning_metrics as mmsci_captioning
 from scifig_tasks.core.mmsci import rules as mmsci
-from scifig_tasks.vlmeval import names
-from scifig_tasks.vlmeval.datasets import Message, SciFigDataset, _message
+from scifig_tasks.vlmeval.datasets import Message, SciFigDataset, _message, served
 
 
 class SciFigMMSciMCQ(SciFigDataset):
@@ -36,7 +35,7 @@ class SciFigMMSciMCQ(SciFigDataset):
 
     BENCHMARK = "mmsci"
     TYPE = "MCQ"
-    NAMES = tuple(name for name in names.MMSCI_MCQ if not name.endswith("_paper"))
+    NAMES = served("mmsci", lambda dataset: dataset.source == "mmsci_mcq" and not dataset.name.endswith("_paper"))
     PROMPT_VARIANT: mmsci.PromptVariant = "standard"
 
     def build_prompt(self, line: int | Mapping[str, Any]) -> Message:
@@ -68,7 +67,7 @@ class SciFigMMSciMCQ(SciFigDataset):
 class SciFigMMSciMCQPaper(SciFigMMSciMCQ):
     """MMSci multiple choice under the authors' protocol (``mmsci_paper``, ``mmsci_<setting>_paper``)."""
 
-    NAMES = tuple(name for name in names.MMSCI_MCQ if name.endswith("_paper"))
+    NAMES = served("mmsci", lambda dataset: dataset.source == "mmsci_mcq" and dataset.name.endswith("_paper"))
     NAMED = "paper"
 
 
@@ -76,7 +75,9 @@ class SciFigMMSciCaption(SciFigDataset):
     """MMSci figure captioning, image only or with the article's abstract (test and dev splits)."""
 
     BENCHMARK = "mmsci"
-    NAMES = tuple(name for name in names.MMSCI_CAPTIONING if not name.endswith("_paper"))
+    NAMES = served(
+        "mmsci", lambda dataset: dataset.source == "mmsci_captioning" and not dataset.name.endswith("_paper")
+    )
 
     def build_prompt(self, line: int | Mapping[str, Any]) -> Message:
         line = self._row(line)
@@ -99,13 +100,5 @@ class SciFigMMSciCaption(SciFigDataset):
 class SciFigMMSciCaptionPaper(SciFigMMSciCaption):
     """MMSci captioning scored with the authors' setting (``mmsci_caption_*_paper``)."""
 
-    NAMES = tuple(name for name in names.MMSCI_CAPTIONING if name.endswith("_paper"))
+    NAMES = served("mmsci", lambda dataset: dataset.source == "mmsci_captioning" and dataset.name.endswith("_paper"))
     NAMED = "paper"
-
-
-MMSCI_CLASSES: tuple[type[SciFigDataset], ...] = (
-    SciFigMMSciMCQ,
-    SciFigMMSciMCQPaper,
-    SciFigMMSciCaption,
-    SciFigMMSciCaptionPaper,
-)

@@ -1,5 +1,9 @@
 """The names of the scifig datasets in VLMEvalKit: the lmms-eval task names, one switch for both frameworks.
 
+Every name is read from the registered benchmark descriptions (:mod:`scifig_tasks.core.registry`): each
+description's :class:`~scifig_tasks.core.benchmark.Vlmeval` block lists its datasets, the lmms-eval groups VLMEvalKit
+serves as several datasets, and the names of earlier releases. This module holds no list of its own.
+
 Rule: a VLMEvalKit dataset is called exactly as the lmms-eval task that asks the same questions under the same
 protocol (a leaf task, or the group when one VLMEvalKit dataset holds all of a group's questions: ``grab``,
 ``plot_twist``, ``mmsci``). The protocol is part of the name (:mod:`scifig_tasks.core.scoring_protocol`): ``_paper``
@@ -19,84 +23,39 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from scifig_tasks.core import registry
+from scifig_tasks.core.benchmark import Benchmark, Vlmeval, VlmevalDataset
 from scifig_tasks.core.deprecation import warn_once
 
-_SCIFIBENCH_SPLITS = ("CS_Figure2Caption", "CS_Caption2Figure", "General_Figure2Caption", "General_Caption2Figure")
-_MMSCI_SETTINGS = ("fig2cap", "subfig2cap", "subcap2fig")
-_PROTOCOL_SUFFIXES = ("", "_paper")
+
+def _blocks() -> list[tuple[Benchmark, Vlmeval]]:
+    """Every registered benchmark with VLMEvalKit datasets, with its VLMEvalKit block, in the registry's order."""
+    return [(described, described.vlmeval) for described in registry.benchmarks().values() if described.vlmeval]
 
 
-def scifibench_split(name: str) -> str:
-    """The published split a SciFIBench dataset reads, ``scifibench_cs_figure2caption_paper``: ``CS_Figure2Caption``."""
-    for split in _SCIFIBENCH_SPLITS:
-        if name.startswith(f"scifibench_{split.lower()}"):
-            return split
-    raise KeyError(f"{name!r} is not a SciFIBench dataset")
+def described() -> dict[str, VlmevalDataset]:
+    """Every scifig VLMEvalKit dataset by name: its description (source, split, rows kept, old names)."""
+    return {dataset.name: dataset for _, block in _blocks() for dataset in block.datasets}
 
 
-GRAB = ("grab", "grab_llm_extract")
-SCIFIBENCH = tuple(
-    f"scifibench_{split.lower()}{suffix}" for suffix in ("", "_paper", "_reasoning") for split in _SCIFIBENCH_SPLITS
-)
-PLOT_TWIST = (
-    "plot_twist",
-    "plot_twist_robustness",
-    "plot_twist_open",
-    "plot_twist_open_pali",
-    "plot_twist_robustness_open",
-    "plot_twist_robustness_open_pali",
-)
-MMSCI_MCQ = (
-    *(f"mmsci{suffix}" for suffix in _PROTOCOL_SUFFIXES),
-    "mmsci_dev",
-    *(f"mmsci_{setting}{suffix}" for suffix in _PROTOCOL_SUFFIXES for setting in _MMSCI_SETTINGS),
-    *(f"mmsci_dev_{setting}" for setting in _MMSCI_SETTINGS),
-)
-MMSCI_CAPTIONING = tuple(
-    f"mmsci_caption{split}_{setting}{suffix}"
-    for suffix in _PROTOCOL_SUFFIXES
-    for split in ("", "_dev")
-    for setting in ("image_only", "with_abstract")
-)
-DATASETS: tuple[str, ...] = (*GRAB, *SCIFIBENCH, *PLOT_TWIST, *MMSCI_MCQ, *MMSCI_CAPTIONING)
-"""Every scifig VLMEvalKit dataset, by its (lmms-eval) name."""
+def benchmark_of(name: str) -> Benchmark:
+    """The registered benchmark describing dataset ``name`` (today's name); ``KeyError`` naming the known ones."""
+    for owner, block in _blocks():
+        if any(dataset.name == name for dataset in block.datasets):
+            return owner
+    raise KeyError(f"unknown scifig VLMEvalKit dataset {name!r} (known: {', '.join(DATASETS)})")
+
+
+DATASETS: tuple[str, ...] = tuple(described())
+"""Every scifig VLMEvalKit dataset, by its (lmms-eval) name, in the registry's order."""
 
 GROUPS: dict[str, tuple[str, ...]] = {
-    "scifibench": SCIFIBENCH[:4],
-    "scifibench_cs": SCIFIBENCH[:2],
-    "scifibench_general": SCIFIBENCH[2:4],
-    "scifibench_paper": SCIFIBENCH[4:8],
-    "scifibench_reasoning": SCIFIBENCH[8:12],
-    **{
-        f"mmsci_captioning{split}{suffix}": (
-            f"mmsci_caption{split}_image_only{suffix}",
-            f"mmsci_caption{split}_with_abstract{suffix}",
-        )
-        for split in ("", "_dev")
-        for suffix in _PROTOCOL_SUFFIXES
-    },
+    group: members for _, block in _blocks() for group, members in block.groups.items()
 }
 """lmms-eval groups whose questions VLMEvalKit serves as several datasets: group → its datasets, in the group's
 order. (A group VLMEvalKit serves as one dataset — ``grab``, ``plot_twist``, ``mmsci`` — is that dataset.)"""
 
-DEPRECATED: dict[str, str] = {
-    "SciFig_GRAB": "grab",
-    "SciFig_GRAB_LLMExtract": "grab_llm_extract",
-    **{f"SciFig_SciFIBench_{split}": f"scifibench_{split.lower()}" for split in _SCIFIBENCH_SPLITS},
-    **{f"SciFig_SciFIBench_{split}_Reasoning": f"scifibench_{split.lower()}_reasoning" for split in _SCIFIBENCH_SPLITS},
-    "SciFig_PlotTwist": "plot_twist",
-    "SciFig_PlotTwist_Robustness": "plot_twist_robustness",
-    "SciFig_PlotTwist_Open": "plot_twist_open",
-    "SciFig_PlotTwist_Open_PaLI": "plot_twist_open_pali",
-    "SciFig_PlotTwist_Robustness_Open": "plot_twist_robustness_open",
-    "SciFig_PlotTwist_Robustness_Open_PaLI": "plot_twist_robustness_open_pali",
-    "SciFig_MMSCI_MCQ": "mmsci",
-    "SciFig_MMSCI_MCQ_Dev": "mmsci_dev",
-    "SciFig_MMSCI_Caption_ImageOnly": "mmsci_caption_image_only",
-    "SciFig_MMSCI_Caption_WithAbstract": "mmsci_caption_with_abstract",
-    "SciFig_MMSCI_Caption_ImageOnly_Dev": "mmsci_caption_dev_image_only",
-    "SciFig_MMSCI_Caption_WithAbstract_Dev": "mmsci_caption_dev_with_abstract",
-}
+DEPRECATED: dict[str, str] = {old: dataset.name for dataset in described().values() for old in dataset.old_names}
 """The dataset names of earlier releases → today's name; accepted for one more version
 (:data:`scifig_tasks.core.deprecation.REMOVED_IN`)."""
 

@@ -41,11 +41,11 @@ PREDICTION_SUFFIXES = ("tsv", "xlsx", "json", "pkl")
 
 
 def _vlmeval_names() -> list[str]:
-    """Today's dataset names and the deprecated ``SciFig_*`` ones (files written by earlier releases)."""
-    from scifig_tasks.vlmeval.names import DEPRECATED
-    from scifig_tasks.vlmeval.tsv import SPECS
+    """Today's dataset names and the deprecated ``SciFig_*`` ones (files written by earlier releases), of every
+    registered benchmark (:mod:`scifig_tasks.vlmeval.names`)."""
+    from scifig_tasks.vlmeval.names import DATASETS, DEPRECATED
 
-    return sorted({*SPECS, *DEPRECATED}, key=len, reverse=True)  # longest first: grab_llm_extract before grab
+    return sorted({*DATASETS, *DEPRECATED}, key=len, reverse=True)  # longest first: grab_llm_extract before grab
 
 
 def prediction_files(work_dir: Path) -> list[tuple[Path, str, str]]:
@@ -64,12 +64,11 @@ def prediction_files(work_dir: Path) -> list[tuple[Path, str, str]]:
 
 
 def _dataset_class(name: str) -> type:
-    from scifig_tasks.vlmeval import register
-    from scifig_tasks.vlmeval.datasets import CLASSES
-    from scifig_tasks.vlmeval.mmsci import MMSCI_CLASSES
+    """The registered dataset class serving ``name`` (today's or a deprecated name)."""
+    from scifig_tasks.vlmeval import dataset_classes, register
 
     register()
-    for cls in (*CLASSES, *MMSCI_CLASSES):
+    for cls in dataset_classes():
         if name in cls.supported_datasets():
             return cls
     raise RescoreRefused(f"{name}: not a scifig VLMEvalKit dataset")

@@ -17,6 +17,10 @@ Every other column is text; the dataset classes read the file back with every ce
 which row field each column holds and how its value is written as text), and the same description writes a row
 (:func:`rows`) and reads a TSV line back into the row the core functions take (:func:`row_of`).
 
+Which datasets there are, and each one's source, split, rows and format, is read from the registered benchmark
+descriptions (:func:`specs`, :mod:`scifig_tasks.core.registry`); the formats of scifig's own benchmarks are defined
+here (``GRAB_FORMAT``, ...) and named by their descriptions' ``tsv_formats``.
+
 A ``<name>.tsv.scifig.json`` file next to the TSV records where it came from; :func:`ensure_tsv` rewrites the TSV when
 its source changed (another ``SCIFIG_*_DATA`` path, modified files, a new format version).
 """
@@ -24,6 +28,7 @@ its source changed (another ``SCIFIG_*_DATA`` path, modified files, a new format
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import io
 import json
@@ -36,12 +41,13 @@ from typing import Any
 import pandas as pd
 from PIL import Image
 
-from scifig_tasks.core.data import BenchmarkSource, load_benchmark, undecoded
+from scifig_tasks.core import registry
+from scifig_tasks.core.benchmark import VlmevalDataset
+from scifig_tasks.core.data import load_benchmark, undecoded
 from scifig_tasks.core.images import decoded_pixels, to_rgb
-from scifig_tasks.core.mmsci import rules as mmsci
 from scifig_tasks.core.multiple_choice import strip_label
 from scifig_tasks.core.plot_twist import rules as plot_twist
-from scifig_tasks.core.sources import GRAB, MMSCI_CAPTIONING, MMSCI_MCQ, PLOT_TWIST, SCIFIBENCH
+from scifig_tasks.core.schema import BenchmarkSource
 from scifig_tasks.core.validated import files_identity
 from scifig_tasks.vlmeval import names
 
@@ -205,51 +211,34 @@ class TsvSpec:
     keep: Keep = None
 
 
-def _base_variant(row: Row) -> bool:
-    return (row.get("variant") or plot_twist.BASE) == plot_twist.BASE
+def _spec(dataset: VlmevalDataset, source: BenchmarkSource, formats: Mapping[str, str]) -> TsvSpec:
+    tsv_format = registry.resolve(formats[dataset.source])
+    if not isinstance(tsv_format, TsvFormat):
+        raise TypeError(f"{formats[dataset.source]} (the TSV format of {dataset.name}) is not a TsvFormat")
+    return TsvSpec(dataset.name, source, dataset.split, tsv_format, dataset.keep)
 
 
-def _specs(source: BenchmarkSource, tsv_format: TsvFormat, given: Mapping[str, tuple[str, Keep]]) -> dict[str, TsvSpec]:
-    """``name -> TsvSpec`` for the datasets of one source, given as ``name -> (split, keep)``."""
-    return {name: TsvSpec(name, source, split, tsv_format, keep) for name, (split, keep) in given.items()}
+@functools.cache
+def specs() -> dict[str, TsvSpec]:
+    """VLMEvalKit dataset name (:mod:`scifig_tasks.vlmeval.names`: the lmms-eval task names) -> how its TSV is built,
+    for every dataset of every registered description: its source (:func:`scifig_tasks.core.registry.sources`), split
+    and rows kept, and the TSV format its description names for that source. Built on first use (a description's
+    format may live in a module that imports this one). An old ``SciFig_*`` name finds its dataset's spec too
+    (:func:`spec`), so files written under it stay readable."""
+    sources = registry.sources()
+    return {
+        dataset.name: _spec(dataset, sources[dataset.source], described.vlmeval.tsv_formats)
+        for described in registry.benchmarks().values()
+        if described.vlmeval is not None
+        for dataset in described.vlmeval.datasets
+    }
 
 
-def _setting(name: str) -> Keep:
-    """Keep the MMSci questions of one setting (``fig2cap``, ``subfig2cap``, ``subcap2fig``)."""
-
-    def keep(row: Row) -> bool:
-        return row["setting"] == name
-
-    keep.__qualname__ = f"setting={name}"
-    return keep
-
-
-def _mmsci_mcq(name: str) -> tuple[str, Keep]:
-    """Split and rows of an MMSci multiple-choice dataset: ``mmsci[_dev][_<setting>][_paper]``."""
-    split = "dev" if name.startswith("mmsci_dev") else "test"
-    settings = [setting for setting in mmsci.SETTINGS if f"_{setting}" in name]
-    return split, _setting(settings[0]) if settings else None
-
-
-SPECS: dict[str, TsvSpec] = {
-    **_specs(GRAB, GRAB_FORMAT, {name: ("GRAB", None) for name in names.GRAB}),
-    **_specs(SCIFIBENCH, SCIFIBENCH_FORMAT, {name: (names.scifibench_split(name), None) for name in names.SCIFIBENCH}),
-    **_specs(
-        PLOT_TWIST,
-        PLOT_TWIST_FORMAT,
-        # the base charts, or every robustness variant with them; the same rows under the paper's open-model
-        # protocols (App. B.3 prompt, every output reformatted)
-        {name: ("test", None if "robustness" in name else _base_variant) for name in names.PLOT_TWIST},
-    ),
-    **_specs(MMSCI_MCQ, MMSCI_MCQ_FORMAT, {name: _mmsci_mcq(name) for name in names.MMSCI_MCQ}),
-    **_specs(
-        MMSCI_CAPTIONING,
-        MMSCI_CAPTION_FORMAT,
-        {name: ("dev" if "_dev_" in name else "test", None) for name in names.MMSCI_CAPTIONING},
-    ),
-}
-"""VLMEvalKit dataset name (:mod:`scifig_tasks.vlmeval.names`: the lmms-eval task names) -> how its TSV is built.
-An old ``SciFig_*`` name finds its dataset's spec too (:func:`spec`), so files written under it stay readable."""
+def __getattr__(name: str) -> Any:
+    """``SPECS``: :func:`specs` (built on first use)."""
+    if name == "SPECS":
+        return specs()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def row_of(name: str, line: Row) -> dict[str, Any]:
@@ -363,9 +352,10 @@ def _record_path(path: Path) -> Path:
 
 def spec(name: str) -> TsvSpec:
     """The spec of dataset ``name``, today's or a deprecated one (mapped silently: a reader of old files)."""
-    found = SPECS.get(names.DEPRECATED.get(name, name))
+    known = specs()
+    found = known.get(names.DEPRECATED.get(name, name))
     if found is None:
-        raise KeyError(f"unknown scifig VLMEvalKit dataset {name!r} (known: {', '.join(SPECS)})")
+        raise KeyError(f"unknown scifig VLMEvalKit dataset {name!r} (known: {', '.join(known)})")
     return found
 
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from scifig_tasks.cli import main
+from scifig_tasks.commands.main import main
+from scifig_tasks.core import registry
 from tests.harness.lmms import offline_env
 
 SCIFIG = Path(sys.executable).parent / "scifig"
@@ -43,7 +44,7 @@ def test_export_upstream_of_an_unknown_benchmark(tmp_path: Path, capsys: pytest.
     status, line = one_line(["export-upstream", "--bench", "grabb", "--out", str(tmp_path / "up")], capsys)
     assert status == 1
     assert line == (
-        "scifig export-upstream: unknown benchmark 'grabb'; available: grab, mmsci, plot_twist, scifibench"
+        f"scifig export-upstream: unknown benchmark 'grabb'; available: {', '.join(registry.benchmarks())}"
         " — see scifig export-upstream --help"
     )
 
@@ -73,7 +74,7 @@ def test_demo_refuses_zero_questions(capsys: pytest.CaptureFixture[str]) -> None
 
 
 def test_a_whole_number_of_at_least_one_is_taken_as_it_is() -> None:
-    from scifig_tasks.cli import positive_int
+    from scifig_tasks.commands.main import positive_int
 
     assert positive_int("3") == 3 and positive_int("1") == 1
 

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from scifig_tasks.cli import build_parser, main
+from scifig_tasks.commands.main import build_parser, main
+from scifig_tasks.core import registry
 
 COMMANDS = [
     "eval",
@@ -37,16 +38,16 @@ COMMANDS = [
     "finetune",
     "finetune-data",
 ]
-CURATE = [
-    "grab",
-    "scifibench",
-    "scifibench-accept",
-    "scifibench-from-scicap",
-    "plot-twist",
-    "mmsci",
-    "mmsci-from-vlmeval",
-    "mmsci-from-authors",
-]
+CURATE_COMMANDS = {
+    "grab": ["grab"],
+    "mmsci": ["mmsci", "mmsci-from-vlmeval", "mmsci-from-authors"],
+    "plot_twist": ["plot-twist"],
+    "scifibench": ["scifibench", "scifibench-accept", "scifibench-from-scicap"],
+}
+"""The documented ``scifig curate`` sub-commands of each benchmark."""
+CURATED = [name for name, described in registry.benchmarks().items() if described.curate]
+"""The registered benchmarks with a curate command, in the registry's order (the order they are listed)."""
+CURATE = [command for name in CURATED for command in CURATE_COMMANDS.get(name, [])]
 ALL_HELP = [[], *([name] for name in COMMANDS), *(["curate", name] for name in CURATE)]
 FORBIDDEN = ("``", ":func:", ":mod:", ":class:", ":data:", "handler", "COMMAND_MODULES", "CURATION_CLIS", "register(")
 MODULE_PATH = re.compile(r"\b(scifig_tasks|scifig_finetune|curation\.(grab|scifibench|plot_twist|mmsci))\.\w")
@@ -82,6 +83,7 @@ def scifig_part(text: str) -> str:
 def test_the_commands_are_the_documented_ones() -> None:
     parser = build_parser()
     assert list(subcommands(parser)) == COMMANDS
+    assert sorted(CURATED) == sorted(CURATE_COMMANDS)  # every curated benchmark's commands are documented here
     assert list(subcommands(subcommands(parser)["curate"])) == CURATE
 
 
@@ -126,9 +128,10 @@ def test_scifig_help_from_the_installed_command() -> None:
     )
     assert completed.returncode == 0, completed.stderr
     text = completed.stdout
-    assert text.startswith(
-        "usage: scifig [-h] [--version] [--debug] COMMAND ...\n\nScientific-figure benchmarks - SciFIBench, GRAB,"
-    )
+    assert text.startswith("usage: scifig [-h] [--version] [--debug] COMMAND ...\n\nScientific-figure benchmarks - ")
+    titles = [described.title for described in registry.benchmarks().values()]
+    benchmarks = f"{', '.join(titles[:-1])} and {titles[-1]}" if len(titles) > 1 else titles[0]
+    assert f"Scientific-figure benchmarks - {benchmarks} - for lmms-eval and VLMEvalKit:" in " ".join(text.split())
     listed = re.findall(r"^    ([a-z-]+)(?: |$)", text, re.MULTILINE)
     assert listed == COMMANDS
     assert "  scifig demo --out scifig-demo " in text

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from scifig_tasks.core.judge import judge_failures
-from scifig_tasks.lmms_eval.plugin import TASKS_DIR
+from scifig_tasks.lmms_eval import TASKS_DIR
 from tests.harness.grab_data import ONE_DP, Row, question_text, write_parquet
 from tests.harness.openai_server import ChatRequest, Reply, by_question
 

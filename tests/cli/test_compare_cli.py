@@ -93,7 +93,7 @@ def lmms_run(tmp_path: Path, name: str, data: Path, policy, openai_server, lmms_
 
 
 def scifig_compare(*args: str | Path, env: dict[str, str]) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "scifig_tasks.cli", "compare", *map(str, args)]
+    command = [sys.executable, "-m", "scifig_tasks.commands.main", "compare", *map(str, args)]
     return subprocess.run(
         command, env=env, capture_output=True, text=True, timeout=CLI_TIMEOUT_S, stdin=subprocess.DEVNULL
     )

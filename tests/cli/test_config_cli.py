@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from scifig_tasks import config_cli
+from scifig_tasks.commands import config as config_cli
+from scifig_tasks.core import registry
 from scifig_tasks.core.settings import DECLARED
 
 KEY = "sk-config-secret-0123456789abcdef"
@@ -26,7 +27,7 @@ def scifig_config(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[
 
 @pytest.fixture
 def environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    for name in DECLARED:
+    for name in config_cli.listed():
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("SCIFIG_JUDGE_API_KEY", KEY)
     monkeypatch.setenv("OPENAI_API_KEY", KEY[::-1])
@@ -45,7 +46,8 @@ def test_one_line_per_setting_its_source_and_never_the_key(
     lines = out.splitlines()
     assert max(len(line) for line in lines) <= config_cli.WIDTH
     rows = {line.split()[0]: line.split()[1:] for line in lines[1:]}
-    assert list(rows) == list(DECLARED)
+    data = [source.env_var for source in registry.sources().values()]
+    assert list(rows) == [*DECLARED, *dict.fromkeys(data)]  # the declared settings, then each source's data setting
     assert rows["SCIFIG_JUDGE_API_KEY"] == ["<set>", "environment"]
     assert rows["OPENAI_API_KEY"] == ["<set>", "environment"]
     assert rows["SCIFIG_JUDGE_MODEL"] == ["judge-model", "environment"]

@@ -20,7 +20,7 @@ from pathlib import Path
 import datasets
 import pytest
 
-from scifig_tasks.core.sources import PLOT_TWIST_FEATURES
+from scifig_tasks.core.plot_twist.source import plot_twist_features
 from tests.harness.grab_data import Row, png, question_text, records, with_invalid_utf8, write_records
 from tests.harness.openai_server import Reply, by_question
 
@@ -52,7 +52,7 @@ def plot_twist_records(answers: list[str], y_range: float = 200.0) -> list[dict]
 
 def write_plot_twist(rows: list[dict], path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    datasets.Dataset.from_list(rows, features=PLOT_TWIST_FEATURES).to_parquet(str(path))
+    datasets.Dataset.from_list(rows, features=plot_twist_features()).to_parquet(str(path))
     return path
 
 

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from scifig_tasks import doctor
+from scifig_tasks.commands import doctor
+from scifig_tasks.commands.doctor import Check, Probe, render, run_checks
 from scifig_tasks.core.settings import DECLARED
-from scifig_tasks.doctor import Check, Probe, render, run_checks
 from tests.harness.lmms import offline_env
 from tests.harness.paths import REPO
 

@@ -27,7 +27,7 @@ SCORE_KEYS = ("results", "groups")
 
 
 def rescore(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "scifig_tasks.cli", "rescore", *args]
+    command = [sys.executable, "-m", "scifig_tasks.commands.main", "rescore", *args]
     return subprocess.run(
         command, env=env, capture_output=True, text=True, timeout=CLI_TIMEOUT_S, stdin=subprocess.DEVNULL, cwd=cwd
     )

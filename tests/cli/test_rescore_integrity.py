@@ -86,7 +86,7 @@ def doc_id(line: str) -> int:
 
 def scifig(command: str, args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "scifig_tasks.cli", command, *args],
+        [sys.executable, "-m", "scifig_tasks.commands.main", command, *args],
         env=env,
         capture_output=True,
         text=True,

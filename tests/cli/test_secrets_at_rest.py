@@ -107,7 +107,7 @@ def test_scifig_eval_stores_no_url_credentials(tmp_path: Path, openai_server, lm
 def scifig(args: list[str], env: dict[str, str]) -> tuple[int, str]:
     """Run ``scifig ARGS``; its exit status and output."""
     completed = subprocess.run(
-        [sys.executable, "-m", "scifig_tasks.cli", *args],
+        [sys.executable, "-m", "scifig_tasks.commands.main", *args],
         env=env,
         capture_output=True,
         text=True,
@@ -152,7 +152,7 @@ def test_scifig_vlmeval_work_dir_holds_no_secret(tmp_path: Path, openai_server, 
     env = grab_env(tmp_path, judge.base_url)
     env["OPENAI_API_BASE"] = f"http://{MODEL_USER}:{MODEL_PASSWORD}@127.0.0.1:9/v1"  # credentials of an unused URL
     data = {"grab": "SciFigGRAB", "grab_llm_extract": "SciFigGRABLLMExtract"}
-    scifig = [sys.executable, "-m", "scifig_tasks.cli"]
+    scifig = [sys.executable, "-m", "scifig_tasks.commands.main"]
 
     completed, out = run_vlmeval(tmp_path, model.base_url, env, data, scifig)
 

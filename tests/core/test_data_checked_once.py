@@ -11,7 +11,7 @@ import pytest
 
 from scifig_tasks.core import data, validated
 from scifig_tasks.core.errors import DataError
-from scifig_tasks.core.sources import GRAB
+from scifig_tasks.core.grab.source import GRAB
 from tests.harness.grab_data import Row, write_parquet
 
 ROWS = [Row("properties", "3"), Row("function", "4"), Row("series", "5"), Row("transform", "6")]
@@ -99,7 +99,7 @@ def test_the_validator_version_changes_with_any_core_module(tmp_path: Path, monk
     validated.validator_version.cache_clear()
     try:
         before = validated.validator_version()
-        (tmp_path / "sources.py").write_text((core / "sources.py").read_text() + "\n# another rule\n")
+        (tmp_path / "schema.py").write_text((core / "schema.py").read_text() + "\n# another rule\n")
         validated.validator_version.cache_clear()
         assert validated.validator_version() != before
     finally:

@@ -10,8 +10,8 @@ from PIL import Image, ImageFile
 
 from scifig_tasks.core.data import load_benchmark, undecoded
 from scifig_tasks.core.errors import DataError
+from scifig_tasks.core.grab.source import GRAB
 from scifig_tasks.core.images import for_upload, to_rgb
-from scifig_tasks.core.sources import GRAB
 from tests.harness.bad_images import bad_checksum, broken_stream, declared_size, truncated_stream
 from tests.harness.grab_data import Row, build, write_parquet
 
@@ -136,7 +136,7 @@ def test_scifig_eval_exits_non_zero_on_unknown_task(tmp_path: Path, lmms_env, ru
 
 
 def test_scifibench_options_and_split_names_are_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from scifig_tasks.core.sources import SCIFIBENCH
+    from scifig_tasks.core.scifibench.source import SCIFIBENCH
     from tests.harness.scifibench_data import Question
     from tests.harness.scifibench_data import build as build_scifibench
 
@@ -224,7 +224,7 @@ SCIFIBENCH_BAD = {
 def test_scifibench_rows_agree_with_their_options_and_are_unique(
     case: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from scifig_tasks.core.sources import SCIFIBENCH
+    from scifig_tasks.core.scifibench.source import SCIFIBENCH
     from tests.harness.scifibench_data import FEATURES
 
     split, change, (row, column, problem) = SCIFIBENCH_BAD[case]
@@ -238,7 +238,7 @@ def test_scifibench_rows_agree_with_their_options_and_are_unique(
 
 
 def test_scifibench_good_rows_of_both_kinds_load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from scifig_tasks.core.sources import SCIFIBENCH
+    from scifig_tasks.core.scifibench.source import SCIFIBENCH
     from tests.harness.scifibench_data import FEATURES
 
     directory = tmp_path / "sfb"
@@ -282,10 +282,10 @@ MMSCI_BAD = {
 def test_mmsci_answers_and_question_keys_are_checked(
     case: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from scifig_tasks.core.sources import MMSCI_MCQ, MMSCI_MCQ_FEATURES
+    from scifig_tasks.core.mmsci.source import MMSCI_MCQ, mmsci_mcq_features
 
     change, (row, column, problem) = MMSCI_BAD[case]
-    dataset = datasets.Dataset.from_list(change(_mmsci_rows()), features=MMSCI_MCQ_FEATURES)
+    dataset = datasets.Dataset.from_list(change(_mmsci_rows()), features=mmsci_mcq_features())
     path = _save_parquet(dataset, tmp_path / "mmsci" / "mcq" / "test.parquet")
     monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf"))
     monkeypatch.setenv("SCIFIG_MMSCI_DATA", str(tmp_path / "mmsci"))

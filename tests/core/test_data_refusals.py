@@ -11,11 +11,13 @@ import huggingface_hub
 import pyarrow.parquet as pq
 import pytest
 
-from scifig_tasks.core.data import expect_answer, load_benchmark, undecoded
+from scifig_tasks.core.data import load_benchmark, undecoded
 from scifig_tasks.core.errors import DataError
 from scifig_tasks.core.grab import rules as grab
+from scifig_tasks.core.grab.source import GRAB, grab_features
 from scifig_tasks.core.plot_twist import rules as plot_twist
-from scifig_tasks.core.sources import GRAB, GRAB_FEATURES, SCIFIBENCH
+from scifig_tasks.core.schema import expect_answer
+from scifig_tasks.core.scifibench.source import SCIFIBENCH
 from tests.harness.grab_data import Row, png, records, write_records
 from tests.harness.scifibench_data import FEATURES as SCIFIBENCH_FEATURES
 from tests.harness.scifibench_data import Question
@@ -139,7 +141,7 @@ def test_files_inside_the_folder_are_read_into_their_cells_in_every_layout(
     rows = records(ROWS)
     rows[1]["decoded_image"] = {"bytes": None, "path": "figures/one.png"}
     rows[2]["decoded_image"] = {"bytes": None, "path": "link.png"}
-    dataset = datasets.Dataset.from_list(rows, features=GRAB_FEATURES)
+    dataset = datasets.Dataset.from_list(rows, features=grab_features())
     monkeypatch.chdir(folder)  # datasets' writers look for the files (to estimate sizes) from the working directory
     if layout == "parquet_dir":
         write_records(rows, folder / "GRAB.parquet")

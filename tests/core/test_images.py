@@ -10,8 +10,8 @@ from lmms_eval.models.model_utils.media_encoder import encode_image_to_base64
 from PIL import Image, ImageFile
 
 from scifig_tasks.core import images
-from scifig_tasks.core.data import image_problem
 from scifig_tasks.core.errors import DataError
+from scifig_tasks.core.image_cells import image_problem
 from scifig_tasks.core.images import for_upload, to_rgb
 from tests.harness.bad_images import broken_stream, truncated_stream
 

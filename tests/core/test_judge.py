@@ -1,4 +1,4 @@
-"""Tests for the shared LLM judge client (scifig_tasks/core/judge.py), over real HTTP to a local fake server."""
+"""Tests for the shared LLM judge client (scifig_tasks/core/judge/), over real HTTP to a local fake server."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ from scifig_tasks.core.judge import (
     JudgeResult,
     get_judge,
     has_text,
-    load_preset,
 )
+from scifig_tasks.core.judge_presets import load_preset
 from tests.harness.fixtures import openai_server  # noqa: F401
 from tests.harness.openai_server import ChatRequest, FakeOpenAIServer, Reply, by_question, faulty, fixed_latency
 from tests.harness.paths import REPO

@@ -25,10 +25,10 @@ from scifig_tasks.core.judge import (
     JudgeClient,
     JudgeConfig,
     JudgeResult,
-    _unreachable,
     get_judge,
     has_text,
 )
+from scifig_tasks.core.judge.breaker import _unreachable
 from tests.harness.openai_server import ChatRequest, FakeOpenAIServer, Reply, fixed_latency
 
 KEY = "sk-scifig-breaker-FAKE-0e1d-DO-NOT-LEAK"

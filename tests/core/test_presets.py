@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from scifig_tasks.commands.presets import check_lmms_eval, check_vlmeval, model_parameters
 from scifig_tasks.core.presets import PresetError, list_presets, load_preset, preset_names
 from scifig_tasks.lmms_eval.presets import apply_preset, environment, lmms_eval_args
-from scifig_tasks.presets_cli import check_lmms_eval, check_vlmeval, model_parameters
 from tests.harness.grab_data import Row, question_text, write_parquet
 from tests.harness.openai_server import Reply, by_question
 
@@ -279,7 +279,7 @@ def test_check_reports_unknown_models_and_arguments() -> None:
 
 @pytest.mark.cli
 def test_scifig_presets_lists_and_shows(capsys: pytest.CaptureFixture[str]) -> None:
-    from scifig_tasks.cli import main
+    from scifig_tasks.commands.main import main
 
     assert main(["presets"]) == 0
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| `")]

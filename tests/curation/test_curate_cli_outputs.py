@@ -73,7 +73,7 @@ def test_out_of_the_wrong_kind_is_one_line(tmp_path: Path) -> None:
 @pytest.mark.cli
 def test_a_write_failing_mid_build_is_one_line_and_exit_1(tmp_path: Path, monkeypatch, capsys) -> None:
     from curation.plot_twist import build
-    from scifig_tasks.cli import main
+    from scifig_tasks.commands.main import main
 
     def full_disk(out: Path, **_: object) -> None:
         raise OSError(28, "No space left on device", str(out / "test.parquet.partial"))

@@ -15,10 +15,10 @@ from PIL import Image
 
 from curation.grab.build import FEATURES, build_grab
 from curation.grab.plan import answer_of
-from scifig_tasks.cli import main
+from scifig_tasks.commands.main import main
 from scifig_tasks.core.data import load_benchmark
 from scifig_tasks.core.grab.multiple_choice import mc_options
-from scifig_tasks.core.sources import GRAB, GRAB_FEATURES
+from scifig_tasks.core.grab.source import GRAB, grab_features
 
 DPI = 20
 LIMIT = 12
@@ -48,8 +48,8 @@ def test_published_features_plus_metadata_and_a_card(builds: tuple[Path, Path]) 
     out, _ = builds
     dataset = datasets.Dataset.from_parquet(str(out / "GRAB.parquet"))
     assert dataset.features == FEATURES
-    assert {name: dataset.features[name] for name in GRAB_FEATURES} == dict(GRAB_FEATURES)
-    assert set(dataset.column_names) - set(GRAB_FEATURES) == {"metadata"}
+    assert {name: dataset.features[name] for name in grab_features()} == dict(grab_features())
+    assert set(dataset.column_names) - set(grab_features()) == {"metadata"}
     card = (out / "README.md").read_text()
     assert card.startswith("---\n") and "path: GRAB.parquet" in card and "config_name: properties_mc" in card
     assert "half away from zero" in card and f"--dpi {DPI}" in card

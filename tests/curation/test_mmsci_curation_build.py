@@ -12,12 +12,10 @@ from pathlib import Path
 import datasets
 import pytest
 
-from scifig_tasks.cli import main as scifig_main
+from scifig_tasks.commands.main import main as scifig_main
 from scifig_tasks.core.data import load_benchmark
 from scifig_tasks.core.mmsci.rules import LETTERS, SUBCAP2FIG_QUESTION, SUBFIG2CAP_QUESTION
-from scifig_tasks.core.sources import MMSCI_CAPTIONING, MMSCI_MCQ
-from scifig_tasks.core.sources import MMSCI_CAPTIONING_FEATURES as CAPTIONING_FEATURES
-from scifig_tasks.core.sources import MMSCI_MCQ_FEATURES as MCQ_FEATURES
+from scifig_tasks.core.mmsci.source import MMSCI_CAPTIONING, MMSCI_MCQ, mmsci_captioning_features, mmsci_mcq_features
 from tests.harness.mmsci_articles import LABELS, figure_record, subcaption, title, write_articles
 
 SUBJECTS = {("Physical sciences", "Physics"): 12, ("Biological sciences", "Genetics"): 8}
@@ -52,7 +50,7 @@ def rows(path: Path) -> list[dict]:
 @pytest.mark.cli
 def test_layout_and_exact_features(built: tuple[Path, Path]) -> None:
     _, out = built
-    for table, features in (("mcq", MCQ_FEATURES), ("captioning", CAPTIONING_FEATURES)):
+    for table, features in (("mcq", mmsci_mcq_features()), ("captioning", mmsci_captioning_features())):
         for split in ("test", "dev"):
             data = datasets.Dataset.from_parquet(str(out / table / f"{split}.parquet"))
             assert list(data.features) == list(features)

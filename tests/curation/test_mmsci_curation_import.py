@@ -13,11 +13,11 @@ import pandas as pd
 import pytest
 
 from curation.mmsci.items import split_options, to_paper_setting3
-from scifig_tasks.cli import main as scifig_main
+from scifig_tasks.commands.main import main as scifig_main
 from scifig_tasks.core.data import load_benchmark
 from scifig_tasks.core.errors import DataError
 from scifig_tasks.core.mmsci.rules import SUBCAP2FIG_QUESTION
-from scifig_tasks.core.sources import MMSCI_CAPTIONING, MMSCI_MCQ
+from scifig_tasks.core.mmsci.source import MMSCI_CAPTIONING, MMSCI_MCQ
 from tests.harness.mmsci_articles import png
 
 SUB = {

@@ -21,7 +21,7 @@ from curation.plot_twist.questions import BASE_TITLES, TITLE_STATEMENTS, Axes, q
 from curation.plot_twist.render import Job, render_job
 from scifig_tasks.core.data import load_benchmark
 from scifig_tasks.core.plot_twist import rules as pt
-from scifig_tasks.core.sources import PLOT_TWIST
+from scifig_tasks.core.plot_twist.source import PLOT_TWIST
 
 SEEDS = (0, 7)
 PLOTS = 6  # per chart type and seed in the object-level checks

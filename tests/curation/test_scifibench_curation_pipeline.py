@@ -30,7 +30,7 @@ from curation.scifibench.pairs import read_pairs
 from curation.scifibench.questions import TASKS
 from scifig_tasks.core.data import load_benchmark
 from scifig_tasks.core.errors import DataError
-from scifig_tasks.core.sources import SCIFIBENCH
+from scifig_tasks.core.scifibench.source import SCIFIBENCH
 
 TINY = {
     "embed_dim": 16,

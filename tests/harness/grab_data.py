@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 from PIL import Image, ImageDraw
 from tqdm import tqdm
 
-from scifig_tasks.core.sources import GRAB_FEATURES
+from scifig_tasks.core.grab.source import grab_features
 
 INTEGER = " Give your answer as an integer."
 ONE_DP = " Give your answer to 1 decimal place."
@@ -62,7 +62,7 @@ def build(rows: Sequence[Row], image_size: tuple[int, int] = (64, 48), progress:
         }
         for pid, row in numbered
     ]
-    return datasets.Dataset.from_list(records, features=GRAB_FEATURES)
+    return datasets.Dataset.from_list(records, features=grab_features())
 
 
 def write_parquet(rows: Sequence[Row], path: Path, image_size: tuple[int, int] = (64, 48)) -> Path:
@@ -81,7 +81,7 @@ def write_records(rows: Sequence[dict], path: Path) -> Path:
     keeps its ``path`` as written (pyarrow writes it: ``datasets`` would look for the file, relative to the working
     directory)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(datasets.Dataset.from_list(list(rows), features=GRAB_FEATURES).data.table, str(path))
+    pq.write_table(datasets.Dataset.from_list(list(rows), features=grab_features()).data.table, str(path))
     return path
 
 

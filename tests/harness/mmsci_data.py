@@ -17,10 +17,10 @@ import datasets
 from PIL import Image
 
 from scifig_tasks.core.mmsci import rules as mmsci
-from scifig_tasks.core.sources import MMSCI_CAPTIONING_FEATURES, MMSCI_MCQ_FEATURES
+from scifig_tasks.core.mmsci.source import mmsci_captioning_features, mmsci_mcq_features
 
-MCQ_FEATURES = MMSCI_MCQ_FEATURES
-CAPTION_FEATURES = MMSCI_CAPTIONING_FEATURES
+MCQ_FEATURES = mmsci_mcq_features()
+CAPTION_FEATURES = mmsci_captioning_features()
 
 
 def png(row: int, green: int = 0) -> bytes:

@@ -29,7 +29,7 @@ def run_vlmeval(
 ) -> tuple[subprocess.CompletedProcess, Path]:
     """Run the datasets ``data`` (name -> class) through a ``--config`` file; return the process and the model's
     output folder. ``$LMUData`` is a fresh folder under ``tmp_path``. ``scifig``: the command that runs scifig
-    (default: this interpreter's ``-m scifig_tasks.cli``); ``extra``: more ``scifig vlmeval`` options."""
+    (default: this interpreter's ``-m scifig_tasks.commands.main``); ``extra``: more ``scifig vlmeval`` options."""
     lmu = tmp_path / "LMUData"
     lmu.mkdir()
     config = {
@@ -49,7 +49,7 @@ def run_vlmeval(
     }
     (tmp_path / "vlmeval.json").write_text(json.dumps(config))
     work = tmp_path / "vlmeval-out"
-    scifig = scifig or [sys.executable, "-m", "scifig_tasks.cli"]
+    scifig = scifig or [sys.executable, "-m", "scifig_tasks.commands.main"]
     command = [*scifig, "vlmeval", "--config", str(tmp_path / "vlmeval.json")]
     command += ["--work-dir", str(work), "--api-nproc", "4", *(extra or [])]
     completed = subprocess.run(

@@ -141,8 +141,9 @@ def test_export_is_generated_from_the_package_and_self_contained(tmp_path: Path)
     vendored = sorted(path.relative_to(core).as_posix() for path in core.rglob("*.py") if path != core / "__init__.py")
     expected_modules = (
         "audit.py deprecation.py errors.py grab/__init__.py grab/answers.py grab/multiple_choice.py grab/rules.py "
-        "images.py judge.py judge_presets.py multiple_choice.py raw_outputs.py resources.py secrets.py settings.py "
-        "stats.py"
+        "images.py judge/__init__.py judge/accounting.py judge/breaker.py judge/cache.py judge/client.py "
+        "judge/config.py judge/replies.py judge/sending.py judge/usage.py judge_presets.py judged_hooks.py "
+        "multiple_choice.py raw_outputs.py resources.py secrets.py settings.py stats.py"
     )
     assert vendored == expected_modules.split()
     for name in vendored:  # each vendored module is the package's file with only the import root renamed

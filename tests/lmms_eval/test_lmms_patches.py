@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from scifig_tasks import cli
-from scifig_tasks.cli_format import error_line
+from scifig_tasks.commands import main as cli
+from scifig_tasks.commands.format import error_line
 from scifig_tasks.core.provenance import scifig_version
 from scifig_tasks.lmms_eval import patches
 from scifig_tasks.lmms_eval.plugin import install
@@ -85,7 +85,7 @@ def snapshot():
 before = snapshot()
 plugin.install = install
 install()
-from scifig_tasks import cli
+from scifig_tasks.commands import main as cli
 from scifig_tasks.lmms_eval import patches
 from scifig_tasks.lmms_eval.response_cache import installed
 

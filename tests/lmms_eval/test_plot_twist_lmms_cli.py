@@ -22,7 +22,7 @@ import pytest
 
 from curation.plot_twist.build import build_plot_twist
 from curation.plot_twist.questions import TITLE_STATEMENTS
-from scifig_tasks.core.sources import PLOT_TWIST_FEATURES
+from scifig_tasks.core.plot_twist.source import plot_twist_features
 from tests.harness.openai_server import ChatRequest, Reply
 from tests.harness.plot_twist_prompts import API, COGVLM_REFORMAT, OPEN, OPEN_FIGURE_ONLY, PALI_REFORMAT
 
@@ -222,8 +222,8 @@ def write_chartqa(rows: list[dict], path: Path) -> tuple[Path, list[dict]]:
     picked = [dict(row) for row in rows if row["variant"] == "base" and row["chart_type"] == "bar"]
     colour = {**picked[0], "q_id": "colour", "question": "What colour are the bars?", "answer": "Blue"}
     picked.append(colour)
-    records = [{key: row[key] for key in PLOT_TWIST_FEATURES} for row in picked]
-    datasets.Dataset.from_list(records, features=PLOT_TWIST_FEATURES).to_parquet(str(path))
+    records = [{key: row[key] for key in plot_twist_features()} for row in picked]
+    datasets.Dataset.from_list(records, features=plot_twist_features()).to_parquet(str(path))
     return path, picked
 
 

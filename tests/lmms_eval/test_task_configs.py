@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 import yaml
 
+from scifig_tasks.core import registry
+from scifig_tasks.core.benchmark import Benchmark
 from scifig_tasks.core.raw_outputs import END_OF_TURN_MARKERS
-from scifig_tasks.core.task_versions import TASK_VERSIONS
-from tests.harness.paths import REPO
 
-TASKS_DIR = REPO / "scifig_tasks" / "lmms_eval"
+BENCHMARKS = list(registry.benchmarks().values())
 
 
 class _TaggedLoader(yaml.SafeLoader):
@@ -37,31 +37,31 @@ def _metadata_version(path: Path) -> Any:
     return None
 
 
-@pytest.mark.parametrize("benchmark", sorted(TASK_VERSIONS))
-def test_every_yaml_of_a_benchmark_has_its_version(benchmark: str) -> None:
-    folder = TASKS_DIR / benchmark
+@pytest.mark.parametrize("benchmark", BENCHMARKS, ids=lambda benchmark: benchmark.name)
+def test_every_yaml_of_a_benchmark_has_its_version(benchmark: Benchmark) -> None:
+    folder = benchmark.task_folder
     paths = [*sorted(folder.glob("*.yaml")), *sorted(folder.glob("_*template_yaml"))]
-    assert len(paths) > 2
+    assert any(path.suffix == ".yaml" for path in paths)
     versions = {path.name: str(_metadata_version(path)) for path in paths}
-    assert versions == dict.fromkeys(versions, TASK_VERSIONS[benchmark])
+    assert versions == dict.fromkeys(versions, benchmark.version)
 
 
-@pytest.mark.parametrize("benchmark", sorted(TASK_VERSIONS))
-def test_every_task_stops_only_at_the_end_of_the_turn(benchmark: str) -> None:
+@pytest.mark.parametrize("benchmark", BENCHMARKS, ids=lambda benchmark: benchmark.name)
+def test_every_task_stops_only_at_the_end_of_the_turn(benchmark: Benchmark) -> None:
     """No blank-line stop (lmms-eval's default): reasoning and captions are read whole, as the papers read them."""
-    folder = TASKS_DIR / benchmark
+    folder = benchmark.task_folder
     configs = [_load(path) for path in [*sorted(folder.glob("*.yaml")), *sorted(folder.glob("_*template_yaml"))]]
     stops = [config["generation_kwargs"].get("until") for config in configs if "generation_kwargs" in config]
     assert stops and all(stop == list(END_OF_TURN_MARKERS) for stop in stops), stops
 
 
-@pytest.mark.parametrize("benchmark", sorted(TASK_VERSIONS))
-def test_the_changelog_explains_the_current_version(benchmark: str) -> None:
-    readme = (TASKS_DIR / benchmark / "README.md").read_text(encoding="utf-8")
+@pytest.mark.parametrize("benchmark", BENCHMARKS, ids=lambda benchmark: benchmark.name)
+def test_the_changelog_explains_the_current_version(benchmark: Benchmark) -> None:
+    readme = (benchmark.task_folder / "README.md").read_text(encoding="utf-8")
     changelog = readme.split("## Changelog", 1)[1]
-    current = changelog.split(f"### {TASK_VERSIONS[benchmark]}", 1)[1].split("\n### ", 1)[0]
+    current = changelog.split(f"### {benchmark.version}", 1)[1].split("\n### ", 1)[0]
     entries = [line for line in current.splitlines() if line.startswith(("- ", "* "))]
-    assert entries, f"{benchmark}: no entry under ### {TASK_VERSIONS[benchmark]}"
+    assert entries, f"{benchmark.name}: no entry under ### {benchmark.version}"
 
 
 def test_every_vlmeval_dataset_names_its_benchmark() -> None:
@@ -75,6 +75,6 @@ def test_every_vlmeval_dataset_names_its_benchmark() -> None:
         if isinstance(value, type) and issubclass(value, datasets.SciFigDataset) and value.NAMES
     ]
     assert len(classes) >= 8
-    assert {cls.__name__: cls.BENCHMARK in TASK_VERSIONS for cls in classes} == dict.fromkeys(
+    assert {cls.__name__: cls.BENCHMARK in registry.benchmarks() for cls in classes} == dict.fromkeys(
         [cls.__name__ for cls in classes], True
     )

@@ -82,7 +82,7 @@ def _profile(data: Path, work: Path) -> None:
             decodes += calls
         if _SCIFIG not in file:
             continue
-        if file.endswith("core/data.py") and name == "validate":
+        if file.endswith("core/validation.py") and name == "validate":
             validation += cumulative
         entered = sum(edge[3] for caller, edge in callers.items() if _SCIFIG not in caller[0])
         if entered:

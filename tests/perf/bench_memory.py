@@ -70,7 +70,7 @@ import pyarrow.compute
 from PIL import Image, ImageDraw
 from tqdm import tqdm
 
-from scifig_tasks.core.sources import GRAB_FEATURES
+from scifig_tasks.core.grab.source import grab_features
 from tests.harness.grab_data import Row, question_text
 from tests.harness.lmms import offline_env
 from tests.harness.openai_server import FakeOpenAIServer
@@ -136,7 +136,7 @@ def build_detailed(rows: Sequence[Row], image_size: tuple[int, int], label: str)
             tqdm(rows, desc=f"{label}: drawing {image_size[0]}x{image_size[1]} detailed PNGs", unit="img")
         )
     ]
-    return datasets.Dataset.from_list(records, features=GRAB_FEATURES)
+    return datasets.Dataset.from_list(records, features=grab_features())
 
 
 def mean_png_kb(dataset: datasets.Dataset) -> float:

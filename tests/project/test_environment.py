@@ -17,8 +17,8 @@ import tomllib
 from packaging.requirements import Requirement
 from packaging.version import Version
 
+from scifig_tasks.commands.doctor import extras_of, installed_distributions, locked_versions, normalise
 from scifig_tasks.core import provenance
-from scifig_tasks.doctor import extras_of, installed_distributions, locked_versions, normalise
 from tests.harness.paths import REPO
 
 LOCK = REPO / ".ci" / "requirements.lock"

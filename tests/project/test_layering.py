@@ -2,11 +2,12 @@
 
 * ``scifig_tasks`` (the evaluation package, what lmms-eval and VLMEvalKit load) imports nothing of ``curation`` or
   ``finetune``: those sit above it and find the core by importing it; the core reaches their builders only through
-  the ``scifig.builders`` / ``scifig.curate`` entry points (``docs/extension-points.md``);
+  the ``scifig.builders`` entry points and the ``curate`` references of the benchmark descriptions
+  (``docs/adding-a-benchmark.md``);
 * ``scifig_tasks.core`` imports nothing of ``scifig_tasks`` outside the core: the rules know no framework;
 * the benchmark packages of the core (``core/grab``, ``core/mmsci``, ``core/plot_twist``, ``core/scifibench``) import
-  none of each other; the shared modules import none of them, except the tables that cover every benchmark
-  (:data:`CROSS_BENCHMARK`);
+  none of each other; the shared modules import none of them (:data:`CROSS_BENCHMARK` excepted): a benchmark's
+  facts reach them through the registry (:mod:`scifig_tasks.core.registry`);
 * the two framework adapters (``scifig_tasks.lmms_eval``, ``scifig_tasks.vlmeval``) import none of each other;
 * no import circle between modules.
 
@@ -21,14 +22,15 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
+from scifig_tasks.core import registry
 from tests.harness.paths import REPO
 
 PACKAGES = ("scifig_tasks", "curation", "finetune")
 CORE = "scifig_tasks.core"
-BENCHMARKS = ("grab", "mmsci", "plot_twist", "scifibench")
+BENCHMARKS = tuple(registry.benchmarks())
 ADAPTERS = ("scifig_tasks.lmms_eval", "scifig_tasks.vlmeval")
-CROSS_BENCHMARK = frozenset({f"{CORE}.sources", f"{CORE}.chance", f"{CORE}.clip_baseline"})
-"""Shared core modules that are per-benchmark tables: the data sources, the chance and CLIP baselines."""
+CROSS_BENCHMARK = frozenset({f"{CORE}.clip_baseline"})
+"""Shared core modules that use a benchmark's rules: the CLIP baseline (SciFIBench's option captions)."""
 
 
 def modules(root: Path = REPO) -> dict[str, Path]:
@@ -156,7 +158,7 @@ def test_the_rules_catch_what_they_forbid(tmp_path: Path) -> None:
         "scifig_tasks/__init__.py": "",
         "scifig_tasks/core/__init__.py": "",
         "scifig_tasks/core/judge.py": "from scifig_tasks.core.grab import rules\n",
-        "scifig_tasks/core/sources.py": "from scifig_tasks.core.grab import rules\n",
+        "scifig_tasks/core/clip_baseline.py": "from scifig_tasks.core.grab import rules\n",
         "scifig_tasks/core/grab/__init__.py": "",
         "scifig_tasks/core/grab/rules.py": "import scifig_tasks.core.mmsci.rules\nfrom scifig_tasks.report import x\n",
         "scifig_tasks/core/mmsci/__init__.py": "",

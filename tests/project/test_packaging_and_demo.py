@@ -18,8 +18,8 @@ import pytest
 from PIL import Image
 
 import scifig_tasks
+from scifig_tasks.core import registry
 from scifig_tasks.core.provenance import checkout
-from scifig_tasks.core.task_versions import TASK_VERSIONS
 from tests.harness.demo_run import PER_TASK, DemoRun
 from tests.harness.paths import REPO
 
@@ -55,9 +55,9 @@ def test_wheel_ships_tasks_templates_presets_and_entry_points(wheel: Path) -> No
     entry_points = next(name for name in names if name.endswith("entry_points.txt"))
     text = zipfile.ZipFile(wheel).read(entry_points).decode()
     assert "[lmms_eval.models]\nscifig = scifig_tasks.lmms_eval.plugin:manifests" in text
-    assert "scifig = scifig_tasks.cli:main" in text
+    assert "scifig = scifig_tasks.commands.main:main" in text
     assert "plot_twist_default_data = curation.plot_twist.default:ensure_default_data" in text
-    assert "[scifig.curate]\ngrab = curation.grab.cli:register" in text
+    assert "[scifig.curate]" not in text  # scifig curate reads each benchmark description's `curate` field
     assert "scifig_tasks/lmms_eval/mmsci/_caption_template_yaml" in names
 
 
@@ -113,7 +113,7 @@ def test_demo_scores_a_local_grab_set_through_lmms_eval(demo_run: DemoRun, tmp_p
     assert '<img src="figures/grab_bars.png"' in dom and '<img src="figures/grab_complexity.png"' in dom
     # and so does the report, per results file
     environment_table = (report / "report.md").read_text().split("## Environment: what made these numbers")[1]
-    grab_version = TASK_VERSIONS["grab"]
+    grab_version = registry.benchmark("grab").version
     assert f"| {results_file.name} | grab {grab_version}, grab_functions {grab_version}," in environment_table
     assert f"scifig {scifig_tasks.__version__}, " in environment_table and "lmms-eval 0.7." in environment_table
 

@@ -27,7 +27,7 @@ from scipy.stats import binomtest
 
 from curation.plot_twist.build import build_plot_twist
 from scifig_tasks.core.mmsci import rules as mmsci
-from scifig_tasks.core.sources import MMSCI_CAPTIONING_FEATURES, MMSCI_MCQ_FEATURES
+from scifig_tasks.core.mmsci.source import mmsci_captioning_features, mmsci_mcq_features
 from tests.harness.grab_data import Row, write_parquet
 from tests.harness.lmms import CliRun, offline_env, run
 from tests.harness.openai_server import ChatRequest, FakeOpenAIServer, Reply
@@ -67,7 +67,7 @@ MMSCI_QUESTIONS = {
 }
 CAPTION = " ".join(["the figure shows measured spectra of the sample under increasing pressure with fitted curves"] * 5)
 CAPTION_REPLY = "the figure shows spectra of a sample under pressure with fitted curves"
-CAPTION_FEATURES = MMSCI_CAPTIONING_FEATURES
+CAPTION_FEATURES = mmsci_captioning_features()
 
 
 # ---- reply rules (by hand) -------------------------------------------------------------------------------------------
@@ -178,7 +178,7 @@ def _mmsci_data(directory: Path) -> Path:
             }
         )
     (directory / "mcq").mkdir(parents=True)
-    datasets.Dataset.from_list(rows, features=MMSCI_MCQ_FEATURES).to_parquet(str(directory / "mcq" / "test.parquet"))
+    datasets.Dataset.from_list(rows, features=mmsci_mcq_features()).to_parquet(str(directory / "mcq" / "test.parquet"))
     captions = [
         {
             "uid": f"article{index}",

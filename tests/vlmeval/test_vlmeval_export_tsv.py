@@ -15,7 +15,7 @@ import datasets
 import pytest
 from PIL import Image
 
-from scifig_tasks.core.sources import PLOT_TWIST_FEATURES
+from scifig_tasks.core.plot_twist.source import plot_twist_features
 from tests.harness.bad_images import broken_stream
 from tests.harness.grab_data import ONE_DP, Row, records, write_parquet, write_records
 from tests.harness.lmms import offline_env
@@ -49,7 +49,7 @@ def plot_twist_parquet(path: Path) -> Path:
     }
     other = {**row, "q_id": "pt1", "variant": "grid"}  # a robustness variant: not in plot_twist
     path.parent.mkdir(parents=True, exist_ok=True)
-    datasets.Dataset.from_list([row, other], features=PLOT_TWIST_FEATURES).to_parquet(str(path))
+    datasets.Dataset.from_list([row, other], features=plot_twist_features()).to_parquet(str(path))
     return path
 
 
@@ -74,7 +74,16 @@ NAMES = [
 
 
 def export(tmp_path: Path, env: dict[str, str], names: list[str]) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "scifig_tasks.cli", "export-tsv", "--data", *names, "--out", str(tmp_path / "tsv")]
+    command = [
+        sys.executable,
+        "-m",
+        "scifig_tasks.commands.main",
+        "export-tsv",
+        "--data",
+        *names,
+        "--out",
+        str(tmp_path / "tsv"),
+    ]
     return subprocess.run(command, env={**offline_env(tmp_path), **env}, capture_output=True, text=True, timeout=300)
 
 

@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 import yaml
 
-from scifig_tasks.core import deprecation
+from scifig_tasks.core import deprecation, registry
+from scifig_tasks.core.benchmark import Benchmark, VlmevalDataset
 from scifig_tasks.vlmeval import names
 from scifig_tasks.vlmeval.cli import renamed_config, renamed_data
 from tests.harness.openai_server import ChatRequest
@@ -79,6 +80,58 @@ def test_every_vlmeval_name_is_the_lmms_eval_task_of_the_same_questions_and_prot
     # the old names all map to today's datasets, and each of today's datasets had at most one old name
     assert set(names.DEPRECATED.values()) <= set(names.DATASETS)
     assert len(set(names.DEPRECATED.values())) == len(names.DEPRECATED)
+
+
+def _described() -> list[tuple[Benchmark, VlmevalDataset]]:
+    """Every VLMEvalKit dataset of every registered description, with its benchmark, in the registry's order."""
+    return [
+        (described, dataset)
+        for described in registry.benchmarks().values()
+        for dataset in (described.vlmeval.datasets if described.vlmeval else ())
+    ]
+
+
+def test_the_names_are_those_of_the_registered_descriptions() -> None:
+    """Datasets, groups and old names are read from every registered benchmark's ``vlmeval`` block, nowhere else."""
+    described = _described()
+    assert tuple(dataset.name for _, dataset in described) == names.DATASETS
+    assert {old: dataset.name for _, dataset in described for old in dataset.old_names} == names.DEPRECATED
+    blocks = [bench.vlmeval for bench in registry.benchmarks().values() if bench.vlmeval]
+    assert {group: members for block in blocks for group, members in block.groups.items()} == names.GROUPS
+    for owner, dataset in described:
+        assert names.benchmark_of(dataset.name) is owner and owner.owns(dataset.name)
+    for group, members in names.GROUPS.items():  # a group expands to datasets of its own benchmark
+        assert {names.benchmark_of(member).name for member in members} == {registry.of_task(group).name}, group
+        assert names.expand([group]) == list(members)
+
+
+def test_every_registered_dataset_has_the_tsv_its_description_names() -> None:
+    """Source, split, rows kept and TSV format of each dataset are its description's."""
+    from scifig_tasks.vlmeval import tsv
+
+    assert list(tsv.specs()) == list(names.DATASETS)
+    for owner, dataset in _described():
+        spec = tsv.spec(dataset.name)
+        assert spec.source is registry.sources()[dataset.source], dataset.name
+        assert (spec.split, spec.keep) == (dataset.split, dataset.keep), dataset.name
+        assert spec.format is registry.resolve(owner.vlmeval.tsv_formats[dataset.source]), dataset.name
+        assert isinstance(spec.format, tsv.TsvFormat)
+
+
+def test_the_registered_classes_serve_every_dataset_once() -> None:
+    """The classes every description names serve its datasets, each dataset by exactly one class, carrying its
+    benchmark's registered version."""
+    pytest.importorskip("vlmeval", reason="VLMEvalKit (ms-vlmeval) not installed")
+    from scifig_tasks.vlmeval import dataset_classes
+
+    classes = dataset_classes()
+    served = [name for cls in classes for name in cls.NAMES]
+    assert sorted(served) == sorted(names.DATASETS) and len(served) == len(set(served))
+    for cls in classes:
+        owner = registry.benchmark(cls.BENCHMARK)
+        assert f"{cls.__module__}:{cls.__name__}" in owner.vlmeval.classes, cls.__name__
+        assert {names.benchmark_of(name).name for name in cls.NAMES} == {owner.name}, cls.__name__
+        assert cls.supported_datasets()[: len(cls.NAMES)] == list(cls.NAMES)
 
 
 def test_the_paper_twins_lmms_eval_has_are_all_in_vlmeval() -> None:

@@ -22,7 +22,7 @@ from pathlib import Path
 import datasets
 from PIL import Image
 
-from scifig_tasks.core.sources import PLOT_TWIST_FEATURES
+from scifig_tasks.core.plot_twist.source import plot_twist_features
 from tests.harness.grab_data import ONE_DP, Row, write_parquet
 from tests.harness.openai_server import ChatRequest, Reply
 from tests.harness.plot_twist_prompts import API as PLOT_TWIST_API_PROMPT
@@ -204,7 +204,7 @@ def plot_twist_data(path: Path) -> Path:
             }
         )
     path.parent.mkdir(parents=True, exist_ok=True)
-    datasets.Dataset.from_list(rows, features=PLOT_TWIST_FEATURES).to_parquet(str(path))
+    datasets.Dataset.from_list(rows, features=plot_twist_features()).to_parquet(str(path))
     return path
 
 

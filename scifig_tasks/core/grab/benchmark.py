@@ -90,6 +90,7 @@ BENCHMARK = Benchmark(
             {"grab": SUBTASKS},
             full=f"the full published GRAB set ({QUESTIONS:,} questions)",
         ),
+        sample_tasks={"grab": ("task", dict(zip(TASK_QUESTIONS, SUBTASKS, strict=True)))},
     ),
     vlmeval=Vlmeval(
         datasets=(

@@ -36,7 +36,7 @@ from scifig_tasks.core.multiple_choice import Resolution, judge_use, resolve
 from scifig_tasks.core.stats import Tally
 
 if TYPE_CHECKING:
-    from scifig_tasks.core.judge import JudgeClient
+    from scifig_tasks.core.judge.client import JudgeClient
 
 N_OPTIONS = 5
 LETTERS = "ABCDE"

@@ -29,7 +29,7 @@ from scifig_tasks.core.raw_outputs import OutputStatus, output_status
 from scifig_tasks.core.stats import Tally
 
 if TYPE_CHECKING:
-    from scifig_tasks.core.judge import JudgeClient
+    from scifig_tasks.core.judge.client import JudgeClient
 
 TASKS: tuple[str, ...] = ("properties", "function", "series", "transform")
 """The ``task`` values of the published data (the paper says Properties, Functions, Series, Transforms)."""

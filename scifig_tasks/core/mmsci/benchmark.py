@@ -102,6 +102,10 @@ BENCHMARK = Benchmark(
             subtasks={"mmsci": tuple(f"mmsci_{setting}" for setting in SETTINGS)},
             full="the full published MMSci test set",
         ),
+        sample_tasks={"mmsci": ("setting", "mmsci_{}")},
+        corpus_metrics={
+            "mmsci_caption": ("bleu4", "rougeL", "meteor", "bertscore_f1", "cider", "factscore", "geval_relevance")
+        },
     ),
     vlmeval=Vlmeval(
         datasets=(*_MCQ, *_CAPTIONING),

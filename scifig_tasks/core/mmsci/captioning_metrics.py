@@ -55,7 +55,7 @@ from scifig_tasks.core.scoring_protocol import Protocol, in_force
 from scifig_tasks.core.settings import Settings
 
 if TYPE_CHECKING:
-    from scifig_tasks.core.judge import JudgeClient
+    from scifig_tasks.core.judge.client import JudgeClient
 
 logger = logging.getLogger("scifig.mmsci")
 

@@ -54,7 +54,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from scifig_tasks.core import settings
-from scifig_tasks.core.judge import JudgeClient, JudgeResult
+from scifig_tasks.core.judge.client import JudgeClient
+from scifig_tasks.core.judge.replies import JudgeResult
 from scifig_tasks.core.raw_outputs import output_status
 from scifig_tasks.core.scoring_protocol import Protocol
 from scifig_tasks.core.settings import Settings

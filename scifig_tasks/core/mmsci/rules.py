@@ -38,7 +38,7 @@ from scifig_tasks.core.scoring_protocol import Protocol
 from scifig_tasks.core.stats import Tally
 
 if TYPE_CHECKING:
-    from scifig_tasks.core.judge import JudgeClient
+    from scifig_tasks.core.judge.client import JudgeClient
 
 SETTINGS: tuple[str, ...] = ("fig2cap", "subfig2cap", "subcap2fig")
 """Setting I (Fig2Cap), II (SubFig2Cap), III (SubCap2Fig), in the paper's order."""

@@ -80,6 +80,11 @@ BENCHMARK = Benchmark(
             unpublished="the paper's charts are not public; every run scores charts generated locally by scifig's "
             "synthetic generator",
         ),
+        sample_tasks={
+            "plot_twist": ("chart_type", "plot_twist_{}"),
+            "plot_twist_robustness": ("variant", "plot_twist_robustness_{}"),
+        },
+        not_pooled=("plot_twist_robustness",),
     ),
     vlmeval=Vlmeval(
         datasets=tuple(

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from scifig_tasks.core.raw_outputs import OutputStatus, output_status
 
 if TYPE_CHECKING:
-    from scifig_tasks.core.judge import JudgeClient
+    from scifig_tasks.core.judge.client import JudgeClient
 
 # ---- schema vocabulary ---------------------------------------------------------------------------------------------
 

@@ -58,6 +58,7 @@ BENCHMARK = Benchmark(
             full=f"the full published CS splits ({SPLIT_QUESTIONS} questions each)",
             unit="split",
         ),
+        not_pooled=("scifibench_alignment",),
     ),
     vlmeval=Vlmeval(
         datasets=_DATASETS,

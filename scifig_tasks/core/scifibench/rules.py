@@ -33,7 +33,7 @@ from scifig_tasks.core.scoring_protocol import Protocol
 from scifig_tasks.core.stats import Tally
 
 if TYPE_CHECKING:
-    from scifig_tasks.core.judge import JudgeClient
+    from scifig_tasks.core.judge.client import JudgeClient
 
 # --- the published questions' text ----------------------------------------------------------------------------------
 

@@ -13,7 +13,8 @@ from scifig_tasks.core.deprecation import warn_once
 from scifig_tasks.core.grab import multiple_choice as grab_mc
 from scifig_tasks.core.grab import rules as grab
 from scifig_tasks.core.images import for_upload, to_rgb
-from scifig_tasks.core.judge import get_judge
+from scifig_tasks.core.judge.client import get_judge
+from scifig_tasks.core.judged_hooks import asks_judge
 
 
 def grab_doc_to_visual(doc: dict[str, Any]) -> list[Image.Image]:
@@ -63,6 +64,7 @@ def grab_process_results(doc: dict[str, Any], results: list[str | None]) -> dict
     return _results(doc, results, llm_extract=False)
 
 
+@asks_judge("per_output")
 def grab_process_results_llm_extract(doc: dict[str, Any], results: list[str | None]) -> dict[str, Any]:
     return _results(doc, results, llm_extract=True)
 
@@ -100,6 +102,7 @@ def grab_mc_doc_to_messages(doc: dict[str, Any], lmms_eval_specific_kwargs: dict
     return messages
 
 
+@asks_judge("audited")
 def grab_mc_process_results(doc: dict[str, Any], results: list[str | None]) -> dict[str, Any]:
     score = grab_mc.score_mc(results[0], doc["options"], doc["mc_answer"], get_judge(), question=doc["question"])
     return {"accuracy": float(score.correct), "breakdown": grab_mc.sample_record(doc, score)}

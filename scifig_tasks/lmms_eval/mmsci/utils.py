@@ -18,7 +18,8 @@ import datasets
 from PIL import Image
 
 from scifig_tasks.core.images import for_upload, to_rgb
-from scifig_tasks.core.judge import get_judge
+from scifig_tasks.core.judge.client import get_judge
+from scifig_tasks.core.judged_hooks import asks_judge
 from scifig_tasks.core.mmsci import captioning_metrics as mmsci_captioning
 from scifig_tasks.core.mmsci import rules as mmsci
 from scifig_tasks.core.scoring_protocol import Protocol, in_force
@@ -59,6 +60,7 @@ def mmsci_mcq_doc_to_messages(doc: dict[str, Any], lmms_eval_specific_kwargs: Kw
     return [{"role": "user", "content": content}]
 
 
+@asks_judge("audited")
 def _mcq_process_results(named: Protocol, doc: dict[str, Any], results: list[str | None]) -> dict[str, Any]:
     resolution = mmsci.resolve_answer(doc, results[0], get_judge(), in_force("mmsci", named))
     record = mmsci.sample_record(doc, resolution)
@@ -115,11 +117,13 @@ def mmsci_caption_with_abstract_doc_to_messages(
 CAPTION_METRICS = mmsci_captioning.CAPTION_METRICS
 
 
+@asks_judge("at_aggregation")
 def mmsci_caption_process_results(doc: dict[str, Any], results: list[str | None]) -> dict[str, Any]:
     record = mmsci.caption_record(doc, results[0])
     return {name: record for name in (*CAPTION_METRICS, "caption_report")}
 
 
+@asks_judge("at_aggregation")
 def mmsci_caption_paper_process_results(doc: dict[str, Any], results: list[str | None]) -> dict[str, Any]:
     """The ``*_paper`` tasks: the k sampled captions (``repeats`` + ``take_first_k``; lmms-eval hands the one request's
     k filtered responses over as ``results``), scored with the paper setting."""

@@ -21,7 +21,8 @@ from lmms_eval.api.filter import Filter
 from PIL import Image
 
 from scifig_tasks.core.images import for_upload, to_rgb
-from scifig_tasks.core.judge import get_judge
+from scifig_tasks.core.judge.client import get_judge
+from scifig_tasks.core.judged_hooks import asks_judge
 from scifig_tasks.core.plot_twist import rules as plot_twist
 
 Kwargs = dict[str, Any] | None
@@ -113,6 +114,7 @@ plot_twist_open_pali_doc_to_messages = partial(plot_twist_doc_to_messages, proto
 # --- scoring -------------------------------------------------------------------------------------------------------
 
 
+@asks_judge("per_output")
 def _results(doc: dict[str, Any], results: list[Any], rule: plot_twist.MarginRule, protocol: str) -> dict[str, Any]:
     outputs = [item for result in results for item in (result if isinstance(result, list) else [result])]
     judge = get_judge()

@@ -14,7 +14,8 @@ from typing import Any
 from PIL import Image
 
 from scifig_tasks.core.images import for_upload, to_rgb
-from scifig_tasks.core.judge import get_judge
+from scifig_tasks.core.judge.client import get_judge
+from scifig_tasks.core.judged_hooks import asks_judge
 from scifig_tasks.core.scifibench import rules as scifibench
 from scifig_tasks.core.scoring_protocol import Protocol, in_force
 
@@ -92,8 +93,8 @@ def _process_results(named: Protocol, doc: dict[str, Any], results: list[str | N
     return {"accuracy": float(record["correct"]), "breakdown": record}
 
 
-scifibench_process_results = partial(_process_results, "default")
-scifibench_paper_process_results = partial(_process_results, "paper")
+scifibench_process_results = asks_judge("audited")(partial(_process_results, "default"))
+scifibench_paper_process_results = asks_judge("per_output")(partial(_process_results, "paper"))
 
 
 def scifibench_breakdown(records: list[dict[str, Any]]) -> dict[str, Any]:
@@ -117,6 +118,7 @@ def _alignment_messages(variant: str, doc: dict[str, Any], lmms_eval_specific_kw
     return _f2c_messages(doc, lmms_eval_specific_kwargs, variant)
 
 
+@asks_judge("audited")  # scores as scifibench_process_results does
 def _alignment_results(variant: str, doc: dict[str, Any], results: list[str | None]) -> dict[str, Any]:
     scored = scifibench_process_results(doc, results)
     return {**scored, "alignment": {"variant": variant, "correct": scored["breakdown"]["correct"]}}

@@ -213,14 +213,14 @@ def test_task_yaml_and_core_name_the_same_published_data() -> None:
 
     import yaml
 
-    from scifig_tasks.core.sources import GRAB, GRAB_FEATURES
+    from scifig_tasks.core.grab.source import GRAB, grab_features
 
     template = REPO / "scifig_tasks" / "lmms_eval" / "grab" / "_default_template_yaml"
     text = "\n".join(line for line in template.read_text().splitlines() if "!function" not in line)
     config = yaml.safe_load(text)
     assert (config["dataset_path"], config["test_split"]) == (GRAB.hub_path, GRAB.default_split)
     assert config["metadata"]["scifig_source"] == "grab"
-    assert [column.name for column in GRAB.columns] == list(GRAB_FEATURES)
+    assert [column.name for column in GRAB.columns] == list(grab_features())
 
 
 def test_lmms_eval_hooks_put_text_first_and_switch_to_the_appendix_wording() -> None:

@@ -20,7 +20,7 @@ from PIL import Image
 from curation.plot_twist import default
 from scifig_tasks.core.data import load_benchmark, registered_default_data
 from scifig_tasks.core.errors import ConfigError, DataError
-from scifig_tasks.core.sources import PLOT_TWIST, PLOT_TWIST_CHARTQA, PLOT_TWIST_FEATURES
+from scifig_tasks.core.plot_twist.source import PLOT_TWIST, PLOT_TWIST_CHARTQA, plot_twist_features
 from tests.harness.paths import REPO
 
 
@@ -44,7 +44,7 @@ def rows() -> list[dict]:
 
 
 def write(records: list[dict], path: Path, drop_variant: bool = False) -> Path:
-    features = PLOT_TWIST_FEATURES
+    features = plot_twist_features()
     if drop_variant:
         records = [{k: v for k, v in r.items() if k != "variant"} for r in records]
         features = datasets.Features({k: v for k, v in features.items() if k != "variant"})

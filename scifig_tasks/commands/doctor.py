@@ -34,7 +34,7 @@ from typing import Any, Literal
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
-from scifig_tasks.cli_format import CommandError
+from scifig_tasks.commands.format import CommandError
 from scifig_tasks.core import provenance
 
 Status = Literal["ok", "note", "FAIL"]
@@ -250,10 +250,10 @@ def check_torch(probe: Probe) -> Iterator[Check]:
 
 
 def check_data(probe: Probe) -> Iterator[Check]:
-    from scifig_tasks.core.sources import SOURCES
+    from scifig_tasks.core import registry
 
     seen: set[str] = set()
-    for name, source in SOURCES.items():
+    for name, source in registry.sources().items():
         if source.env_var in seen:
             continue
         seen.add(source.env_var)
@@ -281,16 +281,16 @@ def check_data(probe: Probe) -> Iterator[Check]:
 def check_settings(probe: Probe) -> Iterator[Check]:
     """The settings of the probe's environment (:mod:`scifig_tasks.core.settings`): a value that does not parse
     fails, an unknown ``SCIFIG_*`` variable or a deprecated one in use is a note; the table is ``scifig config``'s."""
-    from scifig_tasks.config_cli import problems
-    from scifig_tasks.core.settings import DECLARED, Settings
+    from scifig_tasks.commands.config import problems
+    from scifig_tasks.core.settings import DECLARED, Settings, lookup
 
     given = Settings.from_environment(probe.environ, warn=False)
     for line in problems(given, probe.environ):
         bad = any(line == error for error in given.errors.values())
         yield Check("FAIL" if bad else "note", "settings", _without_secrets(line, probe.environ))
     for name in given.raw:
-        if DECLARED[name].deprecated:
-            yield Check("note", "settings", f"{name} is deprecated: use {DECLARED[name].deprecated} instead")
+        if lookup(name).deprecated:
+            yield Check("note", "settings", f"{name} is deprecated: use {lookup(name).deprecated} instead")
     if not given.errors:
         yield Check("ok", "settings", f"{len(given.raw)} of {len(DECLARED)} set (`scifig config` shows them all)")
 

@@ -1,4 +1,5 @@
-"""The ``scifig`` command line: evaluation, the offline demo, curation, reports and task discovery.
+"""The ``scifig`` command line (the ``scifig`` console script): the parser with every sub-command and the dispatch;
+``eval``, ``demo``, ``curate`` and ``tasks-path`` live here, the other commands in their own modules.
 
 * ``scifig eval ARGS...`` runs lmms-eval's own CLI in this process with ``ARGS`` unchanged, adds this package's
   task folder as ``--include_path`` (unless one is given, as ``--include_path DIR`` or ``--include_path=DIR``), and
@@ -17,28 +18,29 @@
   rules of :mod:`scifig_tasks.lmms_eval.response_cache`, so the same command run again after a stop asks the model
   only what it has not answered.
   Before lmms-eval starts, every name of ``--tasks`` must be a task, group or tag of scifig or lmms-eval
-  (:func:`scifig_tasks.tasks_cli.unknown_tasks_message`): an unknown one ends the command in one line with the
+  (:func:`scifig_tasks.commands.tasks.unknown_tasks_message`): an unknown one ends the command in one line with the
   closest name, exit status 2.
 * ``scifig demo --out DIR`` generates a small GRAB set with the generator (``--per-task`` questions per task,
   balanced over question types and complexity), scores it through the real lmms-eval CLI with the offline
   ``scifig_chance`` model, prints the results table and writes the report of ``scifig report`` (``DIR/report/``);
   its last line is the path of ``report.html``. No network, no weights. Quiet unless ``--verbose``: what lmms-eval
   and the generator print (log lines, progress bars, lmms-eval's own tables) goes to ``DIR/demo.log``.
-* ``scifig tasks`` lists the tasks to run (:mod:`scifig_tasks.tasks_cli`).
-* ``scifig curate BENCH ...`` builds a benchmark's data locally; each benchmark registers its own sub-commands from
-  ``curation/<bench>/cli.py`` (``register(subparsers)``, each setting ``handler``), found through the
-  ``scifig.curate`` entry points (this package never imports ``curation``; the demo's GRAB generator is the
-  ``scifig.builders`` entry point ``grab``).
+* ``scifig tasks`` lists the tasks to run (:mod:`scifig_tasks.commands.tasks`).
+* ``scifig curate BENCH ...`` builds a benchmark's data locally; each registered benchmark whose description names a
+  ``curate`` reference (``curation/<bench>/cli.py:register``, :mod:`scifig_tasks.core.registry`) adds its own
+  sub-commands (``register(subparsers)``, each setting ``handler``), in the registry's name order (this package never
+  imports ``curation`` by name: the reference is resolved when ``scifig`` builds its parser; the demo's GRAB
+  generator is the ``scifig.builders`` entry point ``grab``).
 * ``scifig tasks-path`` prints the task folder (for ``lmms-eval --include_path``); ``scifig --version`` the version.
 * Commands registered from their own modules (:data:`COMMAND_MODULES`): ``report``, ``compare``, ``rescore`` and
   ``export-upstream``, ``vlmeval`` and ``export-tsv`` (VLMEvalKit), ``presets``, ``doctor``, ``config``,
   ``finetune`` and ``finetune-data``.
 
-Every parser is a :class:`scifig_tasks.cli_format.Parser`: what ``--help`` prints is written for users (what the
+Every parser is a :class:`scifig_tasks.commands.format.Parser`: what ``--help`` prints is written for users (what the
 command does, each option, an example); these notes are not shown.
 
 Errors: :func:`main` is the boundary. An error that ends a command is printed as one line on stderr, ``scifig
-COMMAND: what happened — what to do`` (:func:`scifig_tasks.cli_format.error_line`), with a non-zero exit status;
+COMMAND: what happened — what to do`` (:func:`scifig_tasks.commands.format.error_line`), with a non-zero exit status;
 the traceback only under the global ``scifig --debug COMMAND ...``.
 """
 
@@ -52,11 +54,12 @@ import io
 import os
 import sys
 import traceback
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from scifig_tasks.core import settings
+from scifig_tasks.core import registry, settings
+from scifig_tasks.core.benchmark import Benchmark
 from scifig_tasks.core.secrets import masked_output
 
 
@@ -65,7 +68,7 @@ class EvalFailed(RuntimeError):
 
 
 def tasks_path() -> Path:
-    from scifig_tasks.lmms_eval.plugin import TASKS_DIR
+    from scifig_tasks.lmms_eval import TASKS_DIR
 
     return TASKS_DIR
 
@@ -167,11 +170,12 @@ def with_default_cache(argv: Sequence[str], cache: bool = True) -> tuple[list[st
 
     Rule: replies are cached unless ``cache`` is false (``--no-cache``); an explicit ``--use_cache PATH`` wins;
     otherwise the cache is ``<--output_path>/.scifig-cache/<--model>``, and nothing is cached without
-    ``--output_path``. ``--no-cache`` with ``--use_cache`` is refused (:class:`~scifig_tasks.cli_format.CommandError`).
+    ``--output_path``. ``--no-cache`` with ``--use_cache`` is refused
+    (:class:`~scifig_tasks.commands.format.CommandError`).
     """
     import re
 
-    from scifig_tasks.cli_format import CommandError
+    from scifig_tasks.commands.format import CommandError
 
     argv = list(argv)
     given, output = _cache_option(argv), _option(argv, "--output_path")
@@ -197,11 +201,11 @@ def eval_command(argv: Sequence[str], debug: bool = False, cache: bool = True) -
     """``scifig eval``: run lmms-eval with keys masked and model replies cached (:func:`with_default_cache`,
     ``cache`` false for ``--no-cache``); 1 when it failed or any sample could not be judged, 2 when ``--tasks`` names
     a task that does not exist (said before lmms-eval starts)."""
-    from scifig_tasks.cli_format import CommandError, error_line
+    from scifig_tasks.commands.format import CommandError, error_line
+    from scifig_tasks.commands.tasks import unknown_tasks_message
     from scifig_tasks.core.presets import PresetError
     from scifig_tasks.lmms_eval.concurrency import with_judge_concurrency
     from scifig_tasks.lmms_eval.presets import apply_preset
-    from scifig_tasks.tasks_cli import unknown_tasks_message
 
     try:
         argv = apply_preset(argv)  # --preset NAME expands to lmms-eval args; explicit args win
@@ -274,7 +278,7 @@ def demo(out: Path, per_task: int, seed: int, workers: int | None = None, verbos
     """``scifig demo``: generate GRAB, score it with ``scifig_chance`` through lmms-eval, write the report. Quiet by
     default (one line saying what runs, the results table, the report's path); ``verbose`` shows what the generator
     and lmms-eval print, which otherwise goes to ``OUT/demo.log``."""
-    from scifig_tasks.cli_format import CommandError, error_line
+    from scifig_tasks.commands.format import CommandError, error_line
     from scifig_tasks.core.resources import installed_entry_point
     from scifig_tasks.report.build import build_report
 
@@ -333,28 +337,54 @@ def output_to(log: Path) -> Iterator[None]:
                 os.close(copy)
 
 
-CURATED_BENCHMARKS = ("grab", "scifibench", "plot_twist", "mmsci")
-"""``scifig.curate`` entry points (``curation/<bench>/cli.py:register``), in the order their sub-commands are listed."""
+def curated_benchmarks() -> list[Benchmark]:
+    """The registered benchmarks with a ``curate`` command (``"module:register"``), in the registry's name order: the
+    order their ``scifig curate`` sub-commands are listed."""
+    return [described for described in registry.benchmarks().values() if described.curate]
+
+
+def benchmark_titles(benchmarks: Iterable[Benchmark] | None = None) -> list[str]:
+    """The titles of ``benchmarks`` (default: every registered one), in the registry's name order."""
+    chosen = registry.benchmarks().values() if benchmarks is None else benchmarks
+    return [described.title for described in chosen]
+
+
+def in_words(items: Sequence[str]) -> str:
+    """``a, b and c`` (``a`` for one item, empty for none)."""
+    if len(items) <= 1:
+        return "".join(items)
+    return f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+def curate_variables() -> list[str]:
+    """The variables ``scifig curate`` commands print (each curated benchmark's data sources that a curate command
+    builds), in the registry's order."""
+    found: list[str] = []
+    for described in curated_benchmarks():
+        for source in described.sources.values():
+            if source.build_command and source.env_var not in found:
+                found.append(source.env_var)
+    return found
 
 
 COMMAND_MODULES: tuple[str, ...] = (
     "scifig_tasks.report.cli",
-    "scifig_tasks.compare_cli",
-    "scifig_tasks.rescore_cli",
+    "scifig_tasks.commands.compare",
+    "scifig_tasks.commands.rescore",
     "scifig_tasks.lmms_eval.export",
     "scifig_tasks.vlmeval.cli",
-    "scifig_tasks.presets_cli",
-    "scifig_tasks.doctor",
-    "scifig_tasks.config_cli",
+    "scifig_tasks.commands.presets",
+    "scifig_tasks.commands.doctor",
+    "scifig_tasks.commands.config",
     "scifig_finetune.cli",
 )
 """Modules whose ``register(commands)`` add a top-level ``scifig`` sub-command (each parser sets ``handler``)."""
 
 
 DESCRIPTION = """\
-Scientific-figure benchmarks - SciFIBench, GRAB, Plot Twist (Chart101) and MMSci - for lmms-eval and VLMEvalKit:
-evaluate a model, build or extend the benchmarks' data, report results with the papers' figures, fine-tune a model
-on curated data."""
+Scientific-figure benchmarks - {titles} - for lmms-eval and VLMEvalKit: evaluate a model, build or extend the
+benchmarks' data, report results with the papers' figures, fine-tune a model on curated data."""
+"""``{titles}``: the registered benchmarks' titles (:func:`build_parser`)."""
 
 EPILOG = """\
 examples:
@@ -366,7 +396,7 @@ examples:
 Run "scifig COMMAND --help" for a command's options and an example."""
 
 EVAL_DESCRIPTION = """\
-Run lmms-eval's own command line with the scifig tasks available (grab, scifibench, plot_twist, mmsci and their
+Run lmms-eval's own command line with the scifig tasks available ({names} and their
 sub-tasks). The options are lmms-eval's, passed to it unchanged (listed below); the scifig task folder is added as
 --include_path unless you give one.
 
@@ -402,10 +432,10 @@ example:
   # then open scifig-demo/report/report.html (the last line printed); scifig-demo/demo.log holds what ran"""
 
 CURATE_DESCRIPTION = """\
-Build a benchmark's data on this machine, in the schema of the published Hugging Face dataset: generate GRAB or
-Plot Twist with their generators, curate SciFIBench from figure-caption pairs, MMSci from article records, or
-convert published MMSci files. Each command ends by printing the variable that points the tasks at the result
-(SCIFIG_GRAB_DATA, SCIFIG_SCIFIBENCH_DATA, SCIFIG_PLOT_TWIST_DATA, SCIFIG_MMSCI_DATA) instead of the Hub."""
+Build a benchmark's data on this machine ({titles}), in the schema of the published Hugging Face dataset: each
+benchmark's commands below generate it, curate it from source material or convert a published copy. Each command
+ends by printing the variable that points the tasks at the result ({variables}) instead of the Hub."""
+"""``{titles}``, ``{variables}``: of the benchmarks with a curate command (:func:`_add_curate`)."""
 
 CURATE_EPILOG = """\
 examples:
@@ -423,18 +453,18 @@ example:
 
 def lmms_eval_help() -> str:
     """lmms-eval's own option list, under a heading (or how to install it)."""
-    from scifig_tasks.cli_format import framework_help
+    from scifig_tasks.commands.format import framework_help
 
     return framework_help("lmms-eval", "lmms_eval.__main__", "parse_eval_args", "lmms-eval", "lmms")
 
 
 def _add_eval(commands: Any) -> None:
-    from scifig_tasks.cli_format import ForwardedHelp
+    from scifig_tasks.commands.format import ForwardedHelp
 
     parser = commands.add_parser(
         "eval",
         help="run lmms-eval with the scifig tasks; exit status 1 when any task or sample failed",
-        description=EVAL_DESCRIPTION,
+        description=EVAL_DESCRIPTION.format(names=", ".join(registry.benchmarks())),
         epilog=EVAL_EPILOG,
         usage="%(prog)s [--preset NAME] LMMS_EVAL_OPTION ...",
         add_help=False,
@@ -500,17 +530,17 @@ def positive_int(text: str) -> int:
 
 
 def _add_curate(commands: Any) -> None:
+    curated = curated_benchmarks()
+    titles = benchmark_titles(curated)
     curate = commands.add_parser(
         "curate",
-        help="build a benchmark's data locally (GRAB, SciFIBench, Plot Twist, MMSci)",
-        description=CURATE_DESCRIPTION,
+        help=f"build a benchmark's data locally ({', '.join(titles)})",
+        description=CURATE_DESCRIPTION.format(titles=", ".join(titles), variables=", ".join(curate_variables())),
         epilog=CURATE_EPILOG,
     )
     benchmarks = curate.add_subparsers(dest="curate_command", required=True, metavar="BENCHMARK", title="benchmarks")
-    from scifig_tasks.core.resources import installed_entry_point
-
-    for name in CURATED_BENCHMARKS:
-        installed_entry_point("scifig.curate", name)(benchmarks)
+    for described in curated:
+        registry.resolve(described.curate)(benchmarks)  # "curation.<bench>.cli:register"
 
 
 def version_line() -> str:
@@ -524,9 +554,10 @@ def version_line() -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``scifig`` parser with every sub-command."""
-    from scifig_tasks.cli_format import Parser
+    from scifig_tasks.commands.format import Parser
 
-    parser = Parser(prog="scifig", description=DESCRIPTION, epilog=EPILOG)
+    description = DESCRIPTION.format(titles=in_words(benchmark_titles()))
+    parser = Parser(prog="scifig", description=description, epilog=EPILOG)
     parser.add_argument("--version", action="version", version=version_line())
     parser.add_argument(
         "--debug", action="store_true", help="on an error, print the traceback instead of the one-line message"
@@ -534,7 +565,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands")
     _add_eval(commands)
     _add_demo(commands)
-    importlib.import_module("scifig_tasks.tasks_cli").register(commands)
+    importlib.import_module("scifig_tasks.commands.tasks").register(commands)
     _add_curate(commands)
     commands.add_parser(
         "tasks-path",
@@ -561,7 +592,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if args.debug:
             raise
-        from scifig_tasks.cli_format import error_line
+        from scifig_tasks.commands.format import error_line
 
         line, status = error_line(command, exc)
         print(line, file=sys.stderr)

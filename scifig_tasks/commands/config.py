@@ -14,10 +14,11 @@ import argparse
 import json
 import os
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
-from scifig_tasks.core import settings
-from scifig_tasks.core.settings import DECLARED, Settings
+from scifig_tasks.core import registry, settings
+from scifig_tasks.core.settings import DECLARED, Setting, Settings
 
 WIDTH = 100
 """Columns every line of the table fits."""
@@ -28,13 +29,37 @@ def _cut(text: str, width: int) -> str:
     return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
 
 
+def listed() -> dict[str, Setting[Any]]:
+    """Every setting in listing order: the declared ones, then the local-data setting of each registered data source
+    (the :data:`~scifig_tasks.core.settings.DATA_VARIABLE` family), documented from the sources that read it."""
+    readers: dict[str, list[Any]] = {}
+    for source in registry.sources().values():
+        readers.setdefault(source.env_var, []).append(source)
+    data = {}
+    for name, sources in readers.items():
+        built = (
+            "the Hub dataset"
+            if sources[0].hub_path
+            else "the seeded set, built once"
+            if sources[0].default_data
+            else ""
+        )
+        data[name] = replace(
+            settings.data_setting(name),
+            doc="local " + " and ".join(source.name for source in sources) + " data",
+            shown_default=built or "unset",
+        )
+    return {**DECLARED, **data}
+
+
 def table(given: Settings, width: int = WIDTH) -> list[str]:
     """One line per declared setting: name, value (secrets ``<set>`` / ``<unset>``; a default shown as documented),
     source (``default``, ``environment``, ``command line``; ``deprecated`` marked)."""
-    name_width = max(len(name) for name in DECLARED)
+    shown = listed()
+    name_width = max(len(name) for name in shown)
     value_width = width - name_width - _SOURCE_WIDTH - len(" deprecated") - 4
     lines = [f"{'setting':<{name_width}}  {'value':<{value_width}}  from"]
-    for name, setting in DECLARED.items():
+    for name, setting in shown.items():
         value = given.shown(setting)
         source = given.source(setting) + (" deprecated" if setting.deprecated else "")
         lines.append(f"{name:<{name_width}}  {_cut(value, value_width):<{value_width}}  {source}".rstrip())
@@ -52,7 +77,7 @@ def problems(given: Settings, environ: Mapping[str, str]) -> list[str]:
 def as_json(given: Settings, environ: Mapping[str, str]) -> dict[str, Any]:
     """Every setting for machines: value (``null`` for a secret, with ``set``), source, default, type, doc."""
     entries = []
-    for name, setting in DECLARED.items():
+    for name, setting in listed().items():
         entry: dict[str, Any] = {"name": name, "group": setting.group, "source": given.source(setting)}
         if setting.secret:
             entry |= {"secret": True, "value": None, "set": name in given.raw}

@@ -1,17 +1,19 @@
 """``scifig tasks``: which name to run, in lmms-eval and in VLMEvalKit, and what it reproduces; and the check that
 ``scifig eval --tasks`` names tasks that exist, before lmms-eval starts.
 
-* The facts come from one place, the ``metadata`` of the task YAMLs in this package's task folder (lmms-eval keeps
-  unknown metadata keys and does nothing with them): ``scifig_summary`` (one sentence), ``scifig_questions`` (the
+* The facts come from one place, the ``metadata`` of the task YAMLs in each registered benchmark's task folder
+  (``task_folder`` of its description, :mod:`scifig_tasks.core.registry`; lmms-eval keeps unknown metadata keys and
+  does nothing with them): ``scifig_summary`` (one sentence), ``scifig_questions`` (the
   question count of the published set, where it has one), ``scifig_table`` (the paper's table or section the task
   reproduces) and ``scifig_protocol`` (``default``: scifig's setting; ``paper``: the paper's own). The YAMLs are read
   as text with ``!function`` tags ignored: no lmms-eval import, so the listing is quick.
-* Listed: what a user runs, the top-level groups and the tasks in no group; ``--all`` adds each group's members
-  under it. One line each, at most :data:`WIDTH` columns.
+* Listed: what a user runs, the top-level groups and the tasks in no group, benchmark by benchmark in the registry's
+  name order; ``--all`` adds each group's members under it. One line each, at most :data:`WIDTH` columns.
 * VLMEvalKit names come from ``scifig_tasks.vlmeval.names.vlmeval_names()`` when that module exists; "—" otherwise
   and for names VLMEvalKit does not have.
 * :func:`unknown_tasks_message`: the names ``scifig eval --tasks`` may take are scifig's and lmms-eval's own (its
-  ``tasks`` folder, ``--include_path`` folders, ``LMMS_EVAL_PLUGINS`` task folders), collected by a regular
+  ``tasks`` folder, the registered benchmarks' task folders, ``--include_path`` folders, ``LMMS_EVAL_PLUGINS`` task
+  folders), collected by a regular
   expression over the YAMLs' top-level ``task:``, ``group:`` and ``tag:`` lines (:func:`yaml_names`) rather than
   by lmms-eval's task manager, which parses every file.
 """
@@ -23,18 +25,16 @@ import importlib.util
 import os
 import re
 import textwrap
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from scifig_tasks.core import registry
 from scifig_tasks.lmms_eval import TASKS_DIR
 
 WIDTH = 100
 """The listing fits a terminal of this many columns."""
-
-BENCHMARKS = ("grab", "scifibench", "plot_twist", "mmsci")
-"""Task folders, in the order they are listed."""
 
 NO_VALUE = "—"
 """Printed where a fact is unknown or does not apply."""
@@ -88,11 +88,17 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     return config if isinstance(config, dict) else {}
 
 
-def scifig_tasks(folder: Path = TASKS_DIR) -> dict[str, TaskInfo]:
-    """Every task and group of the task folder by name, in listing order (benchmark, then name)."""
+def task_folders() -> dict[str, Path]:
+    """Benchmark name -> its lmms-eval task folder, of every registered benchmark in the registry's name order."""
+    return {name: Path(described.task_folder) for name, described in registry.benchmarks().items()}
+
+
+def scifig_tasks(folders: Mapping[str, Path] | None = None) -> dict[str, TaskInfo]:
+    """Every task and group of the benchmarks' task folders (default: :func:`task_folders`) by name, in listing
+    order (benchmark, then name)."""
     found: list[TaskInfo] = []
-    for benchmark in BENCHMARKS:
-        for path in sorted((folder / benchmark).glob("*.yaml")):
+    for benchmark, folder in (task_folders() if folders is None else folders).items():
+        for path in sorted(Path(folder).glob("*.yaml")):
             config = _read_yaml(path)
             members = config.get("task")
             if isinstance(members, list):
@@ -285,12 +291,14 @@ def lmms_eval_tasks_dir() -> Path | None:
 
 
 def known_task_names(include_paths: Sequence[str] = ()) -> set[str] | None:
-    """Every name lmms-eval would accept in ``--tasks`` here: scifig's, lmms-eval's own, those of the given
-    ``--include_path`` folders and of ``LMMS_EVAL_PLUGINS``' task folders. None when lmms-eval is not installed."""
+    """Every name lmms-eval would accept in ``--tasks`` here: scifig's (this package's task folder and every
+    registered benchmark's), lmms-eval's own, those of the given ``--include_path`` folders and of
+    ``LMMS_EVAL_PLUGINS``' task folders. None when lmms-eval is not installed."""
     builtin = lmms_eval_tasks_dir()
     if builtin is None:
         return None
-    folders = [TASKS_DIR, builtin, *(Path(path) for path in include_paths)]
+    outside = [folder for folder in task_folders().values() if not folder.resolve().is_relative_to(TASKS_DIR)]
+    folders = [TASKS_DIR, *outside, builtin, *(Path(path) for path in include_paths)]
     for plugin in filter(None, os.environ.get("LMMS_EVAL_PLUGINS", "").split(",")):
         try:
             spec = importlib.util.find_spec(f"{plugin}.tasks")
@@ -359,7 +367,7 @@ examples:
 
 def run(args: Any) -> int:
     """``scifig tasks [NAME] [--all]``."""
-    from scifig_tasks.cli_format import CommandError
+    from scifig_tasks.commands.format import CommandError
 
     if args.name:
         tasks = scifig_tasks()

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from scifig_tasks.cli_format import CommandError
+from scifig_tasks.commands.format import CommandError
 from scifig_tasks.core import compare as stats
 
 DESCRIPTION = """\

@@ -1,0 +1,112 @@
+"""Per-task accounting of judge calls: the task a call is charged to (:func:`task_scope`, a ContextVar) and the
+counters each client keeps per task.
+
+* Accounting: every call is charged to the task it is made for (:func:`task_scope`; the calling thread's task, which
+  :meth:`JudgeClient.complete_many` hands to its own threads): requests sent, cache hits, shared replies, failures,
+  prompt and completion tokens (the reply's ``usage``), and the wall time during which at least one of the task's
+  calls was waiting on the judge. :mod:`scifig_tasks.core.judge.usage` reports these figures and their cost.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+NO_TASK = "(no task)"
+"""The accounting label of judge calls made outside any :func:`task_scope`."""
+
+USAGE_COUNTS = ("calls", "requests", "cache_hits", "shared", "judged", "failed", "would_send")
+"""Per-task counters: ``calls`` (judgements asked for) = ``judged`` + ``cache_hits`` + ``shared`` + ``failed``
+(+ ``would_send`` under :func:`dry_run`); ``requests`` counts HTTP requests sent, retries included."""
+USAGE_TOKENS = ("prompt_tokens", "completion_tokens")
+"""Token counters, summed from each reply's ``usage`` (a reply without one adds nothing)."""
+
+_task: contextvars.ContextVar[str | None] = contextvars.ContextVar("scifig_judge_task", default=None)
+
+
+@contextlib.contextmanager
+def task_scope(name: str | None) -> Iterator[None]:
+    """Charge the judge calls made in this block (in this thread, and in the threads ``complete_many`` starts from
+    it) to the task ``name``."""
+    token = _task.set(name)
+    try:
+        yield
+    finally:
+        _task.reset(token)
+
+
+def current_task() -> str:
+    """The task judge calls made now are charged to (:data:`NO_TASK` outside any :func:`task_scope`)."""
+    return _task.get() or NO_TASK
+
+
+class Accounting:
+    """The counters of a :class:`~scifig_tasks.core.judge.client.JudgeClient`: ``stats`` for the client, and per task
+    the counters of :data:`USAGE_COUNTS`, the tokens and ``wall_s`` (a mixin: the client's ``__init__`` sets the
+    state below)."""
+
+    _lock: threading.Lock
+    _stats: dict[str, int]
+    _usage: dict[str, dict[str, float]]
+    _active: dict[str, tuple[int, float]]  # task -> (calls waiting on the judge, since when)
+
+    @property
+    def stats(self) -> dict[str, int]:
+        with self._lock:
+            return dict(self._stats)
+
+    def _bump(self, name: str) -> None:
+        with self._lock:
+            if name in self._stats:
+                self._stats[name] += 1
+            self._charge(current_task(), name, 1)
+
+    def _charge(self, task: str, name: str, amount: float) -> None:
+        """Add ``amount`` to the task's counter ``name`` (the caller holds the lock)."""
+        usage = self._usage.get(task)
+        if usage is None:
+            usage = self._usage[task] = dict.fromkeys((*USAGE_COUNTS, *USAGE_TOKENS, "wall_s"), 0)
+        usage[name] += amount
+
+    @contextlib.contextmanager
+    def _timed(self) -> Iterator[None]:
+        """One call of the current task: counted, and its time waiting on the judge added to the task's ``wall_s``
+        (the union of its calls' intervals: calls in flight together count once)."""
+        task = current_task()
+        with self._lock:
+            self._charge(task, "calls", 1)
+            waiting, since = self._active.get(task, (0, time.monotonic()))
+            self._active[task] = (waiting + 1, since)
+        try:
+            yield
+        finally:
+            with self._lock:
+                waiting, since = self._active[task]
+                if waiting == 1:
+                    del self._active[task]
+                    self._charge(task, "wall_s", time.monotonic() - since)
+                else:
+                    self._active[task] = (waiting - 1, since)
+
+    def usage(self, *, drain: bool = False) -> dict[str, dict[str, float]]:
+        """Per task: the counters of :data:`USAGE_COUNTS`, the tokens and ``wall_s``; ``drain`` starts them afresh
+        (each results file reports what was spent since the last one)."""
+        with self._lock:
+            found = {task: dict(usage) for task, usage in self._usage.items()}
+            if drain:
+                self._usage.clear()
+        return found
+
+    def _count_tokens(self, usage: Any) -> None:
+        """Add a reply's ``usage`` (prompt and completion tokens) to the current task; a reply without one adds
+        nothing."""
+        found = {name: getattr(usage, name, None) for name in USAGE_TOKENS}
+        task = current_task()
+        with self._lock:
+            for name, value in found.items():
+                if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                    self._charge(task, name, value)

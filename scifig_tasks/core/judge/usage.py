@@ -1,0 +1,145 @@
+"""What the judge did and cost, per task, and the samples it could not score.
+
+* :func:`usage_report` gives the per-task figures of every client of the process (the counters of
+  :mod:`~scifig_tasks.core.judge.accounting`), with the cost when the judge has a price per million tokens
+  (``price_per_million_input`` / ``price_per_million_output``, or ``SCIFIG_JUDGE_PRICE_PER_MILLION_INPUT`` /
+  ``_OUTPUT``); results files record it as the environment block's ``judge_usage``. :func:`usage_words` says one of
+  its rows in words.
+* :func:`judge_failures` counts the samples the judge could not score in a results file, per task, and
+  :func:`failure_summary` is the closing line of a command that left some.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from scifig_tasks.core.judge.accounting import USAGE_COUNTS, USAGE_TOKENS
+from scifig_tasks.core.judge.client import JudgeClient, _all_clients
+from scifig_tasks.core.judge.config import JudgeConfig, endpoint_host
+
+
+def _totals(rows: Iterable[Mapping[str, float]]) -> dict[str, float]:
+    total: dict[str, float] = dict.fromkeys((*USAGE_COUNTS, *USAGE_TOKENS, "wall_s"), 0)
+    for row in rows:
+        for name in total:
+            total[name] += row.get(name, 0)
+    return total
+
+
+def _row(usage: Mapping[str, float], cost: float | None) -> dict[str, Any]:
+    """One task's figures as results files record them: integers, seconds to 0.001, the cost (None: no price)."""
+    row: dict[str, Any] = {name: int(usage.get(name, 0)) for name in (*USAGE_COUNTS, *USAGE_TOKENS)}
+    if not row["would_send"]:
+        del row["would_send"]
+    row["wall_s"] = round(float(usage.get("wall_s", 0.0)), 3)
+    row["cost"] = None if cost is None else round(cost, 6)
+    return row
+
+
+def usage_report(
+    *, drain: bool = True, groups: Mapping[str, Iterable[str]] | None = None, clients: Iterable[JudgeClient] = ()
+) -> dict[str, Any] | None:
+    """What the judge did and cost, per task, over the process's clients (or ``clients``): ``None`` when nothing
+    asked the judge. ``groups`` (group -> its tasks) adds each group's sums. ``drain`` starts the counts afresh.
+
+    Shape: ``{"judges": [{"model", "host", "price_per_million": {"input", "output"} | None}], "priced": bool,
+    "tasks": {task: row}, "groups": {group: row}, "total": row}``; a row has the counters of
+    :data:`USAGE_COUNTS` (``would_send`` only in a dry run), the tokens, ``wall_s`` and ``cost`` (``None`` when a
+    judge that was asked has no price).
+    """
+    chosen = list(clients) or list(_all_clients)
+    per_task: dict[str, list[tuple[JudgeConfig, Mapping[str, float]]]] = {}
+    judges: list[dict[str, Any]] = []
+    for client in chosen:
+        used = {task: row for task, row in client.usage(drain=drain).items() if row["calls"]}
+        if not used:
+            continue
+        config = client.config
+        price = (
+            {"input": config.price_per_million_input, "output": config.price_per_million_output}
+            if config.priced
+            else None
+        )
+        judge = {"model": config.model, "host": endpoint_host(config.base_url), "price_per_million": price}
+        if judge not in judges:
+            judges.append(judge)
+        for task, row in used.items():
+            per_task.setdefault(task, []).append((config, row))
+    if not per_task:
+        return None
+
+    def cost(parts: Sequence[tuple[JudgeConfig, Mapping[str, float]]]) -> float | None:
+        costs = [c.cost(int(row["prompt_tokens"]), int(row["completion_tokens"])) for c, row in parts]
+        return None if any(value is None for value in costs) else sum(value or 0.0 for value in costs)
+
+    # the wall time of tasks asked by several clients is their sum: an upper bound of the time the task waited
+    tasks = {task: _row(_totals(row for _, row in parts), cost(parts)) for task, parts in sorted(per_task.items())}
+    every = [part for parts in per_task.values() for part in parts]
+    report: dict[str, Any] = {"judges": judges, "priced": all(judge["price_per_million"] for judge in judges)}
+    report["tasks"] = tasks
+    if groups:
+        found = {}
+        for group, members in groups.items():
+            parts = [part for member in members for part in per_task.get(member, [])]
+            if parts:
+                found[group] = _row(_totals(row for _, row in parts), cost(parts))
+        if found:
+            report["groups"] = dict(sorted(found.items()))
+    report["total"] = _row(_totals(row for _, row in every), cost(every))
+    return report
+
+
+def usage_words(row: Mapping[str, Any] | None, *, priced: bool | None = None) -> str:
+    """One row of :func:`usage_report` in words: ``12 requests, 3 cache hits, 1,234 + 56 tokens, cost 0.0012`` (or
+    ``no price configured``); failures named when there were any."""
+    if not row:
+        return "no judge usage recorded"
+    parts = [f"{row.get('requests', 0):,} requests", f"{row.get('cache_hits', 0):,} cache hits"]
+    if row.get("failed"):
+        parts.append(f"{row['failed']:,} failed")
+    parts.append(f"{row.get('prompt_tokens', 0):,} prompt + {row.get('completion_tokens', 0):,} completion tokens")
+    cost = row.get("cost")
+    parts.append("no price configured" if cost is None or priced is False else f"cost {cost:.4f}")
+    return ", ".join(parts)
+
+
+def failure_summary(command: str, failed: Mapping[str, int]) -> str:
+    """The last line of a command whose samples could not all be judged: how many, per task, and what to do."""
+    per_task = ", ".join(f"{task} {count}" for task, count in sorted(failed.items()))
+    return (
+        f"{command}: {sum(failed.values())} samples could not be judged (judge_failed: {per_task}) — the scores that "
+        "need the judge are incomplete; check SCIFIG_JUDGE_BASE_URL, SCIFIG_JUDGE_MODEL and the judge's API key, then "
+        "rerun (judged replies are cached, so only these are asked again)"
+    )
+
+
+def judge_failures(results: Mapping[str, Any]) -> dict[str, int]:
+    """Samples the LLM judge could not score, per task (groups are skipped: they re-count their tasks' samples).
+
+    A task reports them as ``flags.judge.judge_failed`` in its ``breakdown`` metric (every benchmark) and, for MMSci
+    captioning, as ``status.judge_failed`` of each judged metric (FActScore, G-Eval) in ``caption_report``; a task
+    counts the largest of these, i.e. the samples left without at least one judged score.
+    """
+    groups = set(results.get("groups", {}))
+    counts: dict[str, int] = {}
+    for task, metrics in results.get("results", {}).items():
+        if task in groups:
+            continue
+        found = [0]
+        for key, value in metrics.items():
+            metric = key.split(",")[0]
+            if metric == "breakdown" and isinstance(value, dict):
+                found.append(_count(value.get("flags"), "judge", "judge_failed"))
+            elif metric == "caption_report" and isinstance(value, dict):
+                judged = value.get("judged")
+                found += [_count(m, "status", "judge_failed") for m in (judged or {}).values() if isinstance(m, dict)]
+        if max(found):
+            counts[task] = max(found)
+    return counts
+
+
+def _count(tree: Any, *keys: str) -> int:
+    for key in keys:
+        tree = tree.get(key) if isinstance(tree, dict) else None
+    return tree if isinstance(tree, int) else 0

@@ -1,0 +1,70 @@
+"""The benchmark registry: scifig's four benchmarks come from the ``scifig.benchmarks`` entry points, an outside
+package's benchmark registers the same way, and a description missing a part is refused in one line naming it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from scifig_tasks.core import registry
+from scifig_tasks.core.benchmark import BenchmarkError
+
+
+def test_scifigs_own_benchmarks_are_registered() -> None:
+    """The only test that spells out the list of benchmarks."""
+    assert list(registry.benchmarks()) == ["grab", "mmsci", "plot_twist", "scifibench"]
+    assert registry.of_task("plot_twist_robustness_open").name == "plot_twist"
+    assert registry.of_task("mme") is None
+    assert registry.of_source("mmsci_captioning").name == "mmsci"
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"name": "Toy"}, "name must be a lower-case identifier"),
+        ({"version": ""}, "version is missing"),
+        ({"task_folder": Path("/nonexistent")}, "task_folder /nonexistent is not a folder"),
+        ({"document_id": ()}, "document_id is missing"),
+        ({"chance": {}}, "chance has no entry for source grab"),
+        ({"curate": "curation.grab.cli.register"}, "'curation.grab.cli.register' is not a 'module:attribute'"),
+    ],
+)
+def test_a_description_missing_a_part_is_refused_in_one_line(change: dict, message: str) -> None:
+    with pytest.raises(BenchmarkError) as refused:
+        replace(registry.benchmark("grab"), **change)
+    assert message in str(refused.value) and "\n" not in str(refused.value)
+
+
+def test_an_outside_package_registers_a_benchmark_by_entry_point(tmp_path: Path) -> None:
+    """A package on the path with a ``scifig.benchmarks`` entry point joins the registry; no scifig file changes."""
+    package = tmp_path / "toy_bench"
+    (package / "tasks").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "description.py").write_text(
+        "from dataclasses import replace\n"
+        "from pathlib import Path\n"
+        "from scifig_tasks.core.benchmark import Benchmark, Report, SummaryRow\n"
+        "from scifig_tasks.core.chance import option_answer\n"
+        "from scifig_tasks.core.schema import BenchmarkSource, Column, expect_str\n"
+        "SOURCE = BenchmarkSource('Toy', '', ('test',), 'SCIFIG_TOY_DATA', (Column('qid', expect_str()),))\n"
+        "BENCHMARK = Benchmark('toy', 'Toy', '1.0', Path(__file__).parent / 'tasks', {'toy': SOURCE}, ('qid',),\n"
+        "    {'toy': option_answer}, Report((SummaryRow('Toy', (('toy',),)),)))\n"
+    )
+    info = tmp_path / "toy_bench-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: toy-bench\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[scifig.benchmarks]\ntoy = toy_bench.description:BENCHMARK\n")
+    script = (
+        "from scifig_tasks.core import registry, chance\n"
+        "print(list(registry.benchmarks()), registry.of_task('toy_hard').name, chance.guess('A) x\\nB) y', 'toy'))\n"
+    )
+    shown = subprocess.run(
+        [sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=120, check=True
+    )
+    printed = shown.stdout.split()
+    assert printed[:5] == ["['grab',", "'mmsci',", "'plot_twist',", "'scifibench',", "'toy']"], shown.stdout
+    assert printed[5] == "toy" and printed[6] in ("A", "B")

@@ -1,0 +1,145 @@
+"""A fifth benchmark from an outside package works through every command line with no scifig file edited.
+
+The toy benchmark of docs/adding-a-benchmark.md (``tests/fixtures/toy_bench``: ten "How many bars?" charts, four
+options, scored by scifig's shared resolver) is copied into a temporary folder and made importable with its
+``scifig.benchmarks`` entry point (a ``.dist-info`` beside it, as ``pip install`` writes). Then the guide's commands
+run as a user runs them: the data builder, ``scifig tasks``, plain ``lmms-eval --model scifig_chance``, the same
+replies through lmms-eval and ``scifig vlmeval`` (equal numbers), ``scifig rescore``, ``scifig report`` (the generic
+section), ``scifig compare`` and ``scifig export-upstream``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.harness.lmms import CLI_TIMEOUT_S, CliRun, _executable, offline_env
+from tests.harness.paths import FIXTURES, REPO
+from tests.harness.vlmeval import run_vlmeval, vlmeval_scores
+
+TOY = FIXTURES / "toy_bench"
+REPLY = "The answer is B."
+
+
+def install_toy(folder: Path) -> Path:
+    """The toy package and its entry point in ``folder`` (a path entry), as an installed distribution would be."""
+    shutil.copytree(TOY / "toy_bench", folder / "toy_bench")
+    info = folder / "toy_bench-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: toy-bench\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[scifig.benchmarks]\ntoybars = toy_bench.description:BENCHMARK\n")
+    return folder
+
+
+def command(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
+    """Run a command line (recorded in :data:`RAN`, by :func:`command_key`)."""
+    RAN.append(command_key(shlex.join([Path(args[0]).name, *args[1:]])))
+    return subprocess.run(
+        args, env=env, cwd=cwd, capture_output=True, text=True, timeout=CLI_TIMEOUT_S, stdin=subprocess.DEVNULL
+    )
+
+
+GUIDE = REPO / "docs" / "adding-a-benchmark.md"
+RUN = [
+    "python -m toy_bench.build",
+    "scifig tasks",
+    "lmms-eval scifig_chance",
+    "lmms-eval openai",
+    "scifig vlmeval",
+    "scifig rescore",
+    "scifig report",
+    "scifig compare",
+    "scifig export-upstream",
+]
+"""The commands the test below runs, in order, each named by :func:`command_key`."""
+RAN: list[str] = []
+
+
+def command_key(line: str) -> str:
+    """A command line named by its program and what it runs: ``scifig report``, ``lmms-eval openai`` (its model)."""
+    words = shlex.split(line.split("#")[0].split("&&")[0])
+    if words[0].startswith("python"):
+        return f"python -m {words[2]}"
+    if words[0] == "lmms-eval":
+        return f"lmms-eval {words[words.index('--model') + 1]}"
+    return " ".join(words[:2])
+
+
+def test_the_guide_lists_the_commands_the_test_runs() -> None:
+    block = GUIDE.read_text(encoding="utf-8").split("```bash\n", 1)[1].split("```", 1)[0]
+    assert [command_key(line) for line in block.splitlines() if line.strip()] == RUN
+
+
+def test_a_benchmark_registered_from_outside_runs_through_every_command(tmp_path: Path, openai_server) -> None:
+    RAN.clear()
+    packages = install_toy(tmp_path / "packages")
+    env = offline_env(tmp_path)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(packages), env.get("PYTHONPATH")]))
+    scifig, lmms_eval = _executable("scifig"), _executable("lmms-eval")
+
+    built = command([sys.executable, "-m", "toy_bench.build", str(tmp_path / "data")], env, tmp_path)
+    assert built.returncode == 0, built.stderr[-3000:]
+    env["SCIFIG_TOYBARS_DATA"] = str(tmp_path / "data")
+    answers = [row["answer"] for row in _rows(tmp_path / "data" / "test.parquet")]
+
+    listed = command([scifig, "tasks"], env, tmp_path)
+    assert listed.returncode == 0 and any(line.split()[:1] == ["toybars"] for line in listed.stdout.splitlines())
+
+    chance_out = tmp_path / "chance"
+    chance = _lmms(lmms_eval, ["--model", "scifig_chance", "--tasks", "toybars"], env, tmp_path, chance_out)
+    toy = chance.results()["results"]["toybars"]
+    assert toy["breakdown,none"]["overall"]["all"]["n"] == 10
+    assert toy["accuracy,none"] == toy["breakdown,none"]["overall"]["all"]["accuracy"]
+
+    # the same replies through both frameworks give the same numbers
+    server = openai_server(lambda request: REPLY)
+    served = {**env, "OPENAI_API_BASE": server.base_url, "OPENAI_API_KEY": "sk-test"}
+    model = ["--model", "openai", "--model_args", "model_version=fake-vlm,max_retries=1,retry_backoff_s=0"]
+    lmms_out = tmp_path / "replied"
+    lmms = _lmms(lmms_eval, [*model, "--tasks", "toybars"], served, tmp_path, lmms_out).results()["results"]["toybars"]
+    RAN.append("scifig vlmeval")  # through its --config file: tests/harness/vlmeval.py
+    completed, vlmeval_out = run_vlmeval(
+        tmp_path, openai_server(lambda request: REPLY).base_url, env, {"toybars": "ToyBars"}
+    )
+    assert completed.returncode == 0, (completed.stdout + completed.stderr)[-4000:]
+    vlmeval = vlmeval_scores(vlmeval_out, "toybars")
+    assert lmms["accuracy,none"] == vlmeval["metrics"]["accuracy"] == answers.count("B") / 10
+    assert lmms["breakdown,none"] == vlmeval["breakdown"]
+
+    rescored = command([scifig, "rescore", str(lmms_out), "--out", str(tmp_path / "rescored")], env, tmp_path)
+    assert rescored.returncode == 0, rescored.stderr[-3000:]
+    (diff,) = (tmp_path / "rescored").rglob("rescore_diff.json")
+    toy_diff = json.loads(diff.read_text())["tasks"]["toybars"]
+    assert toy_diff["changed_samples"] == 0 and toy_diff["samples"] == 10, toy_diff
+
+    report = command(
+        [scifig, "report", str(chance_out), str(lmms_out), "--out", str(tmp_path / "report")], env, tmp_path
+    )
+    assert report.returncode == 0, report.stderr[-3000:]
+    markdown = (tmp_path / "report" / "report.md").read_text()
+    assert "## Toy bars" in markdown and "Toy bars accuracy per category" in markdown
+
+    compared = command([scifig, "compare", str(chance_out), str(lmms_out)], env, tmp_path)
+    assert compared.returncode == 0 and "toybars" in compared.stdout, compared.stderr[-3000:]
+
+    exported = command([scifig, "export-upstream", "--bench", "toybars", "--out", str(tmp_path / "up")], env, tmp_path)
+    assert exported.returncode == 0, exported.stderr[-3000:]
+    assert {path.name for path in (tmp_path / "up" / "toybars").iterdir()} >= {"toybars.yaml", "utils.py"}
+    assert RAN == RUN  # what the guide lists (test_the_guide_lists_the_commands_the_test_runs)
+
+
+def _lmms(executable: str, args: list[str], env: dict[str, str], cwd: Path, out: Path) -> CliRun:
+    run = command([executable, *args, "--log_samples", "--output_path", str(out)], env, cwd)
+    assert run.returncode == 0, (run.stdout + run.stderr)[-4000:]
+    return CliRun(run.returncode, run.stdout + run.stderr, out)
+
+
+def _rows(path: Path) -> list[dict]:
+    import pyarrow.parquet as pq
+
+    return pq.read_table(path, columns=["answer"]).to_pylist()
