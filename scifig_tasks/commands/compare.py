@@ -17,8 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from scifig_tasks.commands.format import CommandError
 from scifig_tasks.core import compare as stats
+from scifig_tasks.core.errors import CommandError
 
 DESCRIPTION = """\
 Compare evaluation runs question by question: for each task, the accuracies of two runs on the questions both

@@ -34,8 +34,8 @@ from typing import Any, Literal
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
-from scifig_tasks.commands.format import CommandError
 from scifig_tasks.core import provenance
+from scifig_tasks.core.errors import CommandError
 
 Status = Literal["ok", "note", "FAIL"]
 DISTRIBUTION = "scifig"

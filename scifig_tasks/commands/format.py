@@ -7,7 +7,7 @@
 * :class:`ForwardedHelp`: ``-h/--help`` of a command whose other arguments go to a framework unchanged (``scifig
   eval`` to lmms-eval, ``scifig vlmeval`` to VLMEvalKit): the command's own help, then the framework's options.
 * :func:`error_line`: every command ends an error in one line, ``scifig COMMAND: what happened — what to do``
-  (:class:`CommandError` for the mistakes a command finds itself).
+  (:class:`~scifig_tasks.core.errors.CommandError` for the mistakes a command finds itself).
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ import sys
 import textwrap
 from collections.abc import Callable, Iterator
 from typing import Any
+
+from scifig_tasks.core.errors import CommandError
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -104,15 +106,6 @@ def _argv(argv: list[str]) -> Iterator[None]:
         yield
     finally:
         sys.argv = saved
-
-
-class CommandError(Exception):
-    """A mistake the user can put right (an unknown name, a wrong argument): ``scifig`` prints it as one line,
-    ``scifig COMMAND: WHAT — TODO``, and exits with ``status`` (2, as argparse does for a bad command line)."""
-
-    def __init__(self, what: str, todo: str = "", status: int = 2) -> None:
-        super().__init__(what)
-        self.what, self.todo, self.status = what, todo, status
 
 
 _ADVICE = re.compile(

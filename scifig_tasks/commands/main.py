@@ -175,7 +175,7 @@ def with_default_cache(argv: Sequence[str], cache: bool = True) -> tuple[list[st
     """
     import re
 
-    from scifig_tasks.commands.format import CommandError
+    from scifig_tasks.core.errors import CommandError
 
     argv = list(argv)
     given, output = _cache_option(argv), _option(argv, "--output_path")
@@ -201,8 +201,9 @@ def eval_command(argv: Sequence[str], debug: bool = False, cache: bool = True) -
     """``scifig eval``: run lmms-eval with keys masked and model replies cached (:func:`with_default_cache`,
     ``cache`` false for ``--no-cache``); 1 when it failed or any sample could not be judged, 2 when ``--tasks`` names
     a task that does not exist (said before lmms-eval starts)."""
-    from scifig_tasks.commands.format import CommandError, error_line
+    from scifig_tasks.commands.format import error_line
     from scifig_tasks.commands.tasks import unknown_tasks_message
+    from scifig_tasks.core.errors import CommandError
     from scifig_tasks.core.presets import PresetError
     from scifig_tasks.lmms_eval.concurrency import with_judge_concurrency
     from scifig_tasks.lmms_eval.presets import apply_preset
@@ -278,7 +279,8 @@ def demo(out: Path, per_task: int, seed: int, workers: int | None = None, verbos
     """``scifig demo``: generate GRAB, score it with ``scifig_chance`` through lmms-eval, write the report. Quiet by
     default (one line saying what runs, the results table, the report's path); ``verbose`` shows what the generator
     and lmms-eval print, which otherwise goes to ``OUT/demo.log``."""
-    from scifig_tasks.commands.format import CommandError, error_line
+    from scifig_tasks.commands.format import error_line
+    from scifig_tasks.core.errors import CommandError
     from scifig_tasks.core.resources import installed_entry_point
     from scifig_tasks.report.build import build_report
 
@@ -368,11 +370,11 @@ def curate_variables() -> list[str]:
 
 
 COMMAND_MODULES: tuple[str, ...] = (
-    "scifig_tasks.report.cli",
+    "scifig_tasks.commands.report",
     "scifig_tasks.commands.compare",
     "scifig_tasks.commands.rescore",
     "scifig_tasks.lmms_eval.export",
-    "scifig_tasks.vlmeval.cli",
+    "scifig_tasks.commands.vlmeval",
     "scifig_tasks.commands.presets",
     "scifig_tasks.commands.doctor",
     "scifig_tasks.commands.config",

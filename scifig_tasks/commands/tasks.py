@@ -25,98 +25,19 @@ import importlib.util
 import os
 import re
 import textwrap
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scifig_tasks.core import registry
-from scifig_tasks.lmms_eval import TASKS_DIR
+from scifig_tasks.lmms_eval import TASKS_DIR, task_folders
+from scifig_tasks.lmms_eval.task_files import NO_VALUE, TaskInfo, scifig_tasks, top_level
 
 WIDTH = 100
 """The listing fits a terminal of this many columns."""
 
-NO_VALUE = "—"
-"""Printed where a fact is unknown or does not apply."""
-
 LIST_REQUESTS = frozenset({"list", "list_groups", "list_tags", "list_subtasks", "list_with_num"})
 """``--tasks`` values that ask lmms-eval for a listing rather than name tasks."""
-
-
-@dataclass
-class TaskInfo:
-    """One task or group defined by a YAML of this package's task folder."""
-
-    name: str
-    benchmark: str
-    path: Path
-    members: list[str] = field(default_factory=list)
-    metadata: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def is_group(self) -> bool:
-        return bool(self.members)
-
-    def fact(self, key: str) -> str:
-        """``metadata.scifig_<key>`` as text, or :data:`NO_VALUE`."""
-        value = self.metadata.get(f"scifig_{key}")
-        return NO_VALUE if value in (None, "") else str(value)
-
-
-class _TaglessLoader:
-    """A PyYAML safe loader that reads ``!function x`` (and any other tag) as ``None``."""
-
-    _cls: Any = None
-
-    @classmethod
-    def get(cls) -> Any:
-        if cls._cls is None:
-            import yaml
-
-            class Loader(yaml.SafeLoader):
-                pass
-
-            Loader.add_multi_constructor("!", lambda loader, suffix, node: None)
-            cls._cls = Loader
-        return cls._cls
-
-
-def _read_yaml(path: Path) -> dict[str, Any]:
-    import yaml
-
-    config = yaml.load(path.read_text(encoding="utf-8"), Loader=_TaglessLoader.get())
-    return config if isinstance(config, dict) else {}
-
-
-def task_folders() -> dict[str, Path]:
-    """Benchmark name -> its lmms-eval task folder, of every registered benchmark in the registry's name order."""
-    return {name: Path(described.task_folder) for name, described in registry.benchmarks().items()}
-
-
-def scifig_tasks(folders: Mapping[str, Path] | None = None) -> dict[str, TaskInfo]:
-    """Every task and group of the benchmarks' task folders (default: :func:`task_folders`) by name, in listing
-    order (benchmark, then name)."""
-    found: list[TaskInfo] = []
-    for benchmark, folder in (task_folders() if folders is None else folders).items():
-        for path in sorted(Path(folder).glob("*.yaml")):
-            config = _read_yaml(path)
-            members = config.get("task")
-            if isinstance(members, list):
-                name = config.get("group")
-                members = [str(m) for m in members if isinstance(m, str)]
-            else:
-                name, members = members, []
-            if not isinstance(name, str):
-                continue
-            metadata = config.get("metadata")
-            found.append(TaskInfo(name, benchmark, path, members, metadata if isinstance(metadata, dict) else {}))
-    return {info.name: info for info in found}
-
-
-def top_level(tasks: dict[str, TaskInfo]) -> list[TaskInfo]:
-    """The tasks and groups that are in no group: what a user runs."""
-    inside = {member for info in tasks.values() for member in info.members}
-    return [info for info in tasks.values() if info.name not in inside]
 
 
 def vlmeval_names() -> dict[str, str]:
@@ -297,7 +218,7 @@ def known_task_names(include_paths: Sequence[str] = ()) -> set[str] | None:
     builtin = lmms_eval_tasks_dir()
     if builtin is None:
         return None
-    outside = [folder for folder in task_folders().values() if not folder.resolve().is_relative_to(TASKS_DIR)]
+    outside = [folder for folder in task_folders() if not folder.is_relative_to(TASKS_DIR)]
     folders = [TASKS_DIR, *outside, builtin, *(Path(path) for path in include_paths)]
     for plugin in filter(None, os.environ.get("LMMS_EVAL_PLUGINS", "").split(",")):
         try:
@@ -367,7 +288,7 @@ examples:
 
 def run(args: Any) -> int:
     """``scifig tasks [NAME] [--all]``."""
-    from scifig_tasks.commands.format import CommandError
+    from scifig_tasks.core.errors import CommandError
 
     if args.name:
         tasks = scifig_tasks()

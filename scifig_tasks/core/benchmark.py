@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from scifig_tasks.core import settings
 from scifig_tasks.core.schema import BenchmarkSource
 
 Guesser = Callable[[str, random.Random], str]
@@ -167,6 +168,11 @@ class Benchmark:
             return "sources is missing (data source key -> BenchmarkSource)"
         if not self.document_id:
             return "document_id is missing (the record fields naming a document)"
+        prefix = f"{settings.PREFIX}{self.name.upper()}_"
+        unnamed = [s.env_var for s in self.sources.values() if not settings.DATA_VARIABLE.match(s.env_var)]
+        misnamed = [s.env_var for s in self.sources.values() if not s.env_var.startswith(prefix)]
+        if unnamed or misnamed:
+            return f"source variable {(unnamed or misnamed)[0]} must be named {prefix}[<PART>_]DATA"
         missing = [key for key in self.sources if key not in self.chance]
         if missing:
             return f"chance has no entry for source {', '.join(missing)} (a guess rule, or why there is none)"

@@ -1,4 +1,5 @@
-"""Loud, precise errors: bad data names the file, the row and the column; a bad configuration the file and key."""
+"""Loud, precise errors: bad data names the file, the row and the column; a bad configuration the file and key; a
+mistake on the command line says what to set or run (:class:`CommandError`)."""
 
 from __future__ import annotations
 
@@ -26,3 +27,12 @@ class ConfigError(ValueError):
         self.source, self.key, self.problem = source, key, problem
         where = source if key is None else f"{source}, key {key!r}"
         super().__init__(f"{self.kind} {where}: {problem}")
+
+
+class CommandError(Exception):
+    """A mistake the user can put right (an unknown name, a wrong argument): ``scifig`` prints it as one line,
+    ``scifig COMMAND: WHAT — TODO``, and exits with ``status`` (2, as argparse does for a bad command line)."""
+
+    def __init__(self, what: str, todo: str = "", status: int = 2) -> None:
+        super().__init__(what)
+        self.what, self.todo, self.status = what, todo, status

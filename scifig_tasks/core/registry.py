@@ -20,8 +20,9 @@ from typing import Any
 
 from scifig_tasks.core.benchmark import Benchmark, BenchmarkError
 from scifig_tasks.core.schema import BenchmarkSource
+from scifig_tasks.core.settings import BENCHMARKS_GROUP
 
-GROUP = "scifig.benchmarks"
+GROUP = BENCHMARKS_GROUP
 
 _lock = threading.Lock()
 _loaded: dict[str, Benchmark] | None = None

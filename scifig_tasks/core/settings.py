@@ -157,8 +157,26 @@ def declare(
 
 DATA_VARIABLE = re.compile(rf"^{PREFIX}[A-Z][A-Z0-9_]*_DATA$")
 """The local-data family: the ``env_var`` of every benchmark data source (:class:`scifig_tasks.core.schema
-.BenchmarkSource`, e.g. ``SCIFIG_GRAB_DATA``) names a path, and is a setting without a declaration of its own, so a
-benchmark an installed package registers has its data setting too (``scifig config`` lists the registered ones)."""
+.BenchmarkSource`) is ``SCIFIG_<BENCHMARK>[_<PART>]_DATA`` (``SCIFIG_GRAB_DATA``, ``SCIFIG_PLOT_TWIST_CHARTQA_DATA``)
+and names a path. It is a setting without a declaration of its own, so a benchmark an installed package registers has
+its data setting too (``scifig config`` lists the registered ones); a name of the family whose benchmark is not
+registered (a typo of a benchmark name) is an unknown variable, like any other."""
+BENCHMARKS_GROUP = "scifig.benchmarks"
+"""The entry-point group benchmarks register under (:mod:`scifig_tasks.core.registry`)."""
+
+
+@functools.cache
+def benchmark_prefixes() -> tuple[str, ...]:
+    """``SCIFIG_<NAME>_`` for every registered benchmark, read from the entry points' names alone."""
+    import importlib.metadata
+
+    names = {point.name for point in importlib.metadata.entry_points(group=BENCHMARKS_GROUP)}
+    return tuple(f"{PREFIX}{name.upper()}_" for name in sorted(names))
+
+
+def is_data_variable(name: str) -> bool:
+    """Whether ``name`` is the local-data setting of a registered benchmark (:data:`DATA_VARIABLE`)."""
+    return bool(DATA_VARIABLE.match(name)) and name.startswith(benchmark_prefixes())
 
 
 @functools.cache
@@ -172,7 +190,7 @@ def lookup(name: str) -> Setting[Any]:
     found = DECLARED.get(name)
     if found is not None:
         return found
-    if DATA_VARIABLE.match(name):
+    if is_data_variable(name):
         return data_setting(name)
     raise KeyError(f"{name} is not a scifig setting")
 
@@ -432,7 +450,7 @@ class Settings:
         options: variable name to text, ``None`` for an option not given); unknown ``SCIFIG_*`` variables warn."""
         env = os.environ if environ is None else environ
         given: dict[str, tuple[str, Source]] = {}
-        family = [name for name in env if DATA_VARIABLE.match(name) and name not in DECLARED]
+        family = [name for name in env if is_data_variable(name) and name not in DECLARED]
         for name in [*DECLARED, *family]:
             text = env.get(name, "").strip()
             if text:
@@ -544,9 +562,10 @@ _warned: set[str] = set()
 def unknown(environ: Mapping[str, str]) -> list[tuple[str, str | None]]:
     """``SCIFIG_*`` variables of ``environ`` that are not settings, each with the closest declared name (or None)."""
     names = [name for name in DECLARED if name.startswith(PREFIX)]
+    names += [f"{prefix}DATA" for prefix in benchmark_prefixes()]
     found = []
     for variable in sorted(environ):
-        if variable.startswith(PREFIX) and variable not in DECLARED and not DATA_VARIABLE.match(variable):
+        if variable.startswith(PREFIX) and variable not in DECLARED and not is_data_variable(variable):
             close = difflib.get_close_matches(variable, names, n=1, cutoff=0.75)
             found.append((variable, close[0] if close else None))
     return found

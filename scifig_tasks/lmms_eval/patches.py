@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from scifig_tasks.commands.format import CommandError
+from scifig_tasks.core.errors import CommandError
 
 PINNED = "0.7.3"
 """The lmms-eval release the whole test suite runs on (the lock)."""

@@ -7,7 +7,7 @@
 * :mod:`scifig_tasks.vlmeval.names` names the datasets as the lmms-eval tasks (no VLMEvalKit import);
 * :mod:`scifig_tasks.vlmeval.judging` picks the judge: VLMEvalKit's ``--judge`` options, else ``SCIFIG_JUDGE_*``;
 * :mod:`scifig_tasks.vlmeval.tsv` writes VLMEvalKit TSV files from the Hub or local data (no VLMEvalKit import);
-* :mod:`scifig_tasks.vlmeval.cli` adds ``scifig vlmeval`` (VLMEvalKit's own runner after ``register()``) and
+* :mod:`scifig_tasks.commands.vlmeval` adds ``scifig vlmeval`` (VLMEvalKit's own runner after ``register()``) and
   ``scifig export-tsv``.
 * :mod:`scifig_tasks.vlmeval.rescore` reads a work dir's prediction files for ``scifig rescore`` and scores them
   again with the dataset classes.

@@ -10,13 +10,14 @@ import pytest
 from scifig_tasks.commands import tasks as tasks_cli
 from scifig_tasks.commands.main import main
 from scifig_tasks.core import registry
+from scifig_tasks.lmms_eval import task_files
 
 PROTOCOLS = {"default", "paper"}
 
 
 def test_every_task_a_user_runs_states_its_summary_and_protocol() -> None:
-    tasks = tasks_cli.scifig_tasks()
-    listed = tasks_cli.top_level(tasks)
+    tasks = task_files.scifig_tasks()
+    listed = task_files.top_level(tasks)
     assert {*registry.benchmarks(), "grab_properties_mc"} <= {info.name for info in listed}
     assert "grab_properties" not in {info.name for info in listed}  # a member of grab
     missing = {
@@ -30,7 +31,7 @@ def test_every_task_a_user_runs_states_its_summary_and_protocol() -> None:
 @pytest.mark.parametrize("show_all", [False, True])
 @pytest.mark.parametrize("mapping", ["installed", "none", "every name"])
 def test_the_listing_fits_100_columns(show_all: bool, mapping: str) -> None:
-    names = set(tasks_cli.scifig_tasks())
+    names = set(task_files.scifig_tasks())
     vlmeval = {"installed": None, "none": {}, "every name": {name: name for name in names}}[mapping]
     text = tasks_cli.listing(show_all=show_all, vlmeval=vlmeval)
     lines = text.splitlines()

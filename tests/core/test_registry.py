@@ -30,6 +30,7 @@ def test_scifigs_own_benchmarks_are_registered() -> None:
         ({"task_folder": Path("/nonexistent")}, "task_folder /nonexistent is not a folder"),
         ({"document_id": ()}, "document_id is missing"),
         ({"chance": {}}, "chance has no entry for source grab"),
+        ({"name": "grabs"}, "source variable SCIFIG_GRAB_DATA must be named SCIFIG_GRABS_[<PART>_]DATA"),
         ({"curate": "curation.grab.cli.register"}, "'curation.grab.cli.register' is not a 'module:attribute'"),
     ],
 )

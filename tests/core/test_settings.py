@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from scifig_tasks.core import settings
+from scifig_tasks.core import registry, settings
 from scifig_tasks.core.judge import JudgeConfig, get_judge
 from scifig_tasks.core.settings import DECLARED, SettingError, Settings
 from tests.harness.paths import REPO
@@ -22,7 +22,9 @@ def test_every_scifig_variable_the_package_reads_is_declared() -> None:
     sources = [*(REPO / "scifig_tasks").rglob("*.py"), *(REPO / "curation").rglob("*.py")]
     found = {name for path in sources for name in re.findall(r"\bSCIFIG_[A-Z0-9_]*[A-Z0-9]\b", path.read_text())}
     assert found, "the scan found no variable"
-    assert sorted(found - set(DECLARED)) == []
+    data = {name for name in found if settings.is_data_variable(name)}  # each benchmark source's (the family)
+    assert data == {source.env_var for source in registry.sources().values()}
+    assert sorted(found - set(DECLARED) - data) == []
     deprecated = {name for name, setting in DECLARED.items() if setting.deprecated}
     assert deprecated == {"SCIFIG_PROTOCOL", "SCIFIG_MMSCI_PROTOCOL", "SCIFIG_SCIFIBENCH_PROTOCOL"}
     assert {name for name, setting in DECLARED.items() if setting.secret} == {"SCIFIG_JUDGE_API_KEY", "OPENAI_API_KEY"}
@@ -34,7 +36,7 @@ def test_types_and_defaults() -> None:
     assert defaults.get(settings.JUDGE_MAX_CONCURRENCY) == 8
     assert defaults.get(settings.JUDGE_AUDIT) == 0.05
     assert defaults.get(settings.MMSCI_JUDGED_SUBSET) == 200
-    assert defaults.get(settings.GRAB_DATA) is None
+    assert defaults.get("SCIFIG_GRAB_DATA") is None
     given = Settings.from_environment(
         {
             "SCIFIG_JUDGE_TIMEOUT_S": " 2.5 ",
@@ -48,7 +50,7 @@ def test_types_and_defaults() -> None:
     )
     assert given.get(settings.JUDGE_TIMEOUT_S) == 2.5
     assert given.get(settings.JUDGE_MAX_RETRIES) == 0
-    assert given.get(settings.GRAB_DATA) == Path("~/grab-data").expanduser()
+    assert given.get("SCIFIG_GRAB_DATA") == Path("~/grab-data").expanduser()
     assert given["SCIFIG_GRAB_DATA"] == Path("~/grab-data").expanduser()
     assert given.get(settings.MMSCI_JUDGED_SUBSET) is None  # every sample
     assert given.get(settings.PROTOCOL) == "paper"
@@ -83,7 +85,7 @@ def test_sources_environment_command_line_and_default() -> None:
     )
     assert (given.get(settings.JUDGE_MODEL), given.source(settings.JUDGE_MODEL)) == ("cli-model", "command line")
     assert (given.get(settings.JUDGE_AUDIT), given.source(settings.JUDGE_AUDIT)) == (0.2, "environment")
-    assert given.source(settings.MMSCI_DATA) == "default"
+    assert given.source("SCIFIG_MMSCI_DATA") == "default"
     back = given.with_values({"SCIFIG_JUDGE_MODEL": None, "SCIFIG_JUDGE_AUDIT_SEED": 9})
     assert back.source(settings.JUDGE_MODEL) == "default" and back.get(settings.JUDGE_MODEL) is None
     assert (back.get(settings.JUDGE_AUDIT_SEED), back.source(settings.JUDGE_AUDIT_SEED)) == (9, "command line")

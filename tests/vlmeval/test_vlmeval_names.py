@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 import yaml
 
+from scifig_tasks.commands.vlmeval import renamed_config, renamed_data
 from scifig_tasks.core import deprecation, registry
 from scifig_tasks.core.benchmark import Benchmark, VlmevalDataset
 from scifig_tasks.vlmeval import names
-from scifig_tasks.vlmeval.cli import renamed_config, renamed_data
 from tests.harness.openai_server import ChatRequest
 from tests.harness.paths import REPO
 from tests.harness.vlmeval import MODEL, run_vlmeval
