@@ -95,3 +95,9 @@ def with_invalid_utf8(path: Path, row: int, column: str, raw: bytes) -> Path:
     table = table.set_column(index, table.schema.field(index), pa.array(values, type=pa.binary()).view(pa.string()))
     pq.write_table(table, str(path))
     return path
+
+
+def sample(root: Path) -> dict[str, str]:
+    """A small GRAB set (two questions per task) under ``root``: the settings that point at it."""
+    rows = [Row("properties", "3"), Row("function", "4"), Row("series", "5"), Row("transform", "6")] * 2
+    return {"SCIFIG_GRAB_DATA": str(write_parquet(rows, root / "GRAB.parquet"))}

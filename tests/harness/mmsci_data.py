@@ -170,3 +170,9 @@ def tiny_bert(directory: Path) -> Path:
     torch.manual_seed(0)
     BertModel(config).save_pretrained(str(directory))
     return directory
+
+
+def sample(root: Path) -> dict[str, str]:
+    """A small MMSci layout (two questions per setting, one caption) under ``root``: the settings that point at it."""
+    questions = [Mcq(setting, answer) for setting in mmsci.SETTINGS for answer in "AD"]
+    return {"SCIFIG_MMSCI_DATA": str(write(root, questions, [Caption("The figure shows spectra of the sample.")]))}

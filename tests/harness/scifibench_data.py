@@ -87,3 +87,19 @@ def write_splits(splits: dict[str, datasets.Dataset], directory: Path) -> Path:
     for name, dataset in splits.items():
         dataset.to_parquet(str(directory / f"{name}.parquet"))
     return directory
+
+
+SAMPLE_SPLITS = {
+    "CS_Figure2Caption": "f2c",
+    "CS_Caption2Figure": "c2f",
+    "General_Figure2Caption": "f2c",
+    "General_Caption2Figure": "c2f",
+}
+"""The published splits and the kind of question each holds."""
+
+
+def sample(root: Path) -> dict[str, str]:
+    """A small SciFIBench set (two questions per split, answers A and C) under ``root``: the settings that point
+    at it."""
+    splits = {split: build([Question(kind, "A"), Question(kind, "C")]) for split, kind in SAMPLE_SPLITS.items()}
+    return {"SCIFIG_SCIFIBENCH_DATA": str(write_splits(splits, root))}

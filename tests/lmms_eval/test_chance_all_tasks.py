@@ -1,49 +1,27 @@
-"""The chance baseline (``--model scifig_chance``) on every benchmark, through the real ``scifig eval``.
+"""The chance baseline (``--model scifig_chance``) on every registered benchmark, through the real ``scifig eval``.
 
-One run scores the four benchmark groups (``scifibench``, ``grab``, ``plot_twist``, ``mmsci``) on small built data
-with no judge configured: the run exits 0 and every task and group has a numeric score. The logged answers follow
-each benchmark's chance rule, written out here by hand from :mod:`scifig_tasks.core.chance`'s docstring: an option
-letter of the row (SciFIBench, MMSci), a value in the precision sentence's format (GRAB), the answer sentence with
-an integer in the question kind's range (Plot Twist). MMSci captioning, which has no chance answer, stops the run
-with one line naming the task, as does a task that is not this package's.
+One run scores each registered benchmark's main group (the task or group named as the benchmark) on small built data
+(``tests/harness/<benchmark>_data.py``: ``sample(root)``, found by the benchmark's name) with no judge configured: the
+run exits 0 and every task and group has a numeric score. The logged answers follow each benchmark's chance rule,
+written out here by hand from the descriptions' docstrings: an option letter of the row (SciFIBench, MMSci), a value
+in the precision sentence's format (GRAB), the answer sentence with an integer in the question kind's range (Plot
+Twist). MMSci captioning, which has no chance answer, stops the run with one line naming the task, as does a task
+that is not this package's.
 """
 
 from __future__ import annotations
 
+import importlib
 import re
 from pathlib import Path
 
 import pytest
 
-from curation.plot_twist.build import build_plot_twist
 from scifig_tasks.core import registry
-from tests.harness.grab_data import Row
-from tests.harness.grab_data import write_parquet as write_grab
 from tests.harness.lmms import CliRun, offline_env, run
-from tests.harness.mmsci_data import Caption, Mcq
-from tests.harness.mmsci_data import write as write_mmsci
-from tests.harness.scifibench_data import Question, write_splits
-from tests.harness.scifibench_data import build as build_scifibench
 
-GROUP_TASKS = {
-    "scifibench": (
-        "scifibench_cs_figure2caption",
-        "scifibench_cs_caption2figure",
-        "scifibench_general_figure2caption",
-        "scifibench_general_caption2figure",
-    ),
-    "grab": ("grab_properties", "grab_functions", "grab_series", "grab_transforms"),
-    "plot_twist": ("plot_twist_scatter", "plot_twist_bar", "plot_twist_pie"),
-    "mmsci": ("mmsci_fig2cap", "mmsci_subfig2cap", "mmsci_subcap2fig"),
-}
-SCORE = {"scifibench": "accuracy", "grab": "accuracy", "mmsci": "accuracy", "plot_twist": "standard_acc"}
+BENCHMARKS = list(registry.benchmarks())
 PLOT_TWIST_METRICS = ("standard_acc", "relaxed_acc", "range_acc", "collective_standard", "collective_relaxed")
-SCIFIBENCH_SPLITS = {
-    "CS_Figure2Caption": "f2c",
-    "CS_Caption2Figure": "c2f",
-    "General_Figure2Caption": "f2c",
-    "General_Caption2Figure": "c2f",
-}
 ANSWER_SENTENCE = re.compile(r"The answer is (-?\d+)\. I hope the answer is correct\.")
 
 
@@ -59,32 +37,19 @@ def plot_twist_range(question_type: str) -> tuple[int, int]:
 
 @pytest.fixture(scope="module")
 def data_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """Small local data for every benchmark (the ``SCIFIG_<BENCH>_DATA`` variables pointing at it)."""
+    """Small local data for every registered benchmark (the ``SCIFIG_<BENCH>_DATA`` variables pointing at it)."""
     root = tmp_path_factory.mktemp("chance_data")
-    grab = write_grab(
-        [Row("properties", "3"), Row("function", "4"), Row("series", "5"), Row("transform", "6")] * 2,
-        root / "grab" / "GRAB.parquet",
-    )
-    splits = {
-        split: build_scifibench([Question(kind, "A"), Question(kind, "C")]) for split, kind in SCIFIBENCH_SPLITS.items()
-    }
-    scifibench = write_splits(splits, root / "scifibench")
-    questions = [Mcq(setting, answer) for setting in ("fig2cap", "subfig2cap", "subcap2fig") for answer in "AD"]
-    mmsci = write_mmsci(root / "mmsci", questions, [Caption("The figure shows spectra of the sample.")])
-    plot_twist = build_plot_twist(root / "plot_twist", plots_per_type=2, variants=["none"], workers=1, progress=False)
-    return {
-        "SCIFIG_GRAB_DATA": str(grab),
-        "SCIFIG_SCIFIBENCH_DATA": str(scifibench),
-        "SCIFIG_MMSCI_DATA": str(mmsci),
-        "SCIFIG_PLOT_TWIST_DATA": str(plot_twist.out),
-    }
+    found: dict[str, str] = {}
+    for name in BENCHMARKS:
+        found |= importlib.import_module(f"tests.harness.{name}_data").sample(root / name)
+    return found
 
 
 @pytest.fixture(scope="module")
 def chance_run(tmp_path_factory: pytest.TempPathFactory, data_env: dict[str, str]) -> CliRun:
-    """``scifig eval --model scifig_chance`` over the four groups at once, no judge configured."""
+    """``scifig eval --model scifig_chance`` over every benchmark's main group at once, no judge configured."""
     workdir = tmp_path_factory.mktemp("chance_run")
-    args = ["eval", "--model", "scifig_chance", "--tasks", ",".join(GROUP_TASKS), "--log_samples"]
+    args = ["eval", "--model", "scifig_chance", "--tasks", ",".join(BENCHMARKS), "--log_samples"]
     return run("scifig", args, {**offline_env(workdir), **data_env}, workdir / "out")
 
 
@@ -107,16 +72,22 @@ def _output(sample: dict) -> str:
 def test_every_task_of_every_group_gets_a_score(chance_run: CliRun) -> None:
     assert chance_run.returncode == 0, chance_run.output[-4000:]
     results = chance_run.results()
-    for group, tasks in GROUP_TASKS.items():
-        assert sorted(leaf_tasks(results, group)) == sorted(tasks)
-        metric = f"{SCORE[group]},none"
+    for name in BENCHMARKS:
+        tasks = leaf_tasks(results, name)
+        assert tasks, name
         for task in tasks:
-            score = results["results"][task][metric]
-            assert isinstance(score, float) and 0 <= score <= 1, (task, score)
+            scores = [value for key, value in results["results"][task].items() if _score(key, value)]
+            assert scores and all(0 <= score <= 1 for score in scores), (task, results["results"][task])
             assert results["n-samples"][task]["effective"] > 0
-        assert 0 <= results["groups"][group][metric] <= 1, group
-    for task in GROUP_TASKS["plot_twist"]:
+        if name in results["groups"]:
+            assert any(_score(key, value) for key, value in results["groups"][name].items()), name
+    for task in leaf_tasks(results, "plot_twist"):
         assert all(isinstance(results["results"][task][f"{name},none"], float) for name in PLOT_TWIST_METRICS)
+
+
+def _score(key: str, value: object) -> bool:
+    """A headline score of a results entry: a float metric (not its standard error)."""
+    return key.endswith(",none") and "_stderr" not in key and isinstance(value, float)
 
 
 @pytest.mark.slow
@@ -124,7 +95,7 @@ def test_every_task_of_every_group_gets_a_score(chance_run: CliRun) -> None:
 def test_plot_twist_chance_states_an_integer_in_the_question_kinds_range(chance_run: CliRun) -> None:
     """Read by the extraction rule (no judge needed, none asked); counts and pie percentages in their ranges."""
     drawn = set()
-    for task in GROUP_TASKS["plot_twist"]:
+    for task in leaf_tasks(chance_run.results(), "plot_twist"):
         samples = chance_run.samples(task)
         assert samples, task
         for sample in samples:
@@ -145,18 +116,18 @@ def test_multiple_choice_and_grab_chance_answers_keep_their_rules(chance_run: Cl
     """SciFIBench: a letter of the row's 5 options; MMSci: one of its 4 (no judge needed: a bare letter is read by
     rule); GRAB: an integer, as the precision sentence asks, in the default range -10..10."""
     letters = set()
-    for task in GROUP_TASKS["scifibench"] + GROUP_TASKS["mmsci"]:
+    results = chance_run.results()
+    for task in leaf_tasks(results, "scifibench") + leaf_tasks(results, "mmsci"):
         options = "ABCDE" if task.startswith("scifibench") else "ABCD"
         for sample in chance_run.samples(task):
             assert _output(sample) in options, (task, _output(sample))
             letters.add(_output(sample))
     assert len(letters) > 2
-    results = chance_run.results()
-    for task in GROUP_TASKS["mmsci"]:
+    for task in leaf_tasks(results, "mmsci"):
         flags = results["results"][task]["breakdown,none"]["flags"]
         count = results["n-samples"][task]["effective"]
         assert flags["resolution"] == {"rule": count} and flags["judge"] == {"not_used": count}, flags
-    for task in GROUP_TASKS["grab"]:
+    for task in leaf_tasks(results, "grab"):
         for sample in chance_run.samples(task):
             assert re.fullmatch(r"-?\d+", _output(sample)) and -10 <= int(_output(sample)) <= 10, _output(sample)
 
