@@ -32,7 +32,7 @@ from tests.harness.mmsci_data import write as write_mmsci
 from tests.harness.openai_server import ChatRequest, FakeOpenAIServer, Reply
 from tests.harness.scifibench_data import Question, write_splits
 from tests.harness.scifibench_data import build as build_scifibench
-from tests.lmms_eval.test_chance_all_tasks import GROUP_TASKS, leaf_tasks
+from tests.lmms_eval.test_chance_all_tasks import BENCHMARKS, leaf_tasks
 from tests.lmms_eval.test_scifibench_clip_baseline import TINY, expected_letters
 
 PROCESSES = 2
@@ -117,7 +117,7 @@ def chance_runs(tmp_path_factory: pytest.TempPathFactory, data_env: dict[str, st
     """``scifig_chance`` on the four groups, with a judge (audit of every task's rule-resolved answers at share
     0.05): once in one process, once in two. Each run gets its own judge cache, so neither sees the other's
     replies. Process count -> (run, judge requests)."""
-    args = ["--model", "scifig_chance", "--tasks", ",".join(GROUP_TASKS), "--log_samples"]
+    args = ["--model", "scifig_chance", "--tasks", ",".join(BENCHMARKS), "--log_samples"]
     runs: dict[int, tuple[CliRun, int]] = {}
     for processes in (1, PROCESSES):
         workdir = tmp_path_factory.mktemp(f"chance_{processes}")
@@ -171,7 +171,7 @@ def test_two_processes_score_every_task_as_one_process(chance_runs: dict[int, tu
     assert parallel["group_subtasks"] == single["group_subtasks"]
     equal_scores(single["results"], parallel["results"], "results")
     equal_scores(single["groups"], parallel["groups"], "groups")
-    for group in GROUP_TASKS:
+    for group in BENCHMARKS:
         for task in leaf_tasks(single, group):
             assert single["n-samples"][task]["effective"] > 0, task
 
@@ -183,7 +183,7 @@ def test_two_processes_log_every_document_once_with_the_same_answer(
 ) -> None:
     single, parallel = chance_runs[1][0], chance_runs[PROCESSES][0]
     results = single.results()
-    for group in GROUP_TASKS:
+    for group in BENCHMARKS:
         for task in leaf_tasks(results, group):
             alone, shared = single.samples(task), parallel.samples(task)
             ids = [sample["doc_id"] for sample in shared]
