@@ -41,12 +41,11 @@ import pyarrow.parquet as pq
 
 from scifig_tasks.core import validated
 from scifig_tasks.core.errors import DataError
-from scifig_tasks.core.image_cells import _is_image_list, _names_files, embed_image_files
-from scifig_tasks.core.image_cells import undecoded as undecoded  # public here: the data's entry point
+from scifig_tasks.core.image_cells import column_names_files, embed_image_files, is_image_list
 from scifig_tasks.core.images import remember_source
 from scifig_tasks.core.resources import installed_entry_point
 from scifig_tasks.core.schema import BenchmarkSource
-from scifig_tasks.core.validation import _NO_ROWS, validate
+from scifig_tasks.core.validation import NO_ROWS, validate
 
 
 def registered_default_data(name: str) -> Path:
@@ -103,7 +102,7 @@ def _load_validated(source: BenchmarkSource, split: str, hub_path: str | None, l
     present = tuple(column for column in source.optional_columns if column.name in dataset.column_names)
     columns = source.columns + present
     images = [column.name for column in columns if column.image or column.image_list]
-    names_files = any(_names_files(dataset.data.column(name)) for name in images if name in dataset.column_names)
+    names_files = any(column_names_files(dataset.data.column(name)) for name in images if name in dataset.column_names)
     checks = [*(f"{c.name}:{_rule(c.check)}:{c.image}:{c.image_list}" for c in columns), _rule(source.row_check)]
     key = None if names_files else validated.record_key(source.name, split, [*checks, *source.key], dataset, local)
     if key is None or not validated.is_recorded(key):
@@ -186,7 +185,7 @@ def _load_saved(path: Path) -> datasets.Dataset:
     """One ``save_to_disk`` split (``datasets`` cannot load one saved without rows: it has no data file)."""
     state = json.loads((path / "state.json").read_text(encoding="utf-8")) if (path / "state.json").is_file() else {}
     if state.get("_data_files") == []:
-        raise DataError(str(path), None, None, _NO_ROWS)
+        raise DataError(str(path), None, None, NO_ROWS)
     return datasets.load_from_disk(str(path))
 
 
@@ -199,7 +198,7 @@ def _read_parquet(path: Path) -> datasets.Dataset:
     except Exception as exc:  # pyarrow raises several types for a damaged file
         raise DataError(str(path), None, None, f"cannot be read as parquet ({type(exc).__name__}: {exc})") from exc
     if loaded is None:
-        raise DataError(str(path), None, None, _NO_ROWS)
+        raise DataError(str(path), None, None, NO_ROWS)
     return loaded
 
 
@@ -253,6 +252,6 @@ def without_media(dataset: datasets.Dataset) -> datasets.Dataset:
     media = [
         name
         for name, feature in dataset.features.items()
-        if isinstance(feature, datasets.Image | datasets.Audio) or _is_image_list(feature)
+        if isinstance(feature, datasets.Image | datasets.Audio) or is_image_list(feature)
     ]
     return dataset.remove_columns(media) if media else dataset

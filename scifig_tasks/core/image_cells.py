@@ -79,7 +79,7 @@ def embed_image_files(
     pending = [
         column.name
         for column in columns
-        if (column.image or column.image_list) and _names_files(dataset.data.column(column.name))
+        if (column.image or column.image_list) and column_names_files(dataset.data.column(column.name))
     ]
     if not pending:
         return dataset
@@ -116,7 +116,7 @@ def _embedded(cell: Any, origin: str, row: int, column: str, folders: tuple[Path
         raise DataError(origin, row, column, str(exc)) from exc
 
 
-def _names_files(column: pa.ChunkedArray) -> bool:
+def column_names_files(column: pa.ChunkedArray) -> bool:
     """Whether an image column (of cells or lists of cells) has a cell without bytes that names a path."""
     for chunk in column.chunks:
         while isinstance(chunk, pa.ListArray | pa.LargeListArray | pa.FixedSizeListArray):
@@ -140,10 +140,10 @@ def undecoded(dataset: datasets.Dataset) -> datasets.Dataset:
 def _undecoded(feature: Any) -> Any:
     if isinstance(feature, datasets.Image):
         return datasets.Image(decode=False)
-    if _is_image_list(feature):
+    if is_image_list(feature):
         return type(feature)(datasets.Image(decode=False))
     return feature
 
 
-def _is_image_list(feature: Any) -> bool:
+def is_image_list(feature: Any) -> bool:
     return isinstance(feature, _LIST_FEATURES) and isinstance(feature.feature, datasets.Image)

@@ -26,7 +26,7 @@ from scifig_tasks.core.errors import DataError
 from scifig_tasks.core.image_cells import image_structure_problem, undecoded
 from scifig_tasks.core.schema import Column, CrossCheck
 
-_NO_ROWS = "has no rows (an empty split: nothing to evaluate)"
+NO_ROWS = "has no rows (an empty split: nothing to evaluate)"
 
 
 def validate(
@@ -48,7 +48,7 @@ def validate(
     if missing:
         raise DataError(origin, None, missing[0], f"missing column (the file has: {', '.join(dataset.column_names)})")
     if len(dataset) == 0:
-        raise DataError(origin, None, None, _NO_ROWS)
+        raise DataError(origin, None, None, NO_ROWS)
     raw = undecoded(dataset)  # every column: a full-row duplicate is equal in all of them
     names = [column.name for column in columns]
     seen_rows: dict[bytes, int] = {}

@@ -170,7 +170,8 @@ def load_task_data(task: Any) -> None:
     import datasets
 
     from scifig_tasks.core import registry
-    from scifig_tasks.core.data import load_benchmark, undecoded, without_media
+    from scifig_tasks.core.data import load_benchmark, without_media
+    from scifig_tasks.core.image_cells import undecoded
 
     config = task.config
     split = config.test_split

@@ -38,14 +38,6 @@ def described() -> dict[str, VlmevalDataset]:
     return {dataset.name: dataset for _, block in _blocks() for dataset in block.datasets}
 
 
-def benchmark_of(name: str) -> Benchmark:
-    """The registered benchmark describing dataset ``name`` (today's name); ``KeyError`` naming the known ones."""
-    for owner, block in _blocks():
-        if any(dataset.name == name for dataset in block.datasets):
-            return owner
-    raise KeyError(f"unknown scifig VLMEvalKit dataset {name!r} (known: {', '.join(DATASETS)})")
-
-
 DATASETS: tuple[str, ...] = tuple(described())
 """Every scifig VLMEvalKit dataset, by its (lmms-eval) name, in the registry's order."""
 

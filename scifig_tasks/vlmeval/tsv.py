@@ -43,7 +43,8 @@ from PIL import Image
 
 from scifig_tasks.core import registry
 from scifig_tasks.core.benchmark import VlmevalDataset
-from scifig_tasks.core.data import load_benchmark, undecoded
+from scifig_tasks.core.data import load_benchmark
+from scifig_tasks.core.image_cells import undecoded
 from scifig_tasks.core.images import decoded_pixels, to_rgb
 from scifig_tasks.core.multiple_choice import strip_label
 from scifig_tasks.core.plot_twist import rules as plot_twist
@@ -232,13 +233,6 @@ def specs() -> dict[str, TsvSpec]:
         if described.vlmeval is not None
         for dataset in described.vlmeval.datasets
     }
-
-
-def __getattr__(name: str) -> Any:
-    """``SPECS``: :func:`specs` (built on first use)."""
-    if name == "SPECS":
-        return specs()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def row_of(name: str, line: Row) -> dict[str, Any]:

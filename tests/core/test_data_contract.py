@@ -8,9 +8,10 @@ import datasets
 import pytest
 from PIL import Image, ImageFile
 
-from scifig_tasks.core.data import load_benchmark, undecoded
+from scifig_tasks.core.data import load_benchmark
 from scifig_tasks.core.errors import DataError
 from scifig_tasks.core.grab.source import GRAB
+from scifig_tasks.core.image_cells import undecoded
 from scifig_tasks.core.images import for_upload, to_rgb
 from tests.harness.bad_images import bad_checksum, broken_stream, declared_size, truncated_stream
 from tests.harness.grab_data import Row, build, write_parquet

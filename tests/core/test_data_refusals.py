@@ -11,10 +11,11 @@ import huggingface_hub
 import pyarrow.parquet as pq
 import pytest
 
-from scifig_tasks.core.data import load_benchmark, undecoded
+from scifig_tasks.core.data import load_benchmark
 from scifig_tasks.core.errors import DataError
 from scifig_tasks.core.grab import rules as grab
 from scifig_tasks.core.grab.source import GRAB, grab_features
+from scifig_tasks.core.image_cells import undecoded
 from scifig_tasks.core.plot_twist import rules as plot_twist
 from scifig_tasks.core.schema import expect_answer
 from scifig_tasks.core.scifibench.source import SCIFIBENCH

@@ -99,9 +99,9 @@ def test_the_names_are_those_of_the_registered_descriptions() -> None:
     blocks = [bench.vlmeval for bench in registry.benchmarks().values() if bench.vlmeval]
     assert {group: members for block in blocks for group, members in block.groups.items()} == names.GROUPS
     for owner, dataset in described:
-        assert names.benchmark_of(dataset.name) is owner and owner.owns(dataset.name)
+        assert registry.of_task(dataset.name) is owner and owner.owns(dataset.name)
     for group, members in names.GROUPS.items():  # a group expands to datasets of its own benchmark
-        assert {names.benchmark_of(member).name for member in members} == {registry.of_task(group).name}, group
+        assert {registry.of_task(member).name for member in members} == {registry.of_task(group).name}, group
         assert names.expand([group]) == list(members)
 
 
@@ -130,7 +130,7 @@ def test_the_registered_classes_serve_every_dataset_once() -> None:
     for cls in classes:
         owner = registry.benchmark(cls.BENCHMARK)
         assert f"{cls.__module__}:{cls.__name__}" in owner.vlmeval.classes, cls.__name__
-        assert {names.benchmark_of(name).name for name in cls.NAMES} == {owner.name}, cls.__name__
+        assert {registry.of_task(name).name for name in cls.NAMES} == {owner.name}, cls.__name__
         assert cls.supported_datasets()[: len(cls.NAMES)] == list(cls.NAMES)
 
 
@@ -279,7 +279,7 @@ def test_old_tsv_and_prediction_names_stay_readable() -> None:
     from scifig_tasks.vlmeval import tsv
 
     for old, new in names.DEPRECATED.items():
-        assert tsv.spec(old) is tsv.SPECS[new]
+        assert tsv.spec(old) is tsv.specs()[new]
         assert names.known(old) and names.known(new)
 
 
