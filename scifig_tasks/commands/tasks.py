@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from scifig_tasks.core.task_files import NO_VALUE, TaskInfo, scifig_tasks, top_level
 from scifig_tasks.lmms_eval import TASKS_DIR, task_folders
-from scifig_tasks.lmms_eval.task_files import NO_VALUE, TaskInfo, scifig_tasks, top_level
 
 WIDTH = 100
 """The listing fits a terminal of this many columns."""

@@ -232,7 +232,7 @@ def compare_runs(
 def groups() -> dict[str, frozenset[str]]:
     """Each top-level group of this package's lmms-eval tasks (``grab``, ``scifibench``, ``mmsci_paper``, ...) and
     its leaf tasks, from the task folder's YAMLs: the questions a pooled row adds up, never a question twice."""
-    from scifig_tasks.lmms_eval.task_files import scifig_tasks, top_level
+    from scifig_tasks.core.task_files import scifig_tasks, top_level
 
     tasks = scifig_tasks()
 

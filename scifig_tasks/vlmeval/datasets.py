@@ -45,6 +45,7 @@ import math
 import os
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +54,7 @@ from vlmeval.dataset.image_base import ImageBaseDataset
 from vlmeval.smp import LMUDataRoot, toliststr
 
 from scifig_tasks.core import judge as judge_accounting
-from scifig_tasks.core import registry, settings
+from scifig_tasks.core import registry, settings, task_files
 from scifig_tasks.core.benchmark import VlmevalDataset
 from scifig_tasks.core.grab import rules as grab
 from scifig_tasks.core.judge import JudgeClient, get_judge
@@ -78,8 +79,6 @@ class SciFigDataset(ImageBaseDataset):
     BENCHMARK = ""
     """The registered benchmark (:mod:`scifig_tasks.core.registry`) whose datasets the class serves: its task version
     is the scores' ``version``, its scoring protocol switch the one :meth:`protocol` reads."""
-    NAMED: Protocol = "default"
-    """The protocol the class's names select (``paper``: the ``_paper`` twins); :meth:`protocol` is the one in force."""
     force_use_dataset_prompt = True
     judge: JudgeClient | None = None
     """The judge of the running :meth:`evaluate` (:mod:`scifig_tasks.vlmeval.judging`)."""
@@ -94,9 +93,16 @@ class SciFigDataset(ImageBaseDataset):
         the class by either; the listing shows today's names first)."""
         return [*cls.NAMES, *(old for old, new in names.DEPRECATED.items() if new in cls.NAMES)]
 
+    @cached_property
+    def options(self) -> dict[str, Any]:
+        """The task options of the lmms-eval task or group of the same name, read from its YAML
+        (:func:`scifig_tasks.core.task_files.options`): one declaration, the same values in both frameworks."""
+        return task_files.options(self.dataset_name)
+
     def protocol(self) -> Protocol:
-        """The scoring protocol in force for this dataset (:func:`scifig_tasks.core.scoring_protocol.in_force`)."""
-        return in_force(self.BENCHMARK, self.NAMED)
+        """The scoring protocol in force for this dataset: its ``protocol`` option, as
+        :func:`scifig_tasks.core.scoring_protocol.in_force` applies it."""
+        return in_force(self.BENCHMARK, self.options.get("protocol", "default"))
 
     def load_data(self, dataset: str) -> pd.DataFrame:
         path = tsv.ensure_tsv(dataset, Path(LMUDataRoot()))
@@ -213,10 +219,17 @@ def _message(images: list[str], text: str) -> Message:
 
 class SciFigGRAB(SciFigDataset):
     """GRAB (all four tasks): the README prompt, text then image (the README's chat message), exact match, breakdown
-    per task/category/complexity/precision."""
+    per task/category/complexity/precision. ``grab_llm_extract`` (option ``llm_extract``) is the paper's ablation
+    protocol: the judge extracts the answer with the paper's prompt, then the same exact match; it refuses to start
+    without a judge (``SCIFIG_JUDGE_*``, or VLMEvalKit's ``--judge`` options)."""
 
-    NAMES = ("grab",)
+    NAMES = served("grab", lambda dataset: True)
     BENCHMARK = "grab"
+
+    def load_data(self, dataset: str) -> pd.DataFrame:
+        if task_files.options(dataset).get("llm_extract") and not judging.declared() and get_judge() is None:
+            raise RuntimeError(grab.LLM_EXTRACT_NEEDS_JUDGE)
+        return super().load_data(dataset)
 
     def build_prompt(self, line: int | Mapping[str, Any]) -> Message:
         line = self._row(line)
@@ -224,8 +237,11 @@ class SciFigGRAB(SciFigDataset):
         return [text, *({"type": "image", "value": path} for path in self.dump_image(line))]
 
     def score(self, line: Mapping[str, Any], reply: str | None) -> dict[str, Any]:
-        doc = self.doc(line)
-        return grab.sample_record(doc, grab.score_doc(doc, reply))
+        doc, llm_extract = self.doc(line), bool(self.options.get("llm_extract", False))
+        if llm_extract and self.judge is None:
+            raise RuntimeError(grab.LLM_EXTRACT_NEEDS_JUDGE)
+        score = grab.score_doc(doc, reply, self.judge if llm_extract else None, llm_extract=llm_extract)
+        return grab.sample_record(doc, score)
 
     def summarise(self, records: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
         table = grab.breakdown(records)
@@ -235,43 +251,27 @@ class SciFigGRAB(SciFigDataset):
         return metrics, table
 
 
-class SciFigGRABLLMExtract(SciFigGRAB):
-    """GRAB's ablation protocol: the judge extracts the answer with the paper's prompt, then the same exact match.
-    Refuses to start without a judge (``SCIFIG_JUDGE_*``, or VLMEvalKit's ``--judge`` options)."""
-
-    NAMES = ("grab_llm_extract",)
-
-    def load_data(self, dataset: str) -> pd.DataFrame:
-        if not judging.declared() and get_judge() is None:
-            raise RuntimeError(grab.LLM_EXTRACT_NEEDS_JUDGE)
-        return super().load_data(dataset)
-
-    def score(self, line: Mapping[str, Any], reply: str | None) -> dict[str, Any]:
-        if self.judge is None:
-            raise RuntimeError(grab.LLM_EXTRACT_NEEDS_JUDGE)
-        doc = self.doc(line)
-        return grab.sample_record(doc, grab.score_doc(doc, reply, self.judge, llm_extract=True))
-
-
 # ---- SciFIBench ----------------------------------------------------------------------------------------------------
 
 
 class SciFigSciFIBench(SciFigDataset):
     """SciFIBench, four splits (``scifibench_cs_figure2caption`` ...): the paper's prompts (Caption→Figure
     interleaved), letter resolution by rules then the judge for what they refuse, never guessing; accuracy overall
-    and per category."""
+    and per category. The ``_reasoning`` datasets ask with the paper's "reasoning" prompt (option ``prompt_variant``),
+    the ``_paper`` ones score as the paper does (option ``protocol``: the judge parses every output,
+    :func:`scifig_tasks.core.multiple_choice_paper.resolve_scifibench`)."""
 
     TYPE = "MCQ"
     BENCHMARK = "scifibench"
-    NAMES = served("scifibench", lambda dataset: not dataset.name.endswith(("_paper", "_reasoning")))
-    PROMPT_VARIANT: scifibench.PromptVariant = "standard"
+    NAMES = served("scifibench", lambda dataset: True)
 
     def build_prompt(self, line: int | Mapping[str, Any]) -> Message:
         line = self._row(line)
         doc, images = self.doc(line), self.dump_image(line)
+        variant = self.options.get("prompt_variant", "standard")
         if len(images) == 1:
-            return _message(images, scifibench.f2c_text(doc["Options"], self.PROMPT_VARIANT))
-        segments = scifibench.c2f_segments(doc["Question"], len(images), self.PROMPT_VARIANT)
+            return _message(images, scifibench.f2c_text(doc["Options"], variant))
+        segments = scifibench.c2f_segments(doc["Question"], len(images), variant)
         return [
             {"type": "text", "value": segment}
             if isinstance(segment, str)
@@ -298,22 +298,23 @@ class SciFigSciFIBench(SciFigDataset):
 
 class SciFigPlotTwist(SciFigDataset):
     """Plot Twist (base charts: scatter, bar, pie): the paper's prompt and extraction, standard / relaxed /
-    range-based accuracy and their collective forms, breakdown per chart and question type."""
+    range-based accuracy and their collective forms, breakdown per chart and question type; ``plot_twist_open`` and
+    ``plot_twist_open_pali`` under the paper's CogVLM/ChartLlama and PaLI-3 protocols."""
 
-    NAMES = ("plot_twist",)
+    NAMES = served("plot_twist", lambda dataset: "robustness" not in dataset.name)
     BENCHMARK = "plot_twist"
-    PROTOCOL = plot_twist.DEFAULT_PROTOCOL
-    """:data:`core.plot_twist.rules.PROTOCOLS` key: the prompt and the reformatting (as the lmms-eval task variants)."""
 
     def build_prompt(self, line: int | Mapping[str, Any]) -> Message:
         line = self._row(line)
-        style = plot_twist.get_protocol(self.PROTOCOL).prompt
-        return _message(self.dump_image(line), plot_twist.build_prompt(line["question"], line["variant"], style))
+        return _message(self.dump_image(line), plot_twist.task_prompt(self.doc(line), self.options))
 
     def score(self, line: Mapping[str, Any], reply: str | None) -> dict[str, Any]:
-        doc = self.doc(line)
-        score = plot_twist.score_output(doc, reply, self.judge, protocol=self.PROTOCOL)
-        return plot_twist.sample_record(doc, [score], self.PROTOCOL)
+        """Scored under the dataset's ``protocol`` option (:data:`core.plot_twist.rules.PROTOCOLS`: the prompt and the
+        reformatting) and its ``margin_rule``."""
+        doc, protocol = self.doc(line), self.options.get("protocol", plot_twist.DEFAULT_PROTOCOL)
+        margin_rule = self.options.get("margin_rule", "synthetic")
+        score = plot_twist.score_output(doc, reply, self.judge, margin_rule, protocol)
+        return plot_twist.sample_record(doc, [score], protocol)
 
     def summarise(self, records: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
         metrics: dict[str, Any] = {"n": len(records)}
@@ -324,26 +325,11 @@ class SciFigPlotTwist(SciFigDataset):
         return metrics, plot_twist.breakdown(records)
 
 
-class SciFigSciFIBenchReasoning(SciFigSciFIBench):
-    """SciFIBench with the paper's "reasoning" prompt (no "Only provide the letter ..." sentence)."""
-
-    NAMES = served("scifibench", lambda dataset: dataset.name.endswith("_reasoning"))
-    PROMPT_VARIANT = "reasoning"
-
-
-class SciFigSciFIBenchPaper(SciFigSciFIBench):
-    """SciFIBench under the paper's protocol (``scifibench_*_paper``): every output goes to the judge with the
-    paper's parsing prompt (:func:`scifig_tasks.core.multiple_choice_paper.resolve_scifibench`)."""
-
-    NAMES = served("scifibench", lambda dataset: dataset.name.endswith("_paper"))
-    NAMED = "paper"
-
-
 class SciFigPlotTwistRobustness(SciFigPlotTwist):
     """Plot Twist with every robustness variant (titles, markers, grid, Vega-Lite) and the base charts: the same
-    metrics per variant and each variant's change against ``base``."""
+    metrics per variant and each variant's change against ``base``; under each of the three protocols."""
 
-    NAMES = ("plot_twist_robustness",)
+    NAMES = served("plot_twist", lambda dataset: "robustness" in dataset.name)
 
     def summarise(self, records: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
         metrics, table = super().summarise(records)
@@ -351,31 +337,3 @@ class SciFigPlotTwistRobustness(SciFigPlotTwist):
         for variant, deltas in table["delta_vs_base"].items():
             metrics |= {f"delta_vs_base/{variant}/{metric}": value for metric, value in deltas.items()}
         return metrics, table
-
-
-class SciFigPlotTwistOpen(SciFigPlotTwist):
-    """Plot Twist under the paper's CogVLM/ChartLlama protocol (lmms-eval ``plot_twist_open``)."""
-
-    NAMES = ("plot_twist_open",)
-    PROTOCOL = "open"
-
-
-class SciFigPlotTwistOpenPaLI(SciFigPlotTwist):
-    """Plot Twist under the paper's PaLI-3 protocol (lmms-eval ``plot_twist_open_pali``)."""
-
-    NAMES = ("plot_twist_open_pali",)
-    PROTOCOL = "open_pali"
-
-
-class SciFigPlotTwistRobustnessOpen(SciFigPlotTwistRobustness):
-    """The robustness set under the CogVLM/ChartLlama protocol (title variants: "only based on the figure")."""
-
-    NAMES = ("plot_twist_robustness_open",)
-    PROTOCOL = "open"
-
-
-class SciFigPlotTwistRobustnessOpenPaLI(SciFigPlotTwistRobustness):
-    """The robustness set under the PaLI-3 protocol (title variants: "only based on the figure")."""
-
-    NAMES = ("plot_twist_robustness_open_pali",)
-    PROTOCOL = "open_pali"

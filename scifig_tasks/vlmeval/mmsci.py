@@ -31,17 +31,18 @@ from scifig_tasks.vlmeval.datasets import Message, SciFigDataset, _message, serv
 
 class SciFigMMSciMCQ(SciFigDataset):
     """MMSci figure/caption matching: all three settings (``mmsci``, ``mmsci_dev``) or one (``mmsci_fig2cap``, ...,
-    ``mmsci_dev_subcap2fig``)."""
+    ``mmsci_dev_subcap2fig``); the ``_paper`` datasets (option ``protocol``) read answers as the authors' code does."""
 
     BENCHMARK = "mmsci"
     TYPE = "MCQ"
-    NAMES = served("mmsci", lambda dataset: dataset.source == "mmsci_mcq" and not dataset.name.endswith("_paper"))
-    PROMPT_VARIANT: mmsci.PromptVariant = "standard"
+    NAMES = served("mmsci", lambda dataset: dataset.source == "mmsci_mcq")
 
     def build_prompt(self, line: int | Mapping[str, Any]) -> Message:
         line = self._row(line)
         doc = self.doc(line)
-        return _message(self.dump_image(line), mmsci.mcq_prompt(doc["question"], doc["options"], self.PROMPT_VARIANT))
+        return _message(
+            self.dump_image(line), mmsci.mcq_prompt(doc["question"], doc["options"], self.options["prompt_variant"])
+        )
 
     def score(self, line: Mapping[str, Any], reply: str | None) -> dict[str, Any]:
         doc = self.doc(line)
@@ -64,26 +65,16 @@ class SciFigMMSciMCQ(SciFigDataset):
         return metrics, table
 
 
-class SciFigMMSciMCQPaper(SciFigMMSciMCQ):
-    """MMSci multiple choice under the authors' protocol (``mmsci_paper``, ``mmsci_<setting>_paper``)."""
-
-    NAMES = served("mmsci", lambda dataset: dataset.source == "mmsci_mcq" and dataset.name.endswith("_paper"))
-    NAMED = "paper"
-
-
 class SciFigMMSciCaption(SciFigDataset):
-    """MMSci figure captioning, image only or with the article's abstract (test and dev splits)."""
+    """MMSci figure captioning, image only or with the article's abstract (option ``prompt_variant``; test and dev
+    splits); the ``_paper`` datasets (option ``protocol``) score with the authors' setting."""
 
     BENCHMARK = "mmsci"
-    NAMES = served(
-        "mmsci", lambda dataset: dataset.source == "mmsci_captioning" and not dataset.name.endswith("_paper")
-    )
+    NAMES = served("mmsci", lambda dataset: dataset.source == "mmsci_captioning")
 
     def build_prompt(self, line: int | Mapping[str, Any]) -> Message:
         line = self._row(line)
-        with_abstract = "_with_abstract" in self.dataset_name
-        prompt = mmsci.caption_prompt(self.doc(line)["abstract"]) if with_abstract else mmsci.caption_prompt()
-        return _message(self.dump_image(line), prompt)
+        return _message(self.dump_image(line), mmsci.task_caption_prompt(self.doc(line), self.options))
 
     def score(self, line: Mapping[str, Any], reply: str | None) -> dict[str, Any]:
         """The caption record; under the paper protocol it holds the reply as its one sample (``protocol: paper``)."""
@@ -95,10 +86,3 @@ class SciFigMMSciCaption(SciFigDataset):
         result = mmsci_captioning.evaluate(records, judge=self.judge)
         metrics: dict[str, Any] = {"n": len(records), **result["values"]}
         return metrics, result["report"]
-
-
-class SciFigMMSciCaptionPaper(SciFigMMSciCaption):
-    """MMSci captioning scored with the authors' setting (``mmsci_caption_*_paper``)."""
-
-    NAMES = served("mmsci", lambda dataset: dataset.source == "mmsci_captioning" and dataset.name.endswith("_paper"))
-    NAMED = "paper"

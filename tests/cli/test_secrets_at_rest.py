@@ -151,7 +151,7 @@ def test_scifig_vlmeval_work_dir_holds_no_secret(tmp_path: Path, openai_server, 
     model, judge = openai_server(echoing_key(answer)), openai_server(echoing_key(answer))
     env = grab_env(tmp_path, judge.base_url)
     env["OPENAI_API_BASE"] = f"http://{MODEL_USER}:{MODEL_PASSWORD}@127.0.0.1:9/v1"  # credentials of an unused URL
-    data = {"grab": "SciFigGRAB", "grab_llm_extract": "SciFigGRABLLMExtract"}
+    data = {"grab": "SciFigGRAB", "grab_llm_extract": "SciFigGRAB"}
     scifig = [sys.executable, "-m", "scifig_tasks.commands.main"]
 
     completed, out = run_vlmeval(tmp_path, model.base_url, env, data, scifig)

@@ -9,8 +9,7 @@ import pytest
 
 from scifig_tasks.commands import tasks as tasks_cli
 from scifig_tasks.commands.main import main
-from scifig_tasks.core import registry
-from scifig_tasks.lmms_eval import task_files
+from scifig_tasks.core import registry, task_files
 
 PROTOCOLS = {"default", "paper"}
 

@@ -20,6 +20,7 @@ import pytest
 import yaml
 
 import scifig_tasks
+from scifig_tasks.core import task_files
 from tests.harness.grab_data import ONE_DP, Row, question_text, write_parquet
 from tests.harness.openai_server import Reply, by_question
 from tests.harness.paths import REPO
@@ -143,7 +144,7 @@ def test_export_is_generated_from_the_package_and_self_contained(tmp_path: Path)
         "audit.py deprecation.py errors.py grab/__init__.py grab/answers.py grab/multiple_choice.py grab/rules.py "
         "images.py judge/__init__.py judge/accounting.py judge/breaker.py judge/cache.py judge/client.py "
         "judge/config.py judge/replies.py judge/sending.py judge/usage.py judge_presets.py judged_hooks.py "
-        "multiple_choice.py raw_outputs.py resources.py secrets.py settings.py stats.py"
+        "multiple_choice.py raw_outputs.py resources.py secrets.py settings.py stats.py task_options.py"
     )
     assert vendored == expected_modules.split()
     for name in vendored:  # each vendored module is the package's file with only the import root renamed
@@ -193,6 +194,13 @@ def test_plot_twist_export_documents_local_data(tmp_path: Path) -> None:
     chartqa = (tmp_path / "plot_twist" / "plot_twist_chartqa.yaml").read_text()
     assert 'test: "/path/to/plot_twist_chartqa/test.parquet"' in chartqa
     assert "plot_twist_core" in (tmp_path / "plot_twist" / "utils.py").read_text()
+    # every task keeps its options (prompt protocol, margin rule): the exported hooks read the same YAML values
+    exported = task_files.scifig_tasks({"plot_twist": tmp_path / "plot_twist"})
+    packaged = task_files.scifig_tasks({"plot_twist": REPO / "scifig_tasks" / "lmms_eval" / "plot_twist"})
+    assert {name: info.options for name, info in exported.items()} == {
+        name: info.options for name, info in packaged.items()
+    }
+    assert exported["plot_twist_open_pali_bar"].options == {"protocol": "open_pali", "margin_rule": "synthetic"}
 
 
 @pytest.mark.cli

@@ -121,7 +121,7 @@ def test_scifig_vlmeval_exits_1_when_replies_are_not_answers(tmp_path: Path, ope
     env = grab_setup(tmp_path, openai_server, lmms_env)
     judge = openai_server(lambda request: Reply(text="N/A"))
     env |= {"SCIFIG_JUDGE_BASE_URL": judge.base_url, "SCIFIG_JUDGE_MAX_RETRIES": "1"}
-    data = {"SciFig_GRAB_LLMExtract": "SciFigGRABLLMExtract"}
+    data = {"SciFig_GRAB_LLMExtract": "SciFigGRAB"}
     completed, _ = run_vlmeval(tmp_path, env["OPENAI_API_BASE"], env, data)
 
     output = completed.stdout + completed.stderr

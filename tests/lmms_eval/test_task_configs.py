@@ -74,7 +74,7 @@ def test_every_vlmeval_dataset_names_its_benchmark() -> None:
         for value in vars(module).values()
         if isinstance(value, type) and issubclass(value, datasets.SciFigDataset) and value.NAMES
     ]
-    assert len(classes) >= 8
+    assert classes
     assert {cls.__name__: cls.BENCHMARK in registry.benchmarks() for cls in classes} == dict.fromkeys(
         [cls.__name__ for cls in classes], True
     )

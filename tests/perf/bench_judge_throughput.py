@@ -8,8 +8,8 @@ measured here), with a judge server on 127.0.0.1 that answers every request afte
 * lmms-eval: ``lmms-eval --model openai --tasks grab_llm_extract --process_docs_parallel N`` as the docs tell a user
   of a judge allowing ``N`` requests in flight (what ``scifig eval`` passes itself), the model being a second local
   server that replies at once;
-* VLMEvalKit: ``SciFigGRABLLMExtract.evaluate`` (what VLMEvalKit's runner calls after inference) on a prediction
-  file holding the same replies, in this process after ``register()``.
+* VLMEvalKit: ``SciFigGRAB.evaluate`` of ``grab_llm_extract`` (what VLMEvalKit's runner calls after inference) on a
+  prediction file holding the same replies, in this process after ``register()``.
 
 The judge runs with ``SCIFIG_JUDGE_MAX_CONCURRENCY=--judge-concurrency`` (default 8, the client's default) and a
 fresh judge cache per framework. The judge server stamps each request when it arrives and when its reply has been
@@ -122,7 +122,8 @@ def run_lmms(data: Path, workdir: Path, replies: list[str], options: argparse.Na
 
 
 def run_vlmeval(data: Path, workdir: Path, replies: list[str], options: argparse.Namespace) -> Phase:
-    """``SciFigGRABLLMExtract.evaluate`` on a prediction file of the same replies, with the fixed-latency judge."""
+    """``SciFigGRAB.evaluate`` (``grab_llm_extract``) on a prediction file of the same replies, with the fixed-latency
+    judge."""
     import pandas as pd
 
     judge = FakeOpenAIServer(fixed_latency(extracting_judge, options.latency), model="fake-judge").start()

@@ -19,15 +19,16 @@ from typing import Any
 
 import yaml
 
-from scifig_tasks.core import registry, settings
+from scifig_tasks.core import registry, settings, task_files
 from scifig_tasks.core import scoring_protocol as protocol
 from scifig_tasks.core.grab import benchmark as grab
 from scifig_tasks.core.scifibench import benchmark as scifibench
 from tests.harness.paths import REPO
 
 VARIABLE = re.compile(r"\bSCIFIG_[A-Z0-9_]*[A-Z0-9]\b")
-PROTOCOL_ARGUMENTS = ("prompt", "protocol")
-"""Task-argument keys (``lmms_eval_specific_kwargs``) that would choose a protocol: none may be used."""
+PROTOCOL_ARGUMENTS = ("prompt",)
+"""Task-argument keys (``lmms_eval_specific_kwargs``) that would choose a protocol apart from the name: none may be
+used (a task's ``protocol`` option is declared, and must say what its name says)."""
 
 
 class _Loader(yaml.SafeLoader):
@@ -102,8 +103,9 @@ def test_the_task_name_is_the_only_current_protocol_switch() -> None:
 
 
 def test_a_paper_protocol_is_scored_only_by_a_task_named_paper() -> None:
-    """Each leaf's scoring hook and its name agree: a ``*_paper`` task scores with a paper hook, and a paper hook
-    is used only by a ``*_paper`` task (the name is the whole switch: nothing else in a YAML chooses)."""
+    """Each leaf's scoring hook, its declared ``protocol`` option and its name agree: a ``*_paper`` task scores with a
+    paper hook, and a paper hook is used only by a ``*_paper`` task (the name is the whole switch: the YAML's option
+    says the same, and nothing else in a YAML chooses)."""
     configs = task_configs()
     leaves = {name: leaf_config(name, configs) for name, config in configs.items() if isinstance(config["task"], str)}
     paper_named = {name for name in leaves if protocol.of_task(name) == "paper"}
@@ -115,6 +117,8 @@ def test_a_paper_protocol_is_scored_only_by_a_task_named_paper() -> None:
         assert ("paper" in hook) == (name in paper_named), (name, hook)
         for arguments in (config.get("lmms_eval_specific_kwargs") or {}).values():
             assert not set(arguments or {}) & set(PROTOCOL_ARGUMENTS), (name, arguments)
+        declared = task_files.options(name).get("protocol")
+        assert declared not in protocol.PROTOCOLS or declared == protocol.of_task(name), (name, declared)
 
 
 def test_every_variable_the_code_names_is_declared() -> None:

@@ -1,5 +1,6 @@
-"""Plot Twist's VLMEvalKit classes build the published prompts (paper Fig. 2 for the default class, App. B.3 for the
-open-model classes, "only based on the figure" on the title variants) and record their protocol."""
+"""Plot Twist's VLMEvalKit datasets build the published prompts (paper Fig. 2 for the default datasets, App. B.3 for
+the open-model ones, "only based on the figure" on the title variants) and record their protocol: the ``protocol``
+option of the lmms-eval task of the same name."""
 
 from __future__ import annotations
 
@@ -37,8 +38,10 @@ def line(variant: str) -> dict[str, str]:
 
 
 def dataset(name: str, tmp_path: Path):
-    cls = getattr(datasets_module, name)
+    cls = datasets_module.SciFigPlotTwistRobustness if "robustness" in name else datasets_module.SciFigPlotTwist
+    assert name in cls.NAMES
     instance = cls.__new__(cls)  # no TSV needed to build a prompt
+    instance.dataset_name = name
     instance.img_root = str(tmp_path / "images")
     return instance
 
@@ -46,23 +49,23 @@ def dataset(name: str, tmp_path: Path):
 @pytest.mark.parametrize(
     ("name", "variant", "text"),
     [
-        ("SciFigPlotTwist", "base", f"{API} How many bars are in the figure?"),
-        ("SciFigPlotTwistRobustness", "title_misleading", f"{API} How many bars are in the figure?"),
-        ("SciFigPlotTwistOpen", "base", "Answer the question based on the Figure How many bars are in the figure?"),
-        ("SciFigPlotTwistOpenPaLI", "grid", "Answer the question based on the Figure How many bars are in the figure?"),
+        ("plot_twist", "base", f"{API} How many bars are in the figure?"),
+        ("plot_twist_robustness", "title_misleading", f"{API} How many bars are in the figure?"),
+        ("plot_twist_open", "base", "Answer the question based on the Figure How many bars are in the figure?"),
+        ("plot_twist_open_pali", "grid", "Answer the question based on the Figure How many bars are in the figure?"),
         (
-            "SciFigPlotTwistRobustnessOpen",
+            "plot_twist_robustness_open",
             "title_none",
             "Answer the question only based on the figure How many bars are in the figure?",
         ),
         (
-            "SciFigPlotTwistRobustnessOpenPaLI",
+            "plot_twist_robustness_open_pali",
             "title_correct",
             "Answer the question only based on the figure How many bars are in the figure?",
         ),
     ],
 )
-def test_vlmeval_classes_build_the_published_prompts(name: str, variant: str, text: str, tmp_path: Path) -> None:
+def test_vlmeval_datasets_build_the_published_prompts(name: str, variant: str, text: str, tmp_path: Path) -> None:
     message = dataset(name, tmp_path).build_prompt(line(variant))
     assert [part["type"] for part in message] == ["image", "text"]
     assert message[1]["value"] == text
@@ -72,11 +75,11 @@ def test_vlmeval_classes_build_the_published_prompts(name: str, variant: str, te
 @pytest.mark.parametrize(
     ("name", "protocol"),
     [
-        ("SciFigPlotTwist", "api"),
-        ("SciFigPlotTwistOpen", "open"),
-        ("SciFigPlotTwistOpenPaLI", "open_pali"),
-        ("SciFigPlotTwistRobustnessOpen", "open"),
-        ("SciFigPlotTwistRobustnessOpenPaLI", "open_pali"),
+        ("plot_twist", "api"),
+        ("plot_twist_open", "open"),
+        ("plot_twist_open_pali", "open_pali"),
+        ("plot_twist_robustness_open", "open"),
+        ("plot_twist_robustness_open_pali", "open_pali"),
     ],
 )
 def test_vlmeval_records_carry_the_protocol(name: str, protocol: str, tmp_path: Path, monkeypatch) -> None:

@@ -308,7 +308,7 @@ def test_vlmeval_judge_options_old_name_and_paper_twin(tmp_path: Path, openai_se
     }
     data = {
         "SciFig_SciFIBench_CS_Figure2Caption": "SciFigSciFIBench",
-        "scifibench_cs_figure2caption_paper": "SciFigSciFIBenchPaper",
+        "scifibench_cs_figure2caption_paper": "SciFigSciFIBench",
     }
     judge_options = ["--judge", "cmdline-judge", "--judge-base-url", cmdline_judge.base_url, "--judge-key", JUDGE_KEY]
     completed, out = run_vlmeval(tmp_path, model.base_url, env, data, extra=judge_options)

@@ -1,6 +1,7 @@
-"""The VLMEvalKit classes choose their scoring protocol as the lmms-eval hooks do: the ``_paper`` twins score with the
-paper's protocol, a plain name with scifig's default unless a deprecated ``SCIFIG_*_PROTOCOL`` variable says
-otherwise, and ``scifig rescore --protocol`` overrides both (:func:`scifig_tasks.core.scoring_protocol.in_force`)."""
+"""The VLMEvalKit datasets choose their scoring protocol as the lmms-eval hooks do — the ``protocol`` option of the task
+of the same name: the ``_paper`` twins score with the paper's protocol, a plain name with scifig's default unless a
+deprecated ``SCIFIG_*_PROTOCOL`` variable says otherwise, and ``scifig rescore --protocol`` overrides both
+(:func:`scifig_tasks.core.scoring_protocol.in_force`)."""
 
 from __future__ import annotations
 
@@ -53,23 +54,23 @@ def no_deprecated_switch(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_the_name_chooses_the_protocol() -> None:
     plain = instance(mmsci_module.SciFigMMSciMCQ, "mmsci_fig2cap")
-    paper = instance(mmsci_module.SciFigMMSciMCQPaper, "mmsci_fig2cap_paper")
+    paper = instance(mmsci_module.SciFigMMSciMCQ, "mmsci_fig2cap_paper")
     assert plain.score(MCQ_LINE, "B")["protocol"] == "default"
     assert paper.score(MCQ_LINE, "B")["protocol"] == "paper"
     assert (paper.score(MCQ_LINE, "B")["predicted"], paper.score(MCQ_LINE, "B")["reason"]) == ("B", "bare label")
     caption = instance(mmsci_module.SciFigMMSciCaption, "mmsci_caption_image_only")
-    caption_paper = instance(mmsci_module.SciFigMMSciCaptionPaper, "mmsci_caption_image_only_paper")
+    caption_paper = instance(mmsci_module.SciFigMMSciCaption, "mmsci_caption_image_only_paper")
     assert "protocol" not in caption.score(CAPTION_LINE, "A caption.")
     record = caption_paper.score(CAPTION_LINE, "A caption.")
     assert (record["protocol"], record["predictions"]) == ("paper", ["A caption."])
-    assert (datasets_module.SciFigSciFIBenchPaper.NAMED, datasets_module.SciFigSciFIBench.NAMED) == ("paper", "default")
-    assert all(name.endswith("_paper") for name in datasets_module.SciFigSciFIBenchPaper.NAMES)
-    assert not any(name.endswith("_paper") for name in datasets_module.SciFigSciFIBench.NAMES)
+    scifibench = datasets_module.SciFigSciFIBench
+    named = {name: instance(scifibench, name).protocol() for name in scifibench.NAMES}
+    assert named == {name: "paper" if name.endswith("_paper") else "default" for name in scifibench.NAMES}
 
 
 def test_deprecated_variable_and_rescore_protocol_act_as_in_lmms_eval(monkeypatch: pytest.MonkeyPatch) -> None:
     plain = instance(mmsci_module.SciFigMMSciMCQ, "mmsci")
-    paper = instance(mmsci_module.SciFigMMSciMCQPaper, "mmsci_paper")
+    paper = instance(mmsci_module.SciFigMMSciMCQ, "mmsci_paper")
     monkeypatch.setenv("SCIFIG_MMSCI_PROTOCOL", "paper")
     assert plain.score(MCQ_LINE, "B")["protocol"] == "paper"  # the deprecated switch, for a plain name only
     monkeypatch.delenv("SCIFIG_MMSCI_PROTOCOL")

@@ -271,10 +271,10 @@ def write_all(tmp_path: Path) -> dict[str, str]:
 
 VLMEVAL_DATASETS = {
     "grab": "SciFigGRAB",
-    "grab_llm_extract": "SciFigGRABLLMExtract",
+    "grab_llm_extract": "SciFigGRAB",
     **{f"scifibench_{split.lower()}": "SciFigSciFIBench" for split in SCIFIBENCH_CASES},
     "plot_twist": "SciFigPlotTwist",
-    "scifibench_general_caption2figure_reasoning": "SciFigSciFIBenchReasoning",
+    "scifibench_general_caption2figure_reasoning": "SciFigSciFIBench",
     "plot_twist_robustness": "SciFigPlotTwistRobustness",
 }
 
@@ -396,7 +396,7 @@ def test_scifig_vlmeval_fails_loudly_on_bad_data(tmp_path: Path, lmms_env) -> No
     bad data, and the LLM-extraction dataset refuses to start without a judge."""
     bad = write_parquet([Row("properties", "1"), Row("spline", "2")], tmp_path / "bad" / "GRAB.parquet")
     env = {**lmms_env, "SCIFIG_GRAB_DATA": str(bad)}
-    data = {"grab": "SciFigGRAB", "grab_llm_extract": "SciFigGRABLLMExtract"}
+    data = {"grab": "SciFigGRAB", "grab_llm_extract": "SciFigGRAB"}
     completed, _ = run_vlmeval(tmp_path, "http://127.0.0.1:9/v1", env, data)
     assert completed.returncode == 1
     assert "scifig vlmeval: FAILED: fake-vlm x grab: " in completed.stderr

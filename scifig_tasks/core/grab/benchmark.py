@@ -97,7 +97,7 @@ BENCHMARK = Benchmark(
             VlmevalDataset("grab", "grab", "GRAB", shown=True, old_names=("SciFig_GRAB",)),
             VlmevalDataset("grab_llm_extract", "grab", "GRAB", shown=True, old_names=("SciFig_GRAB_LLMExtract",)),
         ),
-        classes=(f"{_VLMEVAL}:SciFigGRAB", f"{_VLMEVAL}:SciFigGRABLLMExtract"),
+        classes=(f"{_VLMEVAL}:SciFigGRAB",),
         tsv_formats={"grab": "scifig_tasks.vlmeval.tsv:GRAB_FORMAT"},
     ),
     curate="curation.grab.cli:register",

@@ -109,10 +109,7 @@ BENCHMARK = Benchmark(
     ),
     vlmeval=Vlmeval(
         datasets=(*_MCQ, *_CAPTIONING),
-        classes=tuple(
-            f"{_VLMEVAL}:{name}"
-            for name in ("SciFigMMSciMCQ", "SciFigMMSciMCQPaper", "SciFigMMSciCaption", "SciFigMMSciCaptionPaper")
-        ),
+        classes=(f"{_VLMEVAL}:SciFigMMSciMCQ", f"{_VLMEVAL}:SciFigMMSciCaption"),
         tsv_formats={
             "mmsci_mcq": "scifig_tasks.vlmeval.tsv:MMSCI_MCQ_FORMAT",
             "mmsci_captioning": "scifig_tasks.vlmeval.tsv:MMSCI_CAPTION_FORMAT",

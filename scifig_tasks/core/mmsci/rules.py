@@ -248,6 +248,20 @@ def caption_prompt(abstract: str | None = None, word_budget: int = ABSTRACT_WORD
     return prompt
 
 
+CaptionPrompt = Literal["image_only", "with_abstract"]
+
+
+def task_caption_prompt(doc: Mapping[str, Any], options: Mapping[str, Any]) -> str:
+    """The captioning prompt a task's options choose: ``prompt_variant`` ``image_only`` (the default) or
+    ``with_abstract`` (the row's ``abstract``, cut at ``abstract_word_budget`` words)."""
+    variant: CaptionPrompt = options.get("prompt_variant", "image_only")
+    if variant == "image_only":
+        return caption_prompt()
+    if variant == "with_abstract":
+        return caption_prompt(doc["abstract"], int(options.get("abstract_word_budget", ABSTRACT_WORD_BUDGET)))
+    raise ValueError(f"MMSci captioning: prompt_variant {variant!r} is not one of image_only, with_abstract")
+
+
 def caption_record(
     doc: Mapping[str, Any], prediction: str | None, samples: Sequence[str | None] | None = None
 ) -> dict[str, Any]:

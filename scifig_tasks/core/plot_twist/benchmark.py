@@ -98,17 +98,7 @@ BENCHMARK = Benchmark(
             )
             for name, old in _OLD_NAMES.items()
         ),
-        classes=tuple(
-            f"{_VLMEVAL}:{name}"
-            for name in (
-                "SciFigPlotTwist",
-                "SciFigPlotTwistRobustness",
-                "SciFigPlotTwistOpen",
-                "SciFigPlotTwistOpenPaLI",
-                "SciFigPlotTwistRobustnessOpen",
-                "SciFigPlotTwistRobustnessOpenPaLI",
-            )
-        ),
+        classes=(f"{_VLMEVAL}:SciFigPlotTwist", f"{_VLMEVAL}:SciFigPlotTwistRobustness"),
         tsv_formats={"plot_twist": "scifig_tasks.vlmeval.tsv:PLOT_TWIST_FORMAT"},
     ),
     curate="curation.plot_twist.cli:register",

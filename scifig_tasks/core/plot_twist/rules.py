@@ -98,6 +98,12 @@ ANSWER_SENTENCE = "The answer is ANS. I hope the answer is correct."
 PromptStyle = Literal["api", "open"]
 
 
+def task_prompt(doc: Mapping[str, Any], options: Mapping[str, Any]) -> str:
+    """The prompt for a row under the task's ``protocol`` option (:data:`PROTOCOLS`, :data:`DEFAULT_PROTOCOL` unset)."""
+    style = get_protocol(options.get("protocol", DEFAULT_PROTOCOL)).prompt
+    return build_prompt(doc["question"], doc.get("variant") or BASE, style)
+
+
 def build_prompt(question: str, variant: str = BASE, style: PromptStyle = "api") -> str:
     """The model prompt: ``api`` -- Fig. 2's instruction, then the question (every variant); ``open`` -- App. B.3's
     instruction, then the question, with "only based on the figure" on the title variants."""

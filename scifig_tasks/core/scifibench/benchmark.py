@@ -62,9 +62,7 @@ BENCHMARK = Benchmark(
     ),
     vlmeval=Vlmeval(
         datasets=_DATASETS,
-        classes=tuple(
-            f"{_VLMEVAL}:{name}" for name in ("SciFigSciFIBench", "SciFigSciFIBenchReasoning", "SciFigSciFIBenchPaper")
-        ),
+        classes=(f"{_VLMEVAL}:SciFigSciFIBench",),
         tsv_formats={"scifibench": "scifig_tasks.vlmeval.tsv:SCIFIBENCH_FORMAT"},
         groups={
             "scifibench": _names(""),

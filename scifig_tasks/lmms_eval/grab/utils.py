@@ -1,5 +1,10 @@
 """GRAB task hooks for lmms-eval: thin adapters over :mod:`scifig_tasks.core.grab.rules` (prompt, scoring,
-breakdown)."""
+breakdown).
+
+Task option (the ``default`` entry of each YAML's ``lmms_eval_specific_kwargs``, :mod:`scifig_tasks.core.task_files`):
+``llm_extract`` (the ``*_llm_extract`` tasks: the judge extracts the answer first), bound to the scoring hook the YAML
+names (:mod:`scifig_tasks.core.task_options`).
+"""
 
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ from scifig_tasks.core.grab import rules as grab
 from scifig_tasks.core.images import for_upload, to_rgb
 from scifig_tasks.core.judge.client import get_judge
 from scifig_tasks.core.judged_hooks import asks_judge
+from scifig_tasks.core.task_options import bind
 
 
 def grab_doc_to_visual(doc: dict[str, Any]) -> list[Image.Image]:
@@ -55,18 +61,13 @@ grab_series_docs_llm_extract = partial(_select_task, task="series", needs_judge=
 grab_transforms_docs_llm_extract = partial(_select_task, task="transform", needs_judge=True)
 
 
-def _results(doc: dict[str, Any], results: list[str | None], llm_extract: bool) -> dict[str, Any]:
+def _results(doc: dict[str, Any], results: list[str | None], *, llm_extract: bool) -> dict[str, Any]:
     score = grab.score_doc(doc, results[0], get_judge() if llm_extract else None, llm_extract=llm_extract)
     return {"accuracy": float(score.correct), "breakdown": grab.sample_record(doc, score)}
 
 
-def grab_process_results(doc: dict[str, Any], results: list[str | None]) -> dict[str, Any]:
-    return _results(doc, results, llm_extract=False)
-
-
-@asks_judge("per_output")
-def grab_process_results_llm_extract(doc: dict[str, Any], results: list[str | None]) -> dict[str, Any]:
-    return _results(doc, results, llm_extract=True)
+grab_process_results = bind(_results, llm_extract=False)
+grab_process_results_llm_extract = asks_judge("per_output")(bind(_results, llm_extract=True))
 
 
 def grab_breakdown(records: list[dict[str, Any]]) -> dict[str, Any]:

@@ -2,16 +2,17 @@
 :mod:`scifig_tasks.core.multiple_choice` (answer resolution), :mod:`scifig_tasks.core.mmsci.captioning_metrics` and
 :mod:`scifig_tasks.core.mmsci.judged_metrics` (captioning metrics).
 
-``lmms_eval_specific_kwargs``: ``prompt_variant`` (``standard`` | ``reasoning``) for the multiple-choice tasks,
-``abstract_word_budget`` for ``mmsci_caption_with_abstract``. The ``*_paper`` tasks score with the authors' setting
-(:mod:`scifig_tasks.core.scoring_protocol`): ``mmsci_paper`` reads answers as their code does; the captioning ones
-sample 3 captions per figure (``repeats: 3``) and mark their records ``protocol: paper``
+Task options (the ``default`` entry of each YAML's ``lmms_eval_specific_kwargs``, :mod:`scifig_tasks.core.task_files`):
+``prompt_variant`` (multiple choice: ``standard`` | ``reasoning``; captioning: ``image_only`` | ``with_abstract``),
+``abstract_word_budget`` (the with-abstract captioning tasks) and ``protocol`` (``default`` | ``paper``, bound to the
+scoring hook the YAML names, :mod:`scifig_tasks.core.task_options`). The ``*_paper`` tasks score with the authors'
+setting (:mod:`scifig_tasks.core.scoring_protocol`): ``mmsci_paper`` reads answers as their code does; the captioning
+ones sample 3 captions per figure (``repeats: 3``) and mark their records ``protocol: paper``
 (:mod:`scifig_tasks.core.mmsci.captioning_metrics`).
 """
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Any
 
 import datasets
@@ -23,6 +24,7 @@ from scifig_tasks.core.judged_hooks import asks_judge
 from scifig_tasks.core.mmsci import captioning_metrics as mmsci_captioning
 from scifig_tasks.core.mmsci import rules as mmsci
 from scifig_tasks.core.scoring_protocol import Protocol, in_force
+from scifig_tasks.core.task_options import bind
 
 Kwargs = dict[str, Any] | None
 
@@ -61,14 +63,14 @@ def mmsci_mcq_doc_to_messages(doc: dict[str, Any], lmms_eval_specific_kwargs: Kw
 
 
 @asks_judge("audited")
-def _mcq_process_results(named: Protocol, doc: dict[str, Any], results: list[str | None]) -> dict[str, Any]:
-    resolution = mmsci.resolve_answer(doc, results[0], get_judge(), in_force("mmsci", named))
+def _mcq_process_results(doc: dict[str, Any], results: list[str | None], *, protocol: Protocol) -> dict[str, Any]:
+    resolution = mmsci.resolve_answer(doc, results[0], get_judge(), in_force("mmsci", protocol))
     record = mmsci.sample_record(doc, resolution)
     return {"accuracy": float(record["correct"]), "breakdown": record}
 
 
-mmsci_mcq_process_results = partial(_mcq_process_results, "default")
-mmsci_mcq_paper_process_results = partial(_mcq_process_results, "paper")
+mmsci_mcq_process_results = bind(_mcq_process_results, protocol="default")
+mmsci_mcq_paper_process_results = bind(_mcq_process_results, protocol="paper")
 
 
 def mmsci_breakdown(records: list[dict[str, Any]]) -> dict[str, Any]:
@@ -84,52 +86,34 @@ def mmsci_breakdown_group(
 # --- captioning ------------------------------------------------------------------------------------------------------
 
 
-def mmsci_caption_image_only_doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: Kwargs = None) -> str:
-    return mmsci.caption_prompt()
+def mmsci_caption_doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: Kwargs = None) -> str:
+    """The captioning prompt the task's ``prompt_variant`` names (:func:`core.mmsci.rules.task_caption_prompt`)."""
+    return mmsci.task_caption_prompt(doc, lmms_eval_specific_kwargs or {})
 
 
-def mmsci_caption_with_abstract_doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: Kwargs = None) -> str:
-    budget = int((lmms_eval_specific_kwargs or {}).get("abstract_word_budget", mmsci.ABSTRACT_WORD_BUDGET))
-    return mmsci.caption_prompt(doc["abstract"], budget)
-
-
-def _caption_messages(doc: dict[str, Any], text: str) -> list[dict[str, Any]]:
-    return [
-        {
-            "role": "user",
-            "content": [{"type": "image", "url": for_upload(doc["image"])}, {"type": "text", "text": text}],
-        }
-    ]
-
-
-def mmsci_caption_image_only_doc_to_messages(
-    doc: dict[str, Any], lmms_eval_specific_kwargs: Kwargs = None
-) -> list[dict]:
-    return _caption_messages(doc, mmsci_caption_image_only_doc_to_text(doc, lmms_eval_specific_kwargs))
-
-
-def mmsci_caption_with_abstract_doc_to_messages(
-    doc: dict[str, Any], lmms_eval_specific_kwargs: Kwargs = None
-) -> list[dict]:
-    return _caption_messages(doc, mmsci_caption_with_abstract_doc_to_text(doc, lmms_eval_specific_kwargs))
+def mmsci_caption_doc_to_messages(doc: dict[str, Any], lmms_eval_specific_kwargs: Kwargs = None) -> list[dict]:
+    text = mmsci_caption_doc_to_text(doc, lmms_eval_specific_kwargs)
+    content = [{"type": "image", "url": for_upload(doc["image"])}, {"type": "text", "text": text}]
+    return [{"role": "user", "content": content}]
 
 
 CAPTION_METRICS = mmsci_captioning.CAPTION_METRICS
 
 
 @asks_judge("at_aggregation")
-def mmsci_caption_process_results(doc: dict[str, Any], results: list[str | None]) -> dict[str, Any]:
-    record = mmsci.caption_record(doc, results[0])
+def _caption_process_results(doc: dict[str, Any], results: list[Any], *, protocol: Protocol) -> dict[str, Any]:
+    """One caption (``default``), or under ``paper`` the k sampled captions (``repeats`` + ``take_first_k``; lmms-eval
+    hands the one request's k filtered responses over as ``results``), scored with the paper setting."""
+    if protocol == "paper":
+        captions = [caption for item in results for caption in (item if isinstance(item, list | tuple) else [item])]
+        record = mmsci.caption_record(doc, captions[0], captions)
+    else:
+        record = mmsci.caption_record(doc, results[0])
     return {name: record for name in (*CAPTION_METRICS, "caption_report")}
 
 
-@asks_judge("at_aggregation")
-def mmsci_caption_paper_process_results(doc: dict[str, Any], results: list[str | None]) -> dict[str, Any]:
-    """The ``*_paper`` tasks: the k sampled captions (``repeats`` + ``take_first_k``; lmms-eval hands the one request's
-    k filtered responses over as ``results``), scored with the paper setting."""
-    captions = [caption for item in results for caption in (item if isinstance(item, list | tuple) else [item])]
-    record = mmsci.caption_record(doc, captions[0], captions)
-    return {name: record for name in (*CAPTION_METRICS, "caption_report")}
+mmsci_caption_process_results = bind(_caption_process_results, protocol="default")
+mmsci_caption_paper_process_results = bind(_caption_process_results, protocol="paper")
 
 
 def _value(name: str, records: list[dict[str, Any]]) -> float | None:

@@ -1,10 +1,12 @@
 """Plot Twist task hooks for lmms-eval: thin adapters over :mod:`scifig_tasks.core.plot_twist.rules` (prompt,
 extraction, the three accuracies, collective accuracy, breakdown).
 
-Protocols (:data:`scifig_tasks.core.plot_twist.rules.PROTOCOLS`) are task variants: the default tasks use ``api`` (the
-paper's Fig. 2 prompt); the ``*_open`` and ``*_open_pali`` tasks take their prompt and scoring hooks from
-``_open_template_yaml`` / ``_open_pali_template_yaml`` (App. B.3 prompt, every output reformatted with the authors'
-CogVLM/ChartLlama or PaLI-3 few-shot prompt). The protocol is recorded in each sample and in ``breakdown``.
+Task options (the ``default`` entry of each YAML's ``lmms_eval_specific_kwargs``, :mod:`scifig_tasks.core.task_files`):
+``protocol`` (:data:`scifig_tasks.core.plot_twist.rules.PROTOCOLS`: ``api``, the paper's Fig. 2 prompt, for the plain
+tasks; ``open`` / ``open_pali`` for the ``*_open`` / ``*_open_pali`` tasks, App. B.3 prompt with every output
+reformatted with the authors' CogVLM/ChartLlama or PaLI-3 few-shot prompt) and ``margin_rule`` (``synthetic`` |
+``chartqa``); the prompt hooks read them, the scoring hook the YAML names is bound to them
+(:mod:`scifig_tasks.core.task_options`). The protocol is recorded in each sample and in ``breakdown``.
 
 Repeated sampling: the tasks keep every response of lmms-eval's ``repeats`` (filter :class:`KeepAllResponses`), so
 ``process_results`` scores each repeat; the accuracies are means over repeats and the breakdown adds the standard
@@ -24,6 +26,7 @@ from scifig_tasks.core.images import for_upload, to_rgb
 from scifig_tasks.core.judge.client import get_judge
 from scifig_tasks.core.judged_hooks import asks_judge
 from scifig_tasks.core.plot_twist import rules as plot_twist
+from scifig_tasks.core.task_options import bind
 
 Kwargs = dict[str, Any] | None
 
@@ -92,33 +95,26 @@ def plot_twist_doc_to_visual(doc: dict[str, Any]) -> list[Image.Image]:
     return [to_rgb(doc["image"])]
 
 
-def plot_twist_doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: Kwargs = None, protocol: str = "api") -> str:
-    style = plot_twist.get_protocol(protocol).prompt
-    return plot_twist.build_prompt(doc["question"], doc.get("variant") or plot_twist.BASE, style)
+def plot_twist_doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: Kwargs = None) -> str:
+    return plot_twist.task_prompt(doc, lmms_eval_specific_kwargs or {})
 
 
-def plot_twist_doc_to_messages(
-    doc: dict[str, Any], lmms_eval_specific_kwargs: Kwargs = None, protocol: str = "api"
-) -> list[dict[str, Any]]:
-    text = plot_twist_doc_to_text(doc, lmms_eval_specific_kwargs, protocol)
+def plot_twist_doc_to_messages(doc: dict[str, Any], lmms_eval_specific_kwargs: Kwargs = None) -> list[dict[str, Any]]:
+    text = plot_twist_doc_to_text(doc, lmms_eval_specific_kwargs)
     content = [{"type": "image", "url": for_upload(doc["image"])}, {"type": "text", "text": text}]
     return [{"role": "user", "content": content}]
-
-
-plot_twist_open_doc_to_text = partial(plot_twist_doc_to_text, protocol="open")
-plot_twist_open_doc_to_messages = partial(plot_twist_doc_to_messages, protocol="open")
-plot_twist_open_pali_doc_to_text = partial(plot_twist_doc_to_text, protocol="open_pali")
-plot_twist_open_pali_doc_to_messages = partial(plot_twist_doc_to_messages, protocol="open_pali")
 
 
 # --- scoring -------------------------------------------------------------------------------------------------------
 
 
 @asks_judge("per_output")
-def _results(doc: dict[str, Any], results: list[Any], rule: plot_twist.MarginRule, protocol: str) -> dict[str, Any]:
+def _results(
+    doc: dict[str, Any], results: list[Any], *, margin_rule: plot_twist.MarginRule, protocol: str
+) -> dict[str, Any]:
     outputs = [item for result in results for item in (result if isinstance(result, list) else [result])]
     judge = get_judge()
-    scores = [plot_twist.score_output(doc, output, judge, rule, protocol) for output in outputs]
+    scores = [plot_twist.score_output(doc, output, judge, margin_rule, protocol) for output in outputs]
     record = plot_twist.sample_record(doc, scores, protocol)
     means = {key: sum(record[key]) / len(outputs) for key in plot_twist.ACCURACIES}
     per_figure = {key: record[key] for key in ("figure_id", "variant", *plot_twist.ACCURACIES)}
@@ -133,12 +129,12 @@ def _results(doc: dict[str, Any], results: list[Any], rule: plot_twist.MarginRul
     }
 
 
-plot_twist_process_results = partial(_results, rule="synthetic", protocol="api")
-plot_twist_process_results_chartqa = partial(_results, rule="chartqa", protocol="api")
-plot_twist_open_process_results = partial(_results, rule="synthetic", protocol="open")
-plot_twist_open_process_results_chartqa = partial(_results, rule="chartqa", protocol="open")
-plot_twist_open_pali_process_results = partial(_results, rule="synthetic", protocol="open_pali")
-plot_twist_open_pali_process_results_chartqa = partial(_results, rule="chartqa", protocol="open_pali")
+plot_twist_process_results = bind(_results, margin_rule="synthetic", protocol="api")
+plot_twist_process_results_chartqa = bind(_results, margin_rule="chartqa", protocol="api")
+plot_twist_open_process_results = bind(_results, margin_rule="synthetic", protocol="open")
+plot_twist_open_process_results_chartqa = bind(_results, margin_rule="chartqa", protocol="open")
+plot_twist_open_pali_process_results = bind(_results, margin_rule="synthetic", protocol="open_pali")
+plot_twist_open_pali_process_results_chartqa = bind(_results, margin_rule="chartqa", protocol="open_pali")
 
 
 def plot_twist_collective_standard(records: list[dict[str, Any]]) -> float:

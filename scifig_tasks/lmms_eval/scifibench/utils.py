@@ -1,14 +1,15 @@
 """SciFIBench task hooks for lmms-eval: thin adapters over :mod:`scifig_tasks.core.scifibench.rules` and
 :mod:`scifig_tasks.core.multiple_choice`.
 
-``lmms_eval_specific_kwargs``: ``prompt_variant`` (``standard`` | ``reasoning``), ``image_placeholder`` (written
-after each ``A)`` label of Caption→Figure for simple models that interleave images at a token, e.g. ``<image>``),
-``alignment_seed`` (which wrong option is marked in the alignment experiment).
+Task options (the ``default`` entry of each YAML's ``lmms_eval_specific_kwargs``, :mod:`scifig_tasks.core.task_files`):
+``protocol`` (``default`` | ``paper``, bound to the scoring hook the YAML names), ``prompt_variant`` (``standard`` |
+``reasoning``), ``image_placeholder`` (written after each ``A)`` label of Caption→Figure for simple models that
+interleave images at a token, e.g. ``<image>``), ``alignment`` (the alignment experiment's variant) and
+``alignment_seed`` (which wrong option it marks).
 """
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Any
 
 from PIL import Image
@@ -18,6 +19,7 @@ from scifig_tasks.core.judge.client import get_judge
 from scifig_tasks.core.judged_hooks import asks_judge
 from scifig_tasks.core.scifibench import rules as scifibench
 from scifig_tasks.core.scoring_protocol import Protocol, in_force
+from scifig_tasks.core.task_options import bind
 
 Kwargs = dict[str, Any] | None
 
@@ -33,10 +35,10 @@ def scifibench_f2c_doc_to_visual(doc: dict[str, Any]) -> list[Image.Image]:
     return [to_rgb(doc["Images"][0])]
 
 
-def _f2c_text(doc: dict[str, Any], kwargs: Kwargs, alignment: str = "baseline") -> str:
-    options, note = scifibench.augment(
-        doc["ID"], doc["Options"], doc["Answer"], alignment, int((kwargs or {}).get("alignment_seed", 0))
-    )
+def _f2c_text(doc: dict[str, Any], kwargs: Kwargs) -> str:
+    kwargs = kwargs or {}
+    alignment, seed = kwargs.get("alignment", "baseline"), int(kwargs.get("alignment_seed", 0))
+    options, note = scifibench.augment(doc["ID"], doc["Options"], doc["Answer"], alignment, seed)
     return scifibench.f2c_text(options, _variant(kwargs), note)
 
 
@@ -44,16 +46,12 @@ def scifibench_f2c_doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: K
     return _f2c_text(doc, lmms_eval_specific_kwargs)
 
 
-def _f2c_messages(doc: dict[str, Any], kwargs: Kwargs, alignment: str = "baseline") -> list[dict[str, Any]]:
-    content = [{"type": "image", "url": for_upload(doc["Images"][0])}]
-    content.append({"type": "text", "text": _f2c_text(doc, kwargs, alignment)})
-    return [{"role": "user", "content": content}]
-
-
 def scifibench_f2c_doc_to_messages(
     doc: dict[str, Any], lmms_eval_specific_kwargs: Kwargs = None
 ) -> list[dict[str, Any]]:
-    return _f2c_messages(doc, lmms_eval_specific_kwargs)
+    content = [{"type": "image", "url": for_upload(doc["Images"][0])}]
+    content.append({"type": "text", "text": _f2c_text(doc, lmms_eval_specific_kwargs)})
+    return [{"role": "user", "content": content}]
 
 
 # --- Caption -> Figure (interleaved) -------------------------------------------------------------------------------
@@ -87,14 +85,14 @@ def scifibench_c2f_doc_to_messages(
 # --- scoring ---------------------------------------------------------------------------------------------------------
 
 
-def _process_results(named: Protocol, doc: dict[str, Any], results: list[str | None]) -> dict[str, Any]:
-    resolution = scifibench.resolve_answer(doc, results[0], get_judge(), in_force("scifibench", named))
+def _process_results(doc: dict[str, Any], results: list[str | None], *, protocol: Protocol) -> dict[str, Any]:
+    resolution = scifibench.resolve_answer(doc, results[0], get_judge(), in_force("scifibench", protocol))
     record = scifibench.sample_record(doc, resolution)
     return {"accuracy": float(record["correct"]), "breakdown": record}
 
 
-scifibench_process_results = asks_judge("audited")(partial(_process_results, "default"))
-scifibench_paper_process_results = asks_judge("per_output")(partial(_process_results, "paper"))
+scifibench_process_results = asks_judge("audited")(bind(_process_results, protocol="default"))
+scifibench_paper_process_results = asks_judge("per_output")(bind(_process_results, protocol="paper"))
 
 
 def scifibench_breakdown(records: list[dict[str, Any]]) -> dict[str, Any]:
@@ -110,35 +108,25 @@ def scifibench_breakdown_group(
 # --- alignment experiment ------------------------------------------------------------------------------------------
 
 
-def _alignment_text(variant: str, doc: dict[str, Any], lmms_eval_specific_kwargs: Kwargs = None) -> str:
-    return _f2c_text(doc, lmms_eval_specific_kwargs, variant)
-
-
-def _alignment_messages(variant: str, doc: dict[str, Any], lmms_eval_specific_kwargs: Kwargs = None) -> list[dict]:
-    return _f2c_messages(doc, lmms_eval_specific_kwargs, variant)
-
-
 @asks_judge("audited")  # scores as scifibench_process_results does
-def _alignment_results(variant: str, doc: dict[str, Any], results: list[str | None]) -> dict[str, Any]:
-    scored = scifibench_process_results(doc, results)
-    return {**scored, "alignment": {"variant": variant, "correct": scored["breakdown"]["correct"]}}
+def _alignment_results(
+    doc: dict[str, Any], results: list[str | None], *, protocol: Protocol, alignment: str
+) -> dict[str, Any]:
+    scored = _process_results(doc, results, protocol=protocol)
+    return {**scored, "alignment": {"variant": alignment, "correct": scored["breakdown"]["correct"]}}
 
 
-scifibench_alignment_baseline_doc_to_text = partial(_alignment_text, "baseline")
-scifibench_alignment_baseline_doc_to_messages = partial(_alignment_messages, "baseline")
-scifibench_alignment_baseline_process_results = partial(_alignment_results, "baseline")
-scifibench_alignment_marked_true_doc_to_text = partial(_alignment_text, "marked_true")
-scifibench_alignment_marked_true_doc_to_messages = partial(_alignment_messages, "marked_true")
-scifibench_alignment_marked_true_process_results = partial(_alignment_results, "marked_true")
-scifibench_alignment_marked_true_ignore_doc_to_text = partial(_alignment_text, "marked_true_ignore")
-scifibench_alignment_marked_true_ignore_doc_to_messages = partial(_alignment_messages, "marked_true_ignore")
-scifibench_alignment_marked_true_ignore_process_results = partial(_alignment_results, "marked_true_ignore")
-scifibench_alignment_marked_false_doc_to_text = partial(_alignment_text, "marked_false")
-scifibench_alignment_marked_false_doc_to_messages = partial(_alignment_messages, "marked_false")
-scifibench_alignment_marked_false_process_results = partial(_alignment_results, "marked_false")
-scifibench_alignment_marked_false_ignore_doc_to_text = partial(_alignment_text, "marked_false_ignore")
-scifibench_alignment_marked_false_ignore_doc_to_messages = partial(_alignment_messages, "marked_false_ignore")
-scifibench_alignment_marked_false_ignore_process_results = partial(_alignment_results, "marked_false_ignore")
+scifibench_alignment_baseline_process_results = bind(_alignment_results, protocol="default", alignment="baseline")
+scifibench_alignment_marked_true_process_results = bind(_alignment_results, protocol="default", alignment="marked_true")
+scifibench_alignment_marked_true_ignore_process_results = bind(
+    _alignment_results, protocol="default", alignment="marked_true_ignore"
+)
+scifibench_alignment_marked_false_process_results = bind(
+    _alignment_results, protocol="default", alignment="marked_false"
+)
+scifibench_alignment_marked_false_ignore_process_results = bind(
+    _alignment_results, protocol="default", alignment="marked_false_ignore"
+)
 
 
 def scifibench_alignment(records: list[dict[str, Any]]) -> dict[str, Any]:
