@@ -7,18 +7,30 @@ report's reader (:func:`scifig_tasks.report.runs.load_runs`). Every later run is
 task, on the questions both answered (:mod:`scifig_tasks.report.compare`, statistics in
 :mod:`scifig_tasks.core.compare`): a table on the terminal (at most 100 columns) and, with ``--json FILE``, every
 number in a JSON file. Exit status 0 when at least one task was compared, 1 when none could be.
+
+A damaged run is refused before anything is compared (exit status 1, one line naming the file): a per-question log
+that is empty, or that cannot be read (a line cut short), while the run's results file counts its samples; a results
+file that cannot be read. The model's outputs are only in those logs, so the run has to be evaluated again (or the
+file restored from a copy); ``scifig rescore`` scores a run from its logs and cannot rebuild one. The ``--json`` file
+is written whole or not at all: into a temporary file beside it, renamed over it when complete; a write error (a full
+disk) leaves the earlier file as it was, removes the temporary one and exits 1 naming the file.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scifig_tasks.core import compare as stats
-from scifig_tasks.core.errors import CommandError
+from scifig_tasks.core.errors import CommandError, DataError
+
+if TYPE_CHECKING:
+    from scifig_tasks.report.runs import Run
 
 DESCRIPTION = """\
 Compare evaluation runs question by question: for each task, the accuracies of two runs on the questions both
@@ -57,9 +69,61 @@ def register(commands: Any) -> None:
     parser.set_defaults(handler=_command)
 
 
-def _command(args: argparse.Namespace) -> int:
-    from scifig_tasks.report.compare import compare_runs, text_table
+def _redo(label: str) -> str:
+    """What fixes a damaged run: its outputs are only in its logs, so evaluate it again (or restore the file)."""
+    return f"run the evaluation of {label} again with --log_samples, or restore the log from a copy of the run"
+
+
+def load_run(path: Path, label: str) -> Run:
+    """The one run at ``path`` with its per-question records, or a :class:`CommandError`: several runs or none with
+    records (status 2, a mistake on the command line); a damaged file, unreadable or an empty log the results file
+    counts samples of (status 1, naming the file; :func:`scifig_tasks.report.compare.empty_logs`)."""
+    from scifig_tasks.report.compare import empty_logs, unreadable_log
     from scifig_tasks.report.runs import load_runs
+
+    try:
+        found = load_runs([path])
+    except DataError as exc:
+        raise CommandError(f"{label} ({path}): {unreadable_log(exc)}", _redo(label), status=1) from None
+    if len(found) != 1:
+        models = ", ".join(run.model for run in found)
+        raise CommandError(f"{path} holds {len(found)} runs ({models})", "name one model's folder or results file")
+    damaged = empty_logs(found[0])
+    if damaged:
+        raise CommandError(f"{label} ({path}): {'; '.join(damaged.values())}", _redo(label), status=1)
+    if not found[0].samples:
+        raise CommandError(
+            f"{path} has no per-question records",
+            "run lmms-eval with --log_samples (VLMEvalKit: keep the *_scifig_records.jsonl)",
+        )
+    return found[0]
+
+
+def write_whole(path: Path, text: str) -> None:
+    """Rule: ``path`` holds all of ``text`` or is left as it was. The text goes to a temporary file beside it (same
+    folder, so the rename is atomic), flushed to disk, then renamed over ``path``; on any error the temporary file is
+    removed and a :class:`CommandError` (status 1) names ``path`` and the reason."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with temporary.open("w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+        reason = exc.strerror or str(exc)
+        raise CommandError(
+            f"could not write {path} ({reason}); it is left as it was",
+            "free disk space or give another --json FILE",
+            status=1,
+        ) from None
+
+
+def _command(args: argparse.Namespace) -> int:
+    from scifig_tasks.report.compare import compare_runs, run_label, text_table
 
     if len(args.runs) < 2:
         raise CommandError("give at least two runs to compare", "scifig compare RUN_A RUN_B")
@@ -69,24 +133,12 @@ def _command(args: argparse.Namespace) -> int:
         import statsmodels  # noqa: F401 - the exact McNemar test
     except ImportError:
         raise CommandError("statsmodels is not installed", "pip install 'scifig[report]'") from None
-    runs = []
-    for path in args.runs:
-        found = load_runs([path])
-        if len(found) != 1:
-            models = ", ".join(run.model for run in found)
-            raise CommandError(f"{path} holds {len(found)} runs ({models})", "name one model's folder or results file")
-        if not found[0].samples:
-            raise CommandError(
-                f"{path} has no per-question records",
-                "run lmms-eval with --log_samples (VLMEvalKit: keep the *_scifig_records.jsonl)",
-            )
-        runs.append(found[0])
+    runs = [load_run(path, run_label(index)) for index, path in enumerate(args.runs)]
     comparison = compare_runs(runs, args.resamples, args.seed)
     comparison.names = [f"{run.model} ({path})" for run, path in zip(runs, args.runs, strict=True)]
     print(text_table(comparison))
     if args.json is not None:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(comparison.as_json(), indent=1), encoding="utf-8")
+        write_whole(args.json, json.dumps(comparison.as_json(), indent=1))
         print(f"json: {args.json}")
     if not comparison.compared:
         print("scifig compare: no task could be compared (the reasons are above)", file=sys.stderr)

@@ -119,12 +119,15 @@ def error_line(command: str, exc: BaseException) -> tuple[str, int]:
     WHAT — TODO``. Known kinds (data, configuration, missing files, unknown names) say what to do; anything else is
     named by its type, with ``scifig --debug`` for the traceback."""
     from scifig_tasks.core.errors import ConfigError, DataError
+    from scifig_tasks.core.run_files import is_run_file
 
     prefix = f"scifig {command}" if command else "scifig"
     if isinstance(exc, CommandError):
         return f"{prefix}: {_one_line(exc.what)}{f' — {exc.todo}' if exc.todo else ''}", exc.status
     what = _one_line(str(exc)) or type(exc).__name__
-    if isinstance(exc, DataError):
+    if isinstance(exc, DataError) and is_run_file(exc.origin):
+        todo = "run the evaluation again, or restore the file from a copy of the run"
+    elif isinstance(exc, DataError):
         todo = "fix the data it names, or build it again with scifig curate"
     elif isinstance(exc, ConfigError):
         todo = "fix the file or setting it names"

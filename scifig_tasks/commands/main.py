@@ -20,6 +20,11 @@
   Before lmms-eval starts, every name of ``--tasks`` must be a task, group or tag of scifig or lmms-eval
   (:func:`scifig_tasks.commands.tasks.unknown_tasks_message`): an unknown one ends the command in one line with the
   closest name, exit status 2.
+  The output folder (:mod:`scifig_tasks.lmms_eval.output_folder`): one ``scifig eval`` at a time per
+  ``--output_path`` (a second one is refused in one line while the first runs), and a results or samples file that
+  could not be written whole (a full disk) ends the run naming it, with nothing left under its name.
+  A failure inside the run is said in one line, ``scifig eval: FAILED: ...``; lmms-eval's traceback of it only under
+  ``scifig --debug eval ...`` (:func:`tracking`).
 * ``scifig demo --out DIR`` generates a small GRAB set with the generator (``--per-task`` questions per task,
   balanced over question types and complexity), scores it through the real lmms-eval CLI with the offline
   ``scifig_chance`` model, prints the results table and writes the report of ``scifig report`` (``DIR/report/``);
@@ -79,16 +84,20 @@ catches every exception of a run, logs it and exits 0 (:mod:`scifig_tasks.lmms_e
 mechanism serves)."""
 
 
-def tracking(outcomes: list[dict[str, Any]], failures: list[str], evaluate_single: Any) -> Any:
-    """lmms-eval's ``cli_evaluate_single`` that appends its results to ``outcomes`` and its exception, or the
-    requested tasks without results, to ``failures`` (the exception is re-raised for lmms-eval to report)."""
+def tracking(outcomes: list[dict[str, Any]], failures: list[str], evaluate_single: Any, quiet: bool = False) -> Any:
+    """lmms-eval's ``cli_evaluate_single`` that appends its results to ``outcomes`` and its exception
+    (:func:`failure_text`), or the requested tasks without results, to ``failures``. The exception is re-raised for
+    lmms-eval to report (its traceback), unless ``quiet``: then the configuration ends without results, as lmms-eval
+    ends it, and nothing but scifig's one line says why."""
 
     @functools.wraps(evaluate_single)
     def tracked(args: argparse.Namespace) -> Any:
         try:
             results, samples = evaluate_single(args)
         except Exception as exc:
-            failures.append(f"{type(exc).__name__}: {exc}")
+            failures.append(failure_text(exc))
+            if quiet:
+                return None, None
             raise
         if results is not None:
             missing = _missing_tasks(args.tasks, results)
@@ -100,11 +109,24 @@ def tracking(outcomes: list[dict[str, Any]], failures: list[str], evaluate_singl
     return tracked
 
 
-def run_lmms_eval(argv: Sequence[str]) -> list[dict[str, Any]]:
+def failure_text(exc: Exception) -> str:
+    """How a failure inside a run is said after ``FAILED:``: ``what — what to do`` for a
+    :class:`~scifig_tasks.core.errors.CommandError`, ``Type: message`` for anything else."""
+    from scifig_tasks.core.errors import CommandError
+
+    if isinstance(exc, CommandError):
+        return f"{exc.what} — {exc.todo}" if exc.todo else exc.what
+    return f"{type(exc).__name__}: {exc}"
+
+
+def run_lmms_eval(argv: Sequence[str], quiet: bool = False) -> list[dict[str, Any]]:
     """Run lmms-eval's CLI in-process; return its results dicts or raise :class:`EvalFailed`. With ``--use_cache``
     the cache is scifig's (:mod:`scifig_tasks.lmms_eval.response_cache`: replies stored as they arrive, keys that
-    hold what the model is sent). The patches are checked against the installed lmms-eval before it runs: one that
+    hold what the model is sent). The results and samples files are whole or an error
+    (:func:`scifig_tasks.lmms_eval.output_folder.complete_files`); ``quiet``: lmms-eval prints no traceback of a
+    failure (:func:`tracking`). The patches are checked against the installed lmms-eval before it runs: one that
     changed raises :class:`~scifig_tasks.lmms_eval.patches.LmmsEvalVersionError` (one line)."""
+    from scifig_tasks.lmms_eval.output_folder import EVALUATION_TRACKER, complete_files
     from scifig_tasks.lmms_eval.patches import during_run
     from scifig_tasks.lmms_eval.plugin import install
 
@@ -120,7 +142,12 @@ def run_lmms_eval(argv: Sequence[str]) -> list[dict[str, Any]]:
     sys.argv = ["lmms-eval", *argv]
     try:
         with (
-            during_run({CLI_EVALUATE_SINGLE: functools.partial(tracking, outcomes, failures)}),
+            during_run(
+                {
+                    CLI_EVALUATE_SINGLE: functools.partial(tracking, outcomes, failures, quiet=quiet),
+                    EVALUATION_TRACKER: complete_files,
+                }
+            ),
             _response_cache(_cache_option(argv) is not None),
         ):
             lmms_main.cli_evaluate()
@@ -199,13 +226,14 @@ def with_default_cache(argv: Sequence[str], cache: bool = True) -> tuple[list[st
 
 def eval_command(argv: Sequence[str], debug: bool = False, cache: bool = True) -> int:
     """``scifig eval``: run lmms-eval with keys masked and model replies cached (:func:`with_default_cache`,
-    ``cache`` false for ``--no-cache``); 1 when it failed or any sample could not be judged, 2 when ``--tasks`` names
-    a task that does not exist (said before lmms-eval starts)."""
-    from scifig_tasks.commands.format import error_line
+    ``cache`` false for ``--no-cache``), holding the output folder (``run_lock`` of
+    :mod:`scifig_tasks.lmms_eval.output_folder`: a folder another run holds is refused in one line); 1 when it failed
+    or any sample could not be judged, 2 when ``--tasks`` names a task that does not exist (said before lmms-eval
+    starts). A failure inside the run is one line; lmms-eval's traceback of it only with ``debug``."""
     from scifig_tasks.commands.tasks import unknown_tasks_message
     from scifig_tasks.core.errors import CommandError
     from scifig_tasks.core.presets import PresetError
-    from scifig_tasks.lmms_eval.concurrency import with_judge_concurrency
+    from scifig_tasks.lmms_eval.output_folder import run_lock
     from scifig_tasks.lmms_eval.presets import apply_preset
 
     try:
@@ -220,14 +248,23 @@ def eval_command(argv: Sequence[str], debug: bool = False, cache: bool = True) -
         if problem is not None:
             raise CommandError(problem)
     argv, cache_line = with_default_cache(argv, cache)
-    print(cache_line, file=sys.stderr, flush=True)
+    with run_lock(_option(argv, "--output_path")):  # held until the files are written and masked
+        print(cache_line, file=sys.stderr, flush=True)
+        return _evaluate(argv, debug)
+
+
+def _evaluate(argv: list[str], debug: bool) -> int:
+    """The run of :func:`eval_command`, its arguments checked and its output folder held."""
+    from scifig_tasks.commands.format import error_line
+    from scifig_tasks.lmms_eval.concurrency import with_judge_concurrency
+
     argv, parallel_line = with_judge_concurrency(argv)  # lmms-eval's --process_docs_parallel, sized for the judge
     if parallel_line is not None:
         print(parallel_line, file=sys.stderr, flush=True)
     # the environment's keys and URL credentials, and those of URLs in the arguments (--model_args base_url=...)
     with masked_output(settings.process_secrets(command_line=argv), _option(argv, "--output_path")):
         try:
-            outcomes = run_lmms_eval(argv)
+            outcomes = run_lmms_eval(argv, quiet=not debug)
         except EvalFailed as exc:
             print(f"scifig eval: FAILED: {exc}", file=sys.stderr)
             return 1

@@ -8,13 +8,15 @@
   every file it wrote under the work dir: predictions, ``_scifig_records.jsonl``, scores, status, logs, pickles
   (VLMEvalKit logs the key of its OpenAI wrapper; a server echoing a key puts it in the model's replies); and the
   command exits non-zero when a requested dataset has no metrics (VLMEvalKit logs the failure and exits 0) or any
-  sample could not be judged (its last line counts them per task, as ``scifig eval`` does).
+  sample could not be judged (its last line counts them per task, as ``scifig eval`` does). A ``$LMUData`` folder
+  that does not exist yet is created (:func:`data_folder`): VLMEvalKit would otherwise write to ``~/LMUData``.
   Dataset names are the lmms-eval task names (:mod:`scifig_tasks.vlmeval.names`): ``--data`` also takes an lmms-eval
   group (``scifibench``: its four datasets) and the deprecated ``SciFig_*`` names (mapped, with a warning), in
   ``--data`` and in a ``--config`` file. VLMEvalKit's ``--judge`` options choose the scifig datasets' judge
   (:mod:`scifig_tasks.vlmeval.judging`).
 * ``scifig export-tsv [--data NAME ...] [--out DIR]`` writes the VLMEvalKit TSV of each dataset (default: all, into
-  VLMEvalKit's data folder ``$LMUData`` or ``~/LMUData``) from the Hub or the ``SCIFIG_*_DATA`` local data.
+  VLMEvalKit's data folder ``$LMUData``, created when missing, or ``~/LMUData``) from the Hub or the
+  ``SCIFIG_*_DATA`` local data.
 """
 
 from __future__ import annotations
@@ -25,12 +27,12 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from scifig_tasks.core import registry
-from scifig_tasks.core.errors import DataError
+from scifig_tasks.core.errors import CommandError, DataError
 from scifig_tasks.core.run_files import SCORES_SUFFIX
 from scifig_tasks.core.secrets import declared, mask_files, mask_log_records, secrets_of
 from scifig_tasks.vlmeval import names, tsv
@@ -138,6 +140,36 @@ def _with_current_names(argv: list[str], folder: Path) -> list[str]:
     return argv
 
 
+def data_folder(command: str, environ: MutableMapping[str, str] | None = None) -> Path | None:
+    """VLMEvalKit's data folder as ``$LMUData`` gives it (``~`` expanded), created when it does not exist yet, with
+    one line on stderr saying so: VLMEvalKit reads ``$LMUData`` only when it exists and otherwise writes its TSV
+    files to ``~/LMUData``. None when ``LMUData`` is not set; a path that is a file, or cannot be created, is a
+    :class:`CommandError` naming it."""
+    environ = os.environ if environ is None else environ
+    given = environ.get("LMUData")
+    if not given:
+        return None
+    folder = Path(given).expanduser()
+    if folder.exists() and not folder.is_dir():
+        raise CommandError(f"LMUData={given} is not a folder", "point LMUData at VLMEvalKit's data folder, or unset it")
+    if not folder.exists():
+        try:
+            folder.mkdir(parents=True)
+        except OSError as exc:
+            raise CommandError(
+                f"cannot create VLMEvalKit's data folder LMUData={given} ({exc.strerror or exc})",
+                "point LMUData at a folder you may write, or unset it (VLMEvalKit then uses ~/LMUData)",
+                status=1,
+            ) from None
+        print(
+            f"scifig {command}: created VLMEvalKit's data folder {folder} (LMUData): its TSV files go there",
+            file=sys.stderr,
+            flush=True,
+        )
+    environ["LMUData"] = str(folder)  # as VLMEvalKit reads it: no "~"
+    return folder
+
+
 def _judge_options(args: argparse.Namespace) -> tuple[str | None, bool]:
     """``--judge`` and whether any judge option (``--judge``, ``--judge-base-url``, ``--judge-key``) was given."""
     model = getattr(args, "judge", None)
@@ -238,6 +270,7 @@ def run_vlmeval(argv: Sequence[str]) -> dict[str, int]:
 
 
 def _vlmeval(args: argparse.Namespace) -> int:
+    data_folder("vlmeval")
     try:
         failed = run_vlmeval(args.rest)
     except VlmevalFailed as exc:
@@ -253,7 +286,7 @@ def _vlmeval(args: argparse.Namespace) -> int:
 
 def _export(args: argparse.Namespace) -> int:
     """Write the TSVs; an unknown name or data that cannot be read ends it with one line saying what to do."""
-    out = args.out or tsv.lmu_data_root()
+    out = args.out or data_folder("export-tsv") or tsv.lmu_data_root()
     wanted = names.expand(args.data) if args.data else list(names.DATASETS)
     unknown = [name for name in wanted if name not in names.DATASETS]
     if unknown:
@@ -364,5 +397,7 @@ def register(commands: Any) -> None:
         metavar="NAME",
         help=f"datasets or lmms-eval groups (default: all): {', '.join(names.DATASETS)}",
     )
-    export.add_argument("--out", type=Path, default=None, help="output folder (default: $LMUData or ~/LMUData)")
+    export.add_argument(
+        "--out", type=Path, default=None, help="output folder (default: $LMUData, created when missing, or ~/LMUData)"
+    )
     export.set_defaults(handler=_export)

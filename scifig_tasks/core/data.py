@@ -30,8 +30,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -190,15 +191,56 @@ def _load_saved(path: Path) -> datasets.Dataset:
 
 
 def _read_parquet(path: Path) -> datasets.Dataset:
-    """A local parquet file as a memory-mapped dataset, read from its Arrow copy (:func:`_arrow_copy`)."""
+    """A local parquet file as a memory-mapped dataset, read from its Arrow copy (:func:`_loaded_copy`).
+
+    Rule: the user's file is blamed (a :class:`DataError` naming it) only when it cannot be read: its metadata or
+    rows, or a copy just written from it. A copy from an earlier run that cannot be read (damaged in the cache) is
+    written again from the file, and a line on stderr says so."""
     try:
         parquet = pq.ParquetFile(str(path), buffer_size=_READ_BUFFER, pre_buffer=False)
         rows = parquet.metadata.num_rows
-        loaded = None if rows == 0 else datasets.Dataset.from_file(str(_arrow_copy(path, parquet)))
     except Exception as exc:  # pyarrow raises several types for a damaged file
-        raise DataError(str(path), None, None, f"cannot be read as parquet ({type(exc).__name__}: {exc})") from exc
-    if loaded is None:
+        raise _unreadable(path, exc) from exc
+    if rows == 0:
         raise DataError(str(path), None, None, NO_ROWS)
+    return _loaded_copy(path, parquet)
+
+
+def _unreadable(path: Path, exc: BaseException) -> DataError:
+    return DataError(str(path), None, None, f"cannot be read as parquet ({type(exc).__name__}: {exc})")
+
+
+def _loaded_copy(path: Path, parquet: pq.ParquetFile) -> datasets.Dataset:
+    """The rows of ``path`` from its Arrow copy (:func:`_arrow_copy`). A copy that exists but cannot be read
+    (truncated, overwritten, other rows or columns than the file's: :func:`_open_copy`) counts as absent: it is
+    written again (:func:`_write_arrow_copy`), said in one line on stderr."""
+    copy = _arrow_copy(path)
+    if copy.is_file():
+        try:
+            return _open_copy(copy, parquet)
+        except Exception as exc:  # pyarrow and datasets raise several types for a damaged file
+            reason = " ".join(f"{type(exc).__name__}: {exc}".split())
+            print(
+                f"scifig: the Arrow copy {copy} of {path} cannot be read ({reason}): building it again", file=sys.stderr
+            )
+    _write_arrow_copy(path, parquet, copy)
+    try:
+        return _open_copy(copy, parquet)
+    except Exception as exc:  # what the file holds cannot be loaded (e.g. features ``datasets`` does not know)
+        raise _unreadable(path, exc) from exc
+
+
+def _open_copy(copy: Path, parquet: pq.ParquetFile) -> datasets.Dataset:
+    """The Arrow copy memory-mapped, with the cheap checks that it is whole: it reads as an Arrow stream, holds the
+    file's number of rows and its columns, and its buffers are as long as its arrays need (``validate``)."""
+    loaded = datasets.Dataset.from_file(str(copy))
+    table = loaded.data.table
+    if table.num_rows != parquet.metadata.num_rows or table.schema.names != parquet.schema_arrow.names:
+        raise ValueError(
+            f"{table.num_rows} rows of {table.schema.names}, the file has {parquet.metadata.num_rows} rows of "
+            f"{parquet.schema_arrow.names}"
+        )
+    table.validate()
     return loaded
 
 
@@ -212,32 +254,49 @@ _ARROW_COPY_FORMAT = "1"
 """The layout of the Arrow copies: changing it makes every parquet file be copied again."""
 
 
-def _arrow_copy(path: Path, parquet: pq.ParquetFile) -> Path:
-    """The Arrow copy of a local parquet file -- what ``Dataset.from_parquet`` builds, in the same format -- written
-    once while the file is unchanged (its path, size and modification time name the copy) into
-    ``<datasets cache>/scifig_parquet/``, a few rows at a time, so that memory stays flat however large the file.
+def _arrow_copy(path: Path) -> Path:
+    """Where the Arrow copy of the local parquet file ``path`` is kept: ``<datasets cache>/scifig_parquet/``, named by
+    the file's path, size, modification time and content digest
+    (:func:`scifig_tasks.core.validated.files_identity`), so each version of the file has its own copy -- also a
+    rewrite of the same size whose modification time was set back."""
+    identity = json.dumps({"files": validated.files_identity([path]), "format": _ARROW_COPY_FORMAT}, sort_keys=True)
+    folder = Path(datasets.config.HF_DATASETS_CACHE) / "scifig_parquet"
+    return folder / f"{hashlib.blake2b(identity.encode(), digest_size=20).hexdigest()}.arrow"
+
+
+def _write_arrow_copy(path: Path, parquet: pq.ParquetFile, copy: Path) -> None:
+    """Write ``copy``, the Arrow copy of a local parquet file -- what ``Dataset.from_parquet`` builds, in the same
+    format -- a few rows at a time, so that memory stays flat however large the file.
 
     Rule: ``from_parquet`` scans whole row groups and keeps what it read until the scan ends (pyarrow evicts
     pre-buffered reads only when the reader closes, apache/arrow#39808; its reader threads keep freed memory), so
     converting a file of large images held about twice the file's size at its peak (GRAB, 2,000 figures of 330 kB:
     +1.2 GB). Here the file is read through a :data:`_READ_BUFFER` buffered stream, :func:`_batch_rows` rows at a
-    time, on the calling thread. The copy appears whole or not at all (written aside, then renamed), also when
-    several runs copy the same file at once."""
-    identity = json.dumps({"files": validated.files_identity([path]), "format": _ARROW_COPY_FORMAT}, sort_keys=True)
-    folder = Path(datasets.config.HF_DATASETS_CACHE) / "scifig_parquet"
-    copy = folder / f"{hashlib.blake2b(identity.encode(), digest_size=20).hexdigest()}.arrow"
-    if copy.is_file():
-        return copy
-    folder.mkdir(parents=True, exist_ok=True)
-    partial = folder / f"{copy.name}.{os.getpid()}.{threading.get_ident()}.partial"
+    time, on the calling thread. The copy appears whole or not at all (written aside, then renamed over any older
+    one), also when several runs copy the same file at once. Rows that cannot be read blame the file
+    (:func:`_batches`); a copy that cannot be written raises the ``OSError``."""
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    partial = copy.parent / f"{copy.name}.{os.getpid()}.{threading.get_ident()}.partial"
     try:
         with pa.OSFile(str(partial), "wb") as sink, pa.ipc.new_stream(sink, parquet.schema_arrow) as writer:
-            for batch in parquet.iter_batches(batch_size=_batch_rows(parquet.metadata), use_threads=False):
+            for batch in _batches(path, parquet):
                 writer.write_batch(batch)
         os.replace(partial, copy)
     finally:
         partial.unlink(missing_ok=True)
-    return copy
+
+
+def _batches(path: Path, parquet: pq.ParquetFile) -> Iterator[pa.RecordBatch]:
+    """The rows of ``parquet`` in batches of :func:`_batch_rows`; a batch that cannot be read blames the file."""
+    batches = parquet.iter_batches(batch_size=_batch_rows(parquet.metadata), use_threads=False)
+    while True:
+        try:
+            batch = next(batches)
+        except StopIteration:
+            return
+        except Exception as exc:  # pyarrow raises several types for a damaged file
+            raise _unreadable(path, exc) from exc
+        yield batch
 
 
 def _batch_rows(metadata: pq.FileMetaData) -> int:

@@ -2,7 +2,8 @@
 
 The SciFIBench paper (App. B, "Automatic evaluation") parses every output with an LLM using :data:`JUDGE_PROMPT`.
 scifig reads the letter by the small grammar below whenever the output commits to one option, and asks the judge
-(same prompt) only for the outputs the grammar refuses; an output still unresolved counts wrong and is flagged.
+(same prompt) only for the outputs the grammar refuses; an output still unresolved counts wrong and is flagged. The
+judge's reply counts only when it is a letter alone or the prompt's "None" (:func:`judge_reply_readable`).
 Each paper's own procedure is one switch away (the ``_paper`` tasks, :mod:`scifig_tasks.core.multiple_choice_paper`).
 
 Reading. Reasoning is dropped (everything up to the last ``</think>``; an unclosed ``<think>`` to the next
@@ -883,12 +884,20 @@ def parse_judge_reply(reply: str | None, n_options: int) -> str | None:
 
 
 _PROTOCOL_NONE = re.compile(r"[\W_]*none[\W_]*", re.IGNORECASE)
+_LETTER_ALONE = re.compile(r"\s*[\"'`*_(\[]{0,4}(?-i:(?P<letter>[A-Z]))[\"'`*_)\]]{0,4}\.?\s*")
+"""A letter alone, in the wrapping the parsing grammar reads as markup: quotes, brackets, ``**``, a final period."""
 
 
 def judge_reply_readable(reply: str, n_options: int) -> bool:
-    """Whether a judge reply answers the parsing prompt: it names a letter, or it is the prompt's "None" (no answer
-    found). Anything else ("N/A", unrelated text, an empty reply) is not an answer: asked again, never cached."""
-    return bool(_PROTOCOL_NONE.fullmatch(reply)) or parse_judge_reply(reply, n_options) is not None
+    """Whether a judge reply answers the parsing prompt ("Return only the letter of the answer. If no answer is
+    found, return None."): one of the options' letters alone (``B``, `` C)``, ``(B)``, ``**B**``, ``B.``), or the
+    prompt's "None". Anything else is not an answer -- "N/A", a sentence (``Answer: B``, ``The answer is B``), an
+    error text (``E: upstream overloaded``, ``Error 503``), a refusal (``I'm sorry, I can't help`` is no letter I), an
+    HTML page, an empty reply: asked again, never cached."""
+    if _PROTOCOL_NONE.fullmatch(reply):
+        return True
+    alone = _LETTER_ALONE.fullmatch(reply)
+    return alone is not None and ord(alone.group("letter")) - ord("A") < n_options
 
 
 JudgeUse = Literal["not_used", "judged", "judge_failed"]

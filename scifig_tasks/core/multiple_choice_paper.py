@@ -7,7 +7,8 @@
 * MMSci (authors' ``mmsci-exps/print_result.py``): an output that is exactly a label ``A``–``Z`` is the answer; every
   other output goes to gpt-4o-mini (their ``openai_chat_completion`` defaults: temperature 0.7, 1,024 tokens) with
   their system and user messages, the question with its option lines included; their ``rule_based_answer`` then reads
-  the reply. An answer that yields no label is dropped from the paper's denominator (unresolved here).
+  the reply. An answer that yields no label is dropped from the paper's denominator (unresolved here); a reply that is
+  plainly no answer (an error text, an HTML page, a refusal) is asked again, then ``judge_failed``.
 
 Outputs with nothing to read (empty, request failed) are never sent: their paper parse could only be "None".
 """
@@ -18,8 +19,13 @@ import string
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from scifig_tasks.core.judge.replies import has_text
-from scifig_tasks.core.multiple_choice import JUDGE_MAX_TOKENS, Resolution, judge_prompt, judge_reply_readable
+from scifig_tasks.core.judge.replies import says_something
+from scifig_tasks.core.multiple_choice import (
+    JUDGE_MAX_TOKENS,
+    Resolution,
+    judge_prompt,
+    judge_reply_readable,
+)
 from scifig_tasks.core.raw_outputs import output_status
 
 if TYPE_CHECKING:
@@ -109,7 +115,7 @@ def resolve_mmsci(output: str | None, question: str, judge: JudgeClient | None) 
         system=MMSCI_JUDGE_SYSTEM,
         temperature=MMSCI_JUDGE_TEMPERATURE,
         max_tokens=MMSCI_JUDGE_MAX_TOKENS,
-        accept=has_text,  # the authors' reader decides: a reply naming no label is dropped from their denominator
+        accept=says_something,  # the authors' reader decides what a real reply says
     )
     if result.status != "judged":
         return Resolution(None, "unresolved", "judge failed", protocol="paper")

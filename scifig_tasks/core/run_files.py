@@ -1,7 +1,10 @@
 """The files a run leaves, the one record of their names and how they are read back.
 
 * lmms-eval: ``<output_path>/<model>/<date>_results.json`` (:data:`RESULTS_SUFFIX`; the metrics under ``results``)
-  and, with ``--log_samples``, ``<date>_samples_<task>.jsonl`` beside it.
+  and, with ``--log_samples``, ``<date>_samples_<task>.jsonl`` beside it (:func:`results_file_name`,
+  :func:`samples_file_name`; ``<date>`` has a resolution of one second, so two runs started in the same second on one
+  folder would write the same names: ``scifig eval`` runs one at a time per folder,
+  :mod:`scifig_tasks.lmms_eval.output_folder`).
 * VLMEvalKit, this package's datasets: ``<prediction file stem>_scifig_scores.json`` (:data:`SCORES_SUFFIX`; the
   dataset, metrics, breakdown, task version, judge and environment block) and ``..._scifig_records.jsonl``
   (:data:`RECORDS_SUFFIX`; one scored record per question, with the reply).
@@ -14,6 +17,7 @@ the file (and the line of a JSON-lines file).
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +26,33 @@ from scifig_tasks.core.errors import DataError
 RESULTS_SUFFIX = "_results.json"
 SCORES_SUFFIX = "_scifig_scores.json"
 RECORDS_SUFFIX = "_scifig_records.jsonl"
+
+
+def results_file_name(datetime_str: str) -> str:
+    """The name lmms-eval gives a run's results file: ``<date>_results.json``, ``<date>`` being the run's datetime
+    string with ``:`` replaced by ``-`` (lmms-eval's ``EvaluationTracker.date_id``)."""
+    return f"{datetime_str.replace(':', '-')}{RESULTS_SUFFIX}"
+
+
+def samples_file_name(date_id: str, task: str) -> str:
+    """The name lmms-eval gives a task's samples file: ``<date>_samples_<task>.jsonl``, beside the results file."""
+    return f"{date_id}_samples_{task}.jsonl"
+
+
+_RUN_FILE = re.compile(
+    "(?:"
+    + "|".join(
+        [re.escape(RESULTS_SUFFIX), r"_samples_[^/\\]+\.jsonl", re.escape(SCORES_SUFFIX), re.escape(RECORDS_SUFFIX)]
+    )
+    + ")$"
+)
+
+
+def is_run_file(origin: str) -> bool:
+    """Whether ``origin`` (a path, as a :class:`DataError` names it) is a file a run wrote -- a results, samples,
+    scores or records file -- rather than data: damage there is fixed by running the evaluation again or restoring
+    the file, not by rebuilding the data."""
+    return _RUN_FILE.search(origin) is not None
 
 
 def read_results(path: Path) -> dict[str, Any]:

@@ -13,6 +13,9 @@ Rule: a secret is
   (``https://TOKEN@host``) holds a token, so the user counts. Labelled ``<NAME credentials>`` (the variable's name),
   ``<url credentials>`` for a command-line value.
 
+* the value a command-line value assigns to a key-like name (``--model_args ...,api_key=VALUE``: a name ending in
+  ``key``, ``token``, ``secret`` or ``password``), labelled ``<secret>``.
+
 Values shorter than 8 characters are not secrets (they would mask ordinary words). Masking replaces every secret by
 its label, longest first, in everything printed through ``sys.stdout`` / ``sys.stderr`` and every log record while a
 run lasts, in every string of a record before it is written (:func:`mask_value`) and in the files a run wrote
@@ -20,6 +23,13 @@ run lasts, in every string of a record before it is written (:func:`mask_value`)
 member by member). A command :func:`declared` its command line's secrets while it runs, so a writer that sees only
 the environment (the judge cache) masks them too. Output that bypasses Python's streams (native code, child
 processes) is not filtered.
+
+What goes to the LLM judge is also masked by shape (:func:`mask_credentials`), since a model's output may hold a
+credential this process never knew (a server that echoes it, a log read back by ``scifig rescore``): the credentials
+of a URL (``scheme://user:password@``, ``scheme://TOKEN@``), the token after ``Basic`` / ``Bearer`` or an
+``Authorization:`` header (a Basic credential, or letters and digits mixed), the value of ``api_key=`` / ``key=`` /
+``token=`` / ``secret=`` / ``password=`` and keys shaped as ``sk-...`` or ``hf_...``. Only the credential is replaced
+(by ``<credential>``): the text around it, an answer included, is kept.
 """
 
 from __future__ import annotations
@@ -48,6 +58,17 @@ UNNAMED = "<secret>"
 UNNAMED_URL = "<url credentials>"
 URL_USERINFO = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://([^\s/?#\"'<>,]*)@")
 """``scheme://USERINFO@``: the userinfo ends at the netloc's last ``@`` (as ``urllib.parse.urlsplit`` reads it)."""
+ASSIGNED_KEY = re.compile(r"(?i)\b(\w*(?:key|token|secret|password))=([^\s,;&\"'<>]+)")
+"""``NAME=VALUE`` for a key-like name (``api_key=``, ``key=``, ``hf_token=``): the value ends at a comma (an argument
+list), whitespace or a quote."""
+CREDENTIAL = "<credential>"
+"""What :func:`mask_credentials` writes in place of a credential found by its shape."""
+SCHEME_TOKEN = re.compile(r"(?i)\b(?:basic|bearer)\s+([A-Za-z0-9+/=._~-]+)")
+"""The token of an HTTP ``Basic`` / ``Bearer`` credential, as an ``Authorization`` header holds it."""
+AUTHORIZATION = re.compile(r"(?i)\bauthorization[\"']?\s*[:=]\s*[\"']?([^\s\"',;<>]+)")
+"""An ``Authorization`` header (or argument) whose value is the token itself (no scheme)."""
+KEY_SHAPED = re.compile(r"(?<![\w-])(?:sk-(?=[\w-]*\d)[\w-]{16,}|hf_[A-Za-z0-9]{30,})")
+"""Keys recognised by their prefix: OpenAI-style ``sk-...`` (with a digit) and Hugging Face ``hf_...`` tokens."""
 
 
 def url_credentials(value: str) -> list[str]:
@@ -62,15 +83,22 @@ def url_credentials(value: str) -> list[str]:
     return found
 
 
+def assigned_keys(value: str) -> list[str]:
+    """The values ``value`` assigns to key-like names (``api_key=...``, ``token=...`` in ``--model_args``)."""
+    return [match.group(2) for match in ASSIGNED_KEY.finditer(value)]
+
+
 def secrets_of(
     environ: Mapping[str, str], extra: Iterable[str] = (), command_line: Iterable[str] = ()
 ) -> dict[str, str]:
     """``secret -> label`` for the environment's secrets (named keys and URL credentials), the ``extra`` values
-    (keys named elsewhere), the URL credentials in the ``command_line`` values and the secrets :func:`declared` by
-    the running command, longest first (so a secret that contains another is masked whole). A value found twice
-    keeps the most precise label (a variable's name)."""
+    (keys named elsewhere), the URL credentials and key assignments (:func:`assigned_keys`) in the ``command_line``
+    values and the secrets :func:`declared` by the running command, longest first (so a secret that contains another
+    is masked whole). A value found twice keeps the most precise label (a variable's name)."""
+    command_line = list(command_line)
     found = dict(_declared)
     found |= {secret: UNNAMED_URL for value in command_line for secret in url_credentials(value)}
+    found |= {secret: UNNAMED for value in command_line for secret in assigned_keys(value)}
     found |= {value: UNNAMED for value in extra}
     for name, value in sorted(environ.items()):
         found |= {secret: f"<{name} credentials>" for secret in url_credentials(value)}
@@ -103,6 +131,48 @@ def mask(text: str, secrets: Mapping[str, str]) -> str:
     for secret, label in secrets.items():
         text = text.replace(secret, label)
     return text
+
+
+def mask_credentials(text: str, secrets: Mapping[str, str] | None = None) -> str:
+    """``text`` with every secret replaced by its label (:func:`mask`), then every credential recognised by its shape
+    (see the module's docstring) replaced by :data:`CREDENTIAL`; the text around each is kept as it is."""
+    text = mask(text, secrets or {})
+    text = URL_USERINFO.sub(lambda match: _masked_group(match, _userinfo_shaped), text)
+    text = SCHEME_TOKEN.sub(lambda match: _masked_group(match, _token_shaped), text)
+    text = AUTHORIZATION.sub(lambda match: _masked_group(match, _token_shaped), text)
+    text = ASSIGNED_KEY.sub(lambda match: _masked_group(match, _long_enough, group=2), text)
+    return KEY_SHAPED.sub(CREDENTIAL, text)
+
+
+def _masked_group(match: re.Match[str], shaped: Callable[[str], bool], group: int = 1) -> str:
+    """The text of ``match`` with its ``group`` replaced by :data:`CREDENTIAL` when ``shaped`` says it is one."""
+    if not shaped(match.group(group)):
+        return match.group(0)
+    start, end = match.start(group) - match.start(0), match.end(group) - match.start(0)
+    return match.group(0)[:start] + CREDENTIAL + match.group(0)[end:]
+
+
+def _long_enough(value: str) -> bool:
+    return len(value) >= MIN_SECRET_CHARS
+
+
+def _userinfo_shaped(userinfo: str) -> bool:
+    """A URL's userinfo is a credential when it holds a password, or is a user long enough to be a token."""
+    return ":" in userinfo or _long_enough(userinfo)
+
+
+def _token_shaped(token: str) -> bool:
+    """A token is a credential when it is an HTTP Basic credential (base64 of ``user:password``) or a long run of
+    letters and digits mixed (an ordinary word after "Basic" or "Bearer" has no digit)."""
+    if not _long_enough(token):
+        return False
+    try:
+        decoded = base64.b64decode(token, validate=True).decode()
+    except ValueError:  # binascii.Error and UnicodeDecodeError are ValueErrors
+        decoded = ""
+    if ":" in decoded and decoded.isprintable():
+        return True
+    return any(char.isdigit() for char in token) and any(char.isalpha() for char in token)
 
 
 def mask_value(value: Any, secrets: Mapping[str, str]) -> Any:
@@ -190,7 +260,8 @@ def mask_file(path: Path, secrets: Mapping[str, str]) -> bool:
         value = mask_value(pickle.loads(data), secrets)
         _replace(path, lambda handle: pickle.dump(value, handle))
         return True
-    path.write_bytes(_mask_bytes(data, secrets))
+    masked = _mask_bytes(data, secrets)
+    _replace(path, lambda handle: handle.write(masked))  # a full disk leaves the file as it was, not cut
     return True
 
 

@@ -619,9 +619,10 @@ def current() -> Settings:
 
 
 def process_secrets(extra: Iterable[str] = (), command_line: Iterable[str] = ()) -> dict[str, str]:
-    """``secret -> label`` for every secret in the process environment, plus ``extra`` and the URL credentials of
-    ``command_line`` (:func:`scifig_tasks.core.secrets.secrets_of`): all variables, not only the ones scifig reads,
-    so that a key scifig never uses is still masked in whatever it writes (results, caches, logs)."""
+    """``secret -> label`` for every secret in the process environment, plus ``extra`` and the URL credentials and
+    key assignments (``--model_args ...,api_key=VALUE``) of ``command_line``
+    (:func:`scifig_tasks.core.secrets.secrets_of`): all variables, not only the ones scifig reads, so that a key
+    scifig never uses is still masked in whatever it writes or prints (results, caches, logs, the terminal)."""
     from scifig_tasks.core.secrets import secrets_of
 
     return secrets_of(os.environ, extra, command_line)

@@ -4,15 +4,21 @@ A split that passed :func:`scifig_tasks.core.validation.validate` gets a record,
 ``<datasets cache>/scifig_validated/`` (the folder where ``datasets`` keeps its Arrow copies of the same data). The
 record's name is a digest of everything the verdict depends on:
 
-* the files the rows come from, each with its size and modification time in nanoseconds: the local parquet or
-  ``save_to_disk`` files, or the Arrow files ``datasets`` cached for a Hub dataset (and the dataset's fingerprint);
+* the files the rows come from, each with its size, modification time in nanoseconds and, for local data, a digest
+  of its content (:func:`content_digest`): the local parquet or ``save_to_disk`` files, or the Arrow files
+  ``datasets`` cached for a Hub dataset (and the dataset's fingerprint, which names their content);
 * the benchmark, the split, the columns checked and the names of the rules checking them;
 * the validator's version: a digest of the source of every module in ``scifig_tasks/core`` (where the checks and
   the schemas live), so a release that changes any check sees no old record.
 
-A later run, or ``scifig rescore``, of unchanged data therefore reads no image to check it. A changed file, a
-different scifig, or data whose image cells name files (those files are read at load and are not in the key) is
-checked again. Only passes are recorded: bad data stops every run with its file, row and column.
+A later run, or ``scifig rescore``, of unchanged data therefore reads no image to check it. A changed file (also one
+rewritten to the same size with its modification time set back), a different scifig, or data whose image cells name
+files (those files are read at load and are not in the key) is checked again. Only passes are recorded: bad data
+stops every run with its file, row and column.
+
+A file's content digest is computed once per version of the file (:func:`content_digest`: device, inode, size,
+modification and change times), and remembered in ``<datasets cache>/scifig_digests/``: hashing reads the whole file
+once (blake2b, about 1 GB/s), a later run of the same version only reads its ``stat``.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import hashlib
 import json
 import os
 import tempfile
+import time
 from collections.abc import Iterable, Sequence
 from functools import cache
 from pathlib import Path
@@ -41,26 +48,101 @@ def validator_version() -> str:
     return digest.hexdigest()
 
 
-def files_identity(paths: Iterable[Path]) -> list[list[Any]]:
-    """Each file under ``paths`` (a file, or every file below a folder) with its size and modification time (ns)."""
+def files_identity(paths: Iterable[Path], content: bool = True) -> list[list[Any]]:
+    """Each file under ``paths`` (a file, or every file below a folder) with its size, modification time (ns) and,
+    when ``content``, the digest of its bytes (:func:`content_digest`): a rewrite that keeps the size and sets the
+    modification time back still changes the identity."""
     found: list[list[Any]] = []
     for path in paths:
         files = [path] if path.is_file() else sorted(file for file in path.rglob("*") if file.is_file())
         for file in files:
             stat = file.stat()
-            found.append([str(file.resolve()), stat.st_size, stat.st_mtime_ns])
+            entry: list[Any] = [str(file.resolve()), stat.st_size, stat.st_mtime_ns]
+            found.append([*entry, content_digest(file)] if content else entry)
     return found
 
 
+_SETTLED_NS = 2 * 10**9
+"""How old a file's change time must be for its digest to be remembered: a file system that keeps coarse times (a
+second, two on FAT) could give a rewrite within that time the same ``stat``, so such a file is hashed again."""
+
+_HASH_CHUNK = 2**20
+"""Bytes read at a time when hashing a file."""
+
+_DIGESTS: dict[tuple[str, tuple[int, ...]], str] = {}
+"""The digests computed or read in this process, by path and version."""
+
+
+def _version(stat: os.stat_result) -> tuple[int, ...]:
+    """What changes whenever a file's bytes may have: device, inode, size, modification time and change time (ns).
+    The change time is set by the kernel on every write and every ``utime``, and no call sets it back."""
+    return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+
+
+def content_digest(file: Path) -> str:
+    """The blake2b digest of ``file``'s bytes (hex, 40 characters), computed once per version of the file
+    (:func:`_version`) and remembered in this process and in ``<datasets cache>/scifig_digests/`` -- but only for a
+    version whose change time is :data:`_SETTLED_NS` old and that did not change while it was read."""
+    resolved = str(file.resolve())
+    version = _version(file.stat())
+    known = _DIGESTS.get((resolved, version)) or _remembered(resolved, version)
+    if known is not None:
+        _DIGESTS[resolved, version] = known
+        return known
+    digest = hashlib.blake2b(digest_size=20)
+    buffer = bytearray(_HASH_CHUNK)
+    view = memoryview(buffer)
+    with open(file, "rb") as handle:
+        before = _version(os.fstat(handle.fileno()))
+        while read := handle.readinto(buffer):
+            digest.update(view[:read])
+        after = _version(os.fstat(handle.fileno()))
+    found = digest.hexdigest()
+    if before == after and time.time_ns() - before[-1] >= _SETTLED_NS:
+        _DIGESTS[resolved, before] = found
+        _remember(resolved, before, found)
+    return found
+
+
+def _digest_file(resolved: str) -> Path:
+    name = hashlib.blake2b(resolved.encode(), digest_size=20).hexdigest()
+    return Path(datasets.config.HF_DATASETS_CACHE) / "scifig_digests" / f"{name}.json"
+
+
+def _remembered(resolved: str, version: tuple[int, ...]) -> str | None:
+    """The digest remembered for this version of the file, if any (an unreadable memo is no memo)."""
+    try:
+        memo = json.loads(_digest_file(resolved).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(memo, dict) or memo.get("path") != resolved or memo.get("version") != list(version):
+        return None
+    digest = memo.get("digest")
+    return digest if isinstance(digest, str) else None
+
+
+def _remember(resolved: str, version: tuple[int, ...], digest: str) -> None:
+    """Remember a version's digest for later runs; a cache folder that cannot be written only costs a hash."""
+    path = _digest_file(resolved)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".partial", delete=False, encoding="utf-8") as f:
+            json.dump({"path": resolved, "version": list(version), "digest": digest}, f)
+        os.replace(f.name, path)
+    except OSError:
+        return
+
+
 def record_key(benchmark: str, split: str, checks: Sequence[str], dataset: datasets.Dataset, local: Path | None) -> str:
-    """The record name of a split: the data's files (``local``, else the Arrow files of the loaded ``dataset``), the
-    benchmark, split, the checks applied (columns and the names of their rules) and the validator's version."""
+    """The record name of a split: the data's files (``local``, with their content digests, else the Arrow files of
+    the loaded ``dataset``, which its fingerprint names), the benchmark, split, the checks applied (columns and the
+    names of their rules) and the validator's version."""
     cached = [Path(entry["filename"]) for entry in dataset.cache_files]
     identity = {
         "benchmark": benchmark,
         "split": split,
         "checks": list(checks),
-        "files": files_identity([local] if local is not None else cached),
+        "files": files_identity([local]) if local is not None else files_identity(cached, content=False),
         "fingerprint": None if local is not None else dataset._fingerprint,
         "validator": validator_version(),
     }

@@ -162,10 +162,27 @@ PATCHES: tuple[Patch, ...] = (
         "lmms_eval.__main__.cli_evaluate_single",
         {"": ("args",)},
         "during scifig eval: records each configuration's exception or results, so that scifig eval exits 1 "
-        "naming the error (lmms-eval's CLI logs it and exits 0)",
-        "cli_evaluate catches every exception of a run (re-raised only under --verbosity DEBUG) and returns None; "
-        "the results files hold no failure and none is written without --output_path",
+        "naming the error (lmms-eval's CLI logs it and exits 0); without scifig --debug the exception ends the "
+        "configuration there (no results, as lmms-eval ends it), so that lmms-eval prints no traceback and no "
+        "--verbosity=DEBUG advice before scifig's one line",
+        "cli_evaluate catches every exception of a run (re-raised only under --verbosity DEBUG), prints its "
+        "traceback and returns None; the results files hold no failure and none is written without --output_path",
         scope="run",
+    ),
+    Patch(
+        "lmms_eval.__main__.EvaluationTracker",
+        {
+            "save_results_aggregated": ("self", "results", "samples", "datetime_str"),
+            "save_results_samples": ("self", "task_name", "samples"),
+        },
+        "during scifig eval: a subclass whose results and samples files are written into a staging folder, checked "
+        "and renamed into place, and whose file that could not be written whole ends the run naming it "
+        "(scifig_tasks.lmms_eval.output_folder; relies on the attributes output_path, date_id and "
+        "general_config_tracker.model_name_sanitized)",
+        "EvaluationTracker catches a failed write (a full disk), logs it and goes on, leaving a 0-byte or cut file "
+        "and exit status 0; the CLI builds the tracker itself and the writing has no hook",
+        scope="run",
+        signature_checked=(),  # the 0.7, 0.7.1 and 0.7.2 wheels were not at hand when this patch was added
     ),
     Patch(
         "lmms_eval.evaluator.ResponseCache",

@@ -38,6 +38,11 @@ Rules implemented (:class:`ScifigResponseCache`, the class ``scifig eval`` gives
   before they are written and the model's arguments are kept only as a hash.
 * Sampled requests (temperature above 0, ``do_sample``, several sequences: the ``_paper`` captioning tasks) are not
   cached, as in lmms-eval: a rerun asks them again.
+* A cache that cannot be used stops the run before any model request, in one line naming the file or folder, what is
+  wrong and what to do (:func:`check_cache_folder`, :class:`ReplyCacheError`): a damaged SQLite file (truncated,
+  overwritten; lmms-eval would skip it with a warning, or read what it can, and fail when it merges the run at the
+  end) or a file or folder that cannot be written (lmms-eval fails at the end, after every model request). A damaged
+  cache is never read in part.
 """
 
 from __future__ import annotations
@@ -45,12 +50,16 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import sqlite3
+import tempfile
 from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from lmms_eval.caching.response_cache import (
     ResponseCache,
     _extract_content_hash,
+    _resolve_cache_run_id,
     compute_cache_key,
     extract_gen_kwargs,
     is_deterministic,
@@ -58,6 +67,7 @@ from lmms_eval.caching.response_cache import (
 from loguru import logger
 
 from scifig_tasks.core import settings
+from scifig_tasks.core.errors import CommandError
 from scifig_tasks.core.secrets import mask
 
 RUN_ID = "scifig"
@@ -133,6 +143,85 @@ def _copies(requests: Sequence[Any]) -> list[int]:
     return numbers
 
 
+CACHE_REMEDY = "run with --no-cache, or give --use_cache another folder"
+"""What a run can do about a cache it cannot use, besides repairing it."""
+
+
+class ReplyCacheError(CommandError):
+    """A reply cache that cannot be used: one line, ``the model-reply cache PATH PROBLEM — TODO`` (exit status 1),
+    also as the exception's text (lmms-eval reports the exceptions of a run by their text)."""
+
+    def __init__(self, path: Path | str, problem: str, todo: str) -> None:
+        super().__init__(f"the model-reply cache {path} {' '.join(problem.split())}", todo, status=1)
+
+    def __str__(self) -> str:
+        return f"{self.what} — {self.todo}"
+
+
+def _damaged(path: Path, reason: str) -> ReplyCacheError:
+    return ReplyCacheError(
+        path, f"is damaged ({reason})", f"move it aside (its replies are asked again) or {CACHE_REMEDY}"
+    )
+
+
+def _read_only(path: Path, exc: OSError) -> ReplyCacheError:
+    return ReplyCacheError(
+        path, f"cannot be written ({type(exc).__name__}: {exc.strerror or exc})", f"make it writable, or {CACHE_REMEDY}"
+    )
+
+
+def _check_folder_writable(folder: Path) -> None:
+    """Raise :class:`ReplyCacheError` when no file can be created in ``folder`` (lmms-eval writes its SQLite files,
+    their journals and its log there)."""
+    try:
+        with tempfile.TemporaryFile(dir=folder, prefix=".scifig-write-check"):
+            pass
+    except OSError as exc:
+        raise _read_only(folder, exc) from exc
+
+
+def _check_database(path: Path) -> None:
+    """Raise :class:`ReplyCacheError` when the SQLite file ``path`` cannot be written or fails SQLite's
+    ``quick_check`` (truncated, overwritten), or holds no ``responses`` table although it is not empty."""
+    try:
+        with open(path, "r+b"):
+            pass
+    except OSError as exc:
+        raise _read_only(path, exc) from exc
+    try:
+        connection = sqlite3.connect(path, timeout=30)
+        try:
+            verdict = [row[0] for row in connection.execute("PRAGMA quick_check").fetchall()]
+            tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        finally:
+            connection.close()
+    except sqlite3.DatabaseError as exc:
+        raise _damaged(path, f"{type(exc).__name__}: {exc}") from exc
+    if verdict != ["ok"]:
+        raise _damaged(path, f"SQLite quick_check: {verdict[0] if verdict else 'no answer'}")
+    if "responses" not in tables and path.stat().st_size > 0:
+        raise _damaged(path, "no responses table")
+
+
+def check_cache_folder(cache_root: Path, run_id: str) -> None:
+    """Raise :class:`ReplyCacheError` unless lmms-eval can use the cache ``cache_root`` for run ``run_id``: its
+    folders (the cache's, ``runs/`` and the run's) can be written, and its SQLite files (``cache.db``, the run's and
+    the unmerged runs' ``rank_*.db``, merged at the end) can be written and are whole. Missing ones are created
+    later."""
+    runs = cache_root / "runs"
+    for folder in (cache_root, runs, runs / run_id):
+        if folder.is_dir():
+            _check_folder_writable(folder)
+    databases = [cache_root / "cache.db"]
+    if runs.is_dir():
+        for run in sorted(runs.iterdir()):
+            if run.is_dir() and (run.name == run_id or not (run / ".merged").exists()):
+                databases += sorted(run.glob("rank_*.db"))
+    for database in databases:
+        if database.exists():
+            _check_database(database)
+
+
 class ScifigResponseCache(ResponseCache):
     """lmms-eval's :class:`ResponseCache` with the rules of this module (replies stored as they arrive, keys that
     hold what the model is sent, no failures stored, nothing secret in clear)."""
@@ -142,8 +231,17 @@ class ScifigResponseCache(ResponseCache):
 
     @classmethod
     def create(cls, cache_root: str, **kwargs: Any) -> ScifigResponseCache:
-        """lmms-eval's ``create``; the secrets to mask and the endpoint are read from the environment."""
-        cache = super().create(cache_root, **kwargs)
+        """lmms-eval's ``create``, once the cache was found usable (:func:`check_cache_folder`, before any model
+        request); the secrets to mask and the endpoint are read from the environment."""
+        root = Path(os.path.abspath(cache_root))  # lmms-eval's reading of --use_cache: a folder, or a file in it
+        root = root.parent if cache_root.endswith(".db") else root
+        check_cache_folder(root, _resolve_cache_run_id(int(kwargs.get("world_size", 1))))
+        try:
+            cache = super().create(cache_root, **kwargs)
+        except OSError as exc:
+            raise _read_only(Path(exc.filename or root), exc) from exc
+        except sqlite3.Error as exc:
+            raise ReplyCacheError(root, f"cannot be opened ({type(exc).__name__}: {exc})", CACHE_REMEDY) from exc
         assert isinstance(cache, ScifigResponseCache)
         cache._secrets = settings.process_secrets()
         cache._endpoint = os.environ.get(ENDPOINT_VARIABLE, "")

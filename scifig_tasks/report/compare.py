@@ -13,8 +13,11 @@ Questions are matched by their records' own id fields (their benchmark descripti
 :func:`scifig_tasks.report.samples.document_id`: GRAB ``pid``, SciFIBench ``ID``, Plot Twist ``q_id`` + ``variant``,
 MMSci ``uid`` + figure + setting + subfigure) when every
 question of the task carries them once in both runs, so an lmms-eval run and a VLMEvalKit run line up; otherwise by
-lmms-eval's ``doc_id`` within one framework. The statistics and the pairing rule are
-:mod:`scifig_tasks.core.compare`. Every pair is a later run against the first (``B`` vs ``A``, ``C`` vs ``A``).
+lmms-eval's ``doc_id`` within one framework. A task whose per-question log is empty while the run's results file scores
+it is a damaged log (:func:`empty_logs`), refused with the file named, not "only A has it"; ``scifig compare``
+refuses such a run, or one with an unreadable file (:func:`unreadable_log`), before comparing. The statistics and
+the pairing rule are :mod:`scifig_tasks.core.compare`. Every pair is a later run against the first (``B`` vs ``A``,
+``C`` vs ``A``).
 A top-level lmms-eval group of this package (``grab``, ``scifibench``, ``mmsci``, ``grab_llm_extract``, ...; read
 from the task YAMLs) with two or more of its tasks compared also gets a row pooling their questions, as the group's
 own accuracy does: a question is never counted twice (``grab`` and ``grab_llm_extract`` ask the same questions and
@@ -28,14 +31,18 @@ descriptions' ``report.not_pooled``.
 from __future__ import annotations
 
 import functools
+import json
 import string
 import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from scifig_tasks.core import compare as stats
 from scifig_tasks.core import registry
+from scifig_tasks.core.errors import DataError
+from scifig_tasks.core.run_files import RECORDS_SUFFIX, RESULTS_SUFFIX, SCORES_SUFFIX, read_results
 from scifig_tasks.report.document import Note, Section, Table
 from scifig_tasks.report.runs import Run
 from scifig_tasks.report.samples import cell_of, document_id, is_benchmark_task, viewer_task
@@ -125,6 +132,70 @@ class Comparison:
         }
 
 
+def run_label(index: int) -> str:
+    """The label of the ``index``-th run (0-based): ``A`` .. ``Z``, then ``R27``, ``R28``, ..."""
+    return string.ascii_uppercase[index] if index < 26 else f"R{index + 1}"
+
+
+# ---- damaged runs ---------------------------------------------------------------------------------------------------
+
+
+def _log_name(results: Path, task: str) -> Path:
+    """The per-question log beside a run's results file: lmms-eval's ``<date>_samples_<task>.jsonl`` beside
+    ``<date>_results.json``, VLMEvalKit's ``..._scifig_records.jsonl`` beside ``..._scifig_scores.json``."""
+    if results.name.endswith(SCORES_SUFFIX):
+        return results.with_name(results.name[: -len(SCORES_SUFFIX)] + RECORDS_SUFFIX)
+    return results.with_name(f"{results.name[: -len(RESULTS_SUFFIX)]}_samples_{task}.jsonl")
+
+
+def _counted(results: Path, task: str) -> str:
+    """What the results file says the run scored for ``task``: ``its results file X counts N samples of T`` (lmms-eval
+    ``n-samples``, VLMEvalKit metric ``n``), or that it scores the task when it gives no count."""
+    counts: Any = None
+    try:
+        if results.name.endswith(SCORES_SUFFIX):
+            counts = json.loads(results.read_text(encoding="utf-8")).get("metrics", {}).get("n")
+        else:
+            counts = ((read_results(results).get("n-samples") or {}).get(task) or {}).get("effective")
+    except (OSError, ValueError, AttributeError):
+        pass
+    if isinstance(counts, int) and not isinstance(counts, bool):
+        return f"its results file {results.name} counts {counts} samples of {task}"
+    return f"its results file {results.name} scores {task}"
+
+
+def empty_logs(run: Run) -> dict[str, str]:
+    """Rule: a task the run's results file scores whose per-question log holds no record is a damaged log (an emptied
+    file, a write that never happened), never a task the run does not have: task -> the words naming the log and
+    what the results file counts."""
+    found = {}
+    for task, samples in sorted(run.samples.items()):
+        results = run.task_files.get(task)
+        if not samples and results is not None:
+            log = _log_name(results, task)
+            state = "is empty" if log.is_file() and log.stat().st_size == 0 else "holds no record"
+            found[task] = f"the sample log {log} {state} while {_counted(results, task)}"
+    return found
+
+
+def unreadable_log(error: DataError) -> str:
+    """The words for a run file that could not be read (:class:`DataError` from the run's reader): a per-question log
+    is ``unreadable (line N: ...)`` while its results file counts its samples; a results file is unreadable."""
+    path = Path(error.origin)
+    line = f"line {error.row + 1}: " if error.row is not None else ""
+    if path.name.endswith(RESULTS_SUFFIX) or path.name.endswith(SCORES_SUFFIX):
+        return f"the results file {path} is unreadable ({line}{error.problem})"
+    what = f"the sample log {path} is unreadable ({line}{error.problem})"
+    if "_samples_" in path.name and path.name.endswith(".jsonl"):
+        prefix, task = path.name[: -len(".jsonl")].split("_samples_", 1)
+        results = path.with_name(prefix + RESULTS_SUFFIX)
+    elif path.name.endswith(RECORDS_SUFFIX):
+        task, results = "its dataset", path.with_name(path.name[: -len(RECORDS_SUFFIX)] + SCORES_SUFFIX)
+    else:
+        return what
+    return f"{what} while {_counted(results, task)}" if results.is_file() else what
+
+
 def benchmark_of(task: str) -> str:
     """The name of the registered benchmark owning ``task`` (``task`` itself when none does)."""
     described = registry.of_task(task)
@@ -191,8 +262,9 @@ def compare_runs(
     runs: Sequence[Run], resamples: int = stats.RESAMPLES, seed: int = stats.SEED, labels: Sequence[str] = ()
 ) -> Comparison:
     """Every later run against the first, task by task (and pooled per benchmark)."""
-    labels = list(labels) or [string.ascii_uppercase[i] if i < 26 else f"R{i + 1}" for i in range(len(runs))]
+    labels = list(labels) or [run_label(i) for i in range(len(runs))]
     per_run = [answers(run) for run in runs]
+    damaged = [empty_logs(run) for run in runs]
     rows: list[Row] = []
     for b in range(1, len(runs)):
         tasks = sorted({*per_run[0], *per_run[b]}, key=lambda t: (_order(benchmark_of(t)), t))
@@ -201,6 +273,11 @@ def compare_runs(
         for task in tasks:
             benchmark = benchmark_of(task)
             if task not in per_run[b] or task not in per_run[0]:
+                side = next((i for i in (0, b) if task in damaged[i]), None)
+                if side is not None:  # a damaged log, not a task the run lacks
+                    reason = f"{labels[side]}'s {damaged[side][task].removeprefix('the ')}"
+                    pair_rows.append(Row(benchmark, task, 0, b, reason=reason, status="refused"))
+                    continue
                 only = labels[0] if task in per_run[0] else labels[b]
                 pair_rows.append(Row(benchmark, task, 0, b, reason=f"only {only} has it", status="not compared"))
                 continue

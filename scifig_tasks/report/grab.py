@@ -79,14 +79,12 @@ def section(runs: list[Run], figdir: Path) -> Section | None:
     main = "grab" if "grab" in present else (present[0] if present else None)
     if main is not None:
         runs_main = [run for run in runs if run.has(main)]
+        breakdowns = [run.metric(main, "breakdown") or {} for run in runs_main]  # a hand-made results file may lack it
         for dimension, title in DIMENSIONS:
-            keys = list(dict.fromkeys(k for run in runs_main for k in run.metric(main, "breakdown").get(dimension, {})))
+            keys = list(dict.fromkeys(k for breakdown in breakdowns for k in breakdown.get(dimension, {})))
             if not keys:
                 continue
-            rows = [
-                [key, *(_cell(run.metric(main, "breakdown").get(dimension, {}).get(key)) for run in runs_main)]
-                for key in keys
-            ]
+            rows = [[key, *(_cell(breakdown.get(dimension, {}).get(key)) for breakdown in breakdowns)] for key in keys]
             out.blocks.append(
                 Table(
                     f"GRAB {title} (%, 95% Wilson interval), {VARIANTS[main][0]}",

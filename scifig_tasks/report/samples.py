@@ -36,6 +36,12 @@ pages): it was not (strings 1.03x as fast for the whole page, 46 ms against 48 m
 for a first render that loads and compiles the templates). Thumbnails are JPEG or PNG data URIs of at most
 :data:`THUMBNAIL_PX` pixels on the long side, decoded one image at a time and shared by every row and model showing
 the same image; texts longer than :data:`TEXT_CAP` characters are cut in the page (the sample logs keep them).
+Rule for long fields (``samples.js``): every text field (prompt, expected answer, output, the answer read from it,
+how it was resolved) longer than 600 characters or 8 lines shows its first 8 lines or 600 characters, whichever is
+shorter, then a "show all" control revealing the rest ("show less" folds it again); every field wraps anywhere
+(``overflow-wrap: anywhere``, a ``<wbr>`` every 80 characters of an unbroken run), so a 20,000-character output
+without a space or line break neither widens the page nor makes its rows tall. Texts are written as DOM text
+nodes only, never parsed as HTML.
 Every thumbnail links to its image at full size (GRAB asks to read values off a graph, which a thumbnail cannot
 show): the stored image file, written once per distinct image into :data:`FULL_SIZE_DIR` beside the page (PNG, JPEG,
 GIF and WebP bytes as stored, other formats as PNG), opened by the browser offline. No machine path is shown: paths in
@@ -76,7 +82,7 @@ JPEG_QUALITY = 70
 FEW_COLOURS = 256
 """A thumbnail with at most this many colours is also tried as PNG."""
 TEXT_CAP = 20_000
-"""Characters of a prompt, output or reference kept in the page (the page's "show more" unfolds up to this)."""
+"""Characters of a prompt, output or reference kept in the page (the page's "show all" unfolds up to this)."""
 TSV_IMAGE_COLUMN = "image"
 """The image column of a VLMEvalKit TSV row: base64 (a JSON list of base64 for several images)."""
 

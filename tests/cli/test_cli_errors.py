@@ -120,3 +120,14 @@ def test_presets_fit_100_columns(capsys: pytest.CaptureFixture[str]) -> None:
     assert max(map(len, lines)) <= 100, max(lines, key=len)
     assert lines[0].startswith("| preset ") and "| VLMEvalKit model " in lines[0]
     assert any(line.startswith("| `gpt-4o` ") for line in lines)
+
+
+def test_damage_in_a_run_file_is_fixed_by_the_run_not_by_curation() -> None:
+    """A damaged results or samples file is no data problem: the advice is to rerun or restore, never to curate."""
+    from scifig_tasks.commands.format import error_line
+    from scifig_tasks.core.errors import DataError
+
+    log, _ = error_line("report", DataError("/runs/m/2026_samples_grab_series.jsonl", 5, None, "not valid JSON"))
+    assert log.endswith("— run the evaluation again, or restore the file from a copy of the run")
+    data, _ = error_line("eval", DataError("/data/grab/GRAB.parquet", 5, "answer", "'nan' reads as nan"))
+    assert data.endswith("— fix the data it names, or build it again with scifig curate")

@@ -1,10 +1,12 @@
 """No file scifig writes holds a secret: every byte of every file written is searched for each key and each URL
-credential, through the real command lines, with model and judge servers that echo the caller's credentials into
-every reply (``echoing_key``: a key reaches the model's output, the judge's reply and everything built from them).
+credential, through the real command lines, with a model server that echoes the caller's credentials into every reply
+(``echoing_key``: a key reaches the model's output and everything built from it). The judge replies in the shape its
+prompt asks for (the answer alone): a judge reply carrying anything else is not an answer and is asked again
+(``tests/core/test_judge_reply_shape.py``), and what is sent to it is masked (``test_credentials_never_leave``).
 
 * ``scifig eval``: the model's URL carries ``user:password@`` in ``--model_args`` (lmms-eval stores the model
   arguments in its results file) and the judge's in ``SCIFIG_JUDGE_BASE_URL``; the HTTP clients send them as HTTP
-  Basic credentials, which the servers echo.
+  Basic credentials, which the model server echoes.
 * plain ``lmms-eval`` (nothing masked), then ``scifig report``: the report files hold none of the environment's
   secrets although the sample logs do.
 * ``scifig vlmeval``: the model key of the ``--config`` file, the judge key and a URL's credentials of the
@@ -80,7 +82,7 @@ def grab_env(tmp_path: Path, judge_url: str) -> dict[str, str]:
 
 
 def test_scifig_eval_stores_no_url_credentials(tmp_path: Path, openai_server, lmms_env, run_cli) -> None:
-    model, judge = openai_server(echoing_key(answer)), openai_server(echoing_key(answer))
+    model, judge = openai_server(echoing_key(answer)), openai_server(answer)
     env = {**grab_env(tmp_path, f"http://{JUDGE_USER}:{JUDGE_PASSWORD}@127.0.0.1:{judge.port}/v1")}
     env["OPENAI_API_KEY"] = MODEL_KEY
     model_url = f"http://{MODEL_USER}:{MODEL_PASSWORD}@127.0.0.1:{model.port}/v1"
@@ -101,7 +103,7 @@ def test_scifig_eval_stores_no_url_credentials(tmp_path: Path, openai_server, lm
     assert "base_url=http://<url credentials>@127.0.0.1:" in model_args  # the URL is kept, its credentials masked
     (sample, *_) = run.samples("grab_properties_llm_extract")
     assert sample["filtered_resps"] == "15 (session Basic <url credentials>)"
-    assert sample["breakdown"]["extracted"] == "15 (session Basic <SCIFIG_JUDGE_BASE_URL credentials>)"
+    assert sample["breakdown"]["extracted"] == "15"  # the judge read the answer, not the masked credential
 
 
 def scifig(args: list[str], env: dict[str, str]) -> tuple[int, str]:
@@ -120,15 +122,15 @@ def scifig(args: list[str], env: dict[str, str]) -> tuple[int, str]:
 def test_scifig_report_and_rescore_of_a_plain_lmms_eval_run_hold_no_secret(
     tmp_path: Path, openai_server, lmms_env, run_cli
 ) -> None:
-    model, judge = openai_server(echoing_key(answer)), openai_server(echoing_key(answer))
+    model, judge = openai_server(echoing_key(answer)), openai_server(answer)
     env = {**grab_env(tmp_path, f"http://{JUDGE_USER}:{JUDGE_PASSWORD}@127.0.0.1:{judge.port}/v1")}
     env |= {"OPENAI_API_BASE": model.base_url, "OPENAI_API_KEY": MODEL_KEY}
     args = ["--model", "openai", "--model_args", MODEL_ARGS, "--tasks", "grab_llm_extract", "--log_samples"]
     lmms = run_cli("lmms-eval", args, env, tmp_path / "out")
     assert lmms.returncode == 0, lmms.output[-4000:]
     secrets = {"model key": MODEL_KEY, **url_secrets(JUDGE_USER, JUDGE_PASSWORD)}
-    # plain lmms-eval masks nothing: its sample logs hold the echoed model key and judge credential
-    assert set(leaks([lmms.output_path], secrets)) == {"model key", f"{JUDGE_USER} Basic"}
+    # plain lmms-eval masks nothing it writes: its sample logs hold the echoed model key
+    assert set(leaks([lmms.output_path], secrets)) == {"model key"}
 
     out = tmp_path / "report"
     returncode, output = scifig(["report", str(lmms.output_path), "--out", str(out)], env)
@@ -148,7 +150,7 @@ def test_scifig_report_and_rescore_of_a_plain_lmms_eval_run_hold_no_secret(
 
 
 def test_scifig_vlmeval_work_dir_holds_no_secret(tmp_path: Path, openai_server, lmms_env) -> None:
-    model, judge = openai_server(echoing_key(answer)), openai_server(echoing_key(answer))
+    model, judge = openai_server(echoing_key(answer)), openai_server(answer)
     env = grab_env(tmp_path, judge.base_url)
     env["OPENAI_API_BASE"] = f"http://{MODEL_USER}:{MODEL_PASSWORD}@127.0.0.1:9/v1"  # credentials of an unused URL
     data = {"grab": "SciFigGRAB", "grab_llm_extract": "SciFigGRAB"}
@@ -168,4 +170,4 @@ def test_scifig_vlmeval_work_dir_holds_no_secret(tmp_path: Path, openai_server, 
     (records,) = out.rglob("fake-vlm_grab_llm_extract_scifig_records.jsonl")
     record = json.loads(records.read_text().splitlines()[0])
     assert record["prediction"] == "15 (session <secret>)"
-    assert record["extracted"] == "15 (session <SCIFIG_JUDGE_API_KEY>)"
+    assert record["extracted"] == "15"

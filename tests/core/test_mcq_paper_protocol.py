@@ -11,7 +11,7 @@ import pytest
 from scifig_tasks.core import deprecation
 from scifig_tasks.core import multiple_choice_paper as mcq_paper
 from scifig_tasks.core import scoring_protocol as protocol
-from scifig_tasks.core.judge import JudgeResult, has_text
+from scifig_tasks.core.judge import JudgeResult, replies
 from tests.harness.mmsci_data import Caption, Mcq, row_of_request, write
 from tests.harness.openai_server import ChatRequest, Reply
 from tests.harness.scifibench_data import Question, build, options_for, write_splits
@@ -106,7 +106,7 @@ def test_mmsci_bare_labels_skip_the_judge_and_the_rest_reach_it_with_the_authors
                 "Based on the analysis, infer the correct answer.",
                 "temperature": 0.7,
                 "max_tokens": 1024,
-                "accept": has_text,  # the authors' reader decides what a reply names
+                "accept": replies.says_something,  # the authors' reader decides; non-answers asked again
             },
         )
     ]

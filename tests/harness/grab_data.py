@@ -21,6 +21,16 @@ from scifig_tasks.core.grab.source import grab_features
 
 INTEGER = " Give your answer as an integer."
 ONE_DP = " Give your answer to 1 decimal place."
+LIST_QUESTION = (
+    "What are the x-values of the two stationary points of the function? Write your answer in the form "
+    "[x_coordinate1, x_coordinate2], where x_coordinate1 < x_coordinate2. Give your answer as an integer."
+)
+"""A GRAB list-format question (the stationary points), as the published set words it."""
+EQUATION_QUESTION = (
+    "What is the equation of the function? Write your answer in the form y = <m>x + <c>. "
+    "Each variable is as an integer."
+)
+"""A GRAB equation-format question, as the published set words it."""
 
 
 @dataclass(frozen=True)

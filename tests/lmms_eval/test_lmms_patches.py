@@ -17,6 +17,7 @@ from scifig_tasks.commands import main as cli
 from scifig_tasks.commands.format import error_line
 from scifig_tasks.core.provenance import scifig_version
 from scifig_tasks.lmms_eval import patches
+from scifig_tasks.lmms_eval.output_folder import EVALUATION_TRACKER, complete_files
 from scifig_tasks.lmms_eval.plugin import install
 from scifig_tasks.lmms_eval.response_cache import RESPONSE_CACHE, ScifigResponseCache, installed
 from tests.harness.paths import REPO
@@ -36,7 +37,7 @@ def lmms() -> Any:
 def test_every_install_patch_is_applied_after_install(lmms: Any) -> None:
     applied = patches.applied()
     assert {target: applied[target] for target in INSTALL} == dict.fromkeys(INSTALL, True)
-    assert RUN == [cli.CLI_EVALUATE_SINGLE, RESPONSE_CACHE]
+    assert RUN == [cli.CLI_EVALUATE_SINGLE, EVALUATION_TRACKER, RESPONSE_CACHE]
     assert not any(applied[target] for target in RUN)  # only during a scifig eval run
     install()  # a second install wraps nothing twice
     for target in INSTALL:
@@ -47,16 +48,22 @@ def test_every_install_patch_is_applied_after_install(lmms: Any) -> None:
 def test_the_run_patches_are_applied_during_a_run_and_restored(lmms: Any) -> None:
     import lmms_eval.evaluator as evaluator
 
-    before = (lmms.cli_evaluate_single, evaluator.ResponseCache)
+    before = (lmms.cli_evaluate_single, lmms.EvaluationTracker, evaluator.ResponseCache)
     outcomes: list[dict[str, Any]] = []
     with (
-        patches.during_run({cli.CLI_EVALUATE_SINGLE: functools.partial(cli.tracking, outcomes, [])}),
+        patches.during_run(
+            {
+                cli.CLI_EVALUATE_SINGLE: functools.partial(cli.tracking, outcomes, []),
+                EVALUATION_TRACKER: complete_files,
+            }
+        ),
         installed(),
     ):
         assert patches.applied() == dict.fromkeys(INSTALL + RUN, True)
         assert evaluator.ResponseCache is ScifigResponseCache
         assert patches.original(lmms.cli_evaluate_single) is before[0]
-    assert (lmms.cli_evaluate_single, evaluator.ResponseCache) == before
+        assert issubclass(lmms.EvaluationTracker, before[1])
+    assert (lmms.cli_evaluate_single, lmms.EvaluationTracker, evaluator.ResponseCache) == before
 
 
 LIST_CHANGES = """
@@ -87,9 +94,11 @@ plugin.install = install
 install()
 from scifig_tasks.commands import main as cli
 from scifig_tasks.lmms_eval import patches
+from scifig_tasks.lmms_eval.output_folder import EVALUATION_TRACKER, complete_files
 from scifig_tasks.lmms_eval.response_cache import installed
 
-with patches.during_run({cli.CLI_EVALUATE_SINGLE: functools.partial(cli.tracking, [], [])}), installed():
+run_patches = {cli.CLI_EVALUATE_SINGLE: functools.partial(cli.tracking, [], []), EVALUATION_TRACKER: complete_files}
+with patches.during_run(run_patches), installed():
     after = snapshot()
 changed = sorted(path for path, ident in after.items() if before.get(path, ident) != ident or (
     path not in before and path.rsplit(".", 2)[0] in {p.rsplit(".", 1)[0] for p in before}))

@@ -9,16 +9,10 @@ from scifig_tasks.core.grab import rules as grab
 from scifig_tasks.report.document import Table
 from scifig_tasks.report.grab import section
 from scifig_tasks.report.runs import Run
+from tests.harness.grab_data import EQUATION_QUESTION as EQUATION
+from tests.harness.grab_data import INTEGER
+from tests.harness.grab_data import LIST_QUESTION as LIST
 
-INTEGER = " Give your answer as an integer."
-LIST = (
-    "What are the x-values of the two stationary points of the function? Write your answer in the form "
-    "[x_coordinate1, x_coordinate2], where x_coordinate1 < x_coordinate2. Give your answer as an integer."
-)
-EQUATION = (
-    "What is the equation of the function? Write your answer in the form y = <m>x + <c>. "
-    "Each variable is as an integer."
-)
 # (question, answer, reply): 2 of 4 integer-class questions right (the list one, not the equation), 2 of 2 at 1 d.p.
 QUESTIONS = [
     ("What is the value of the gradient of the function?" + INTEGER, "3", "3"),

@@ -10,7 +10,9 @@ One implementation of every GRAB rule that changes a score:
 * the core metric, exact match: strip the output's leading whitespace, truncate it to the length of the
   ground-truth string, compare with ``==`` (so ``" 15.3"`` is correct against ``"15"``, ``"1"`` is wrong against
   ``"10"``);
-* the ablation metric: an LLM extracts the answer with the paper's prompt, then the same exact match;
+* the ablation metric: an LLM extracts the answer with the paper's prompt, then the same exact match; its reply
+  counts only when it is the answer alone in the question's answer format, or the prompt's "None"
+  (:func:`extraction_reply_readable`);
 * the precision class of a question, read from its precision sentence (there is no precision column): the
   paper's three classes of Table 1 (integer 1,575 — the stationary-point list and equation questions ask for
   integers —, 1 d.p. 565, nearest 10: 30) in ``breakdown.precision``, the five answer formats in
@@ -21,6 +23,7 @@ Outputs that are lmms-eval's request-failure marker or empty are scored wrong an
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -173,8 +176,8 @@ def score_extracted(
         return GrabScore(correct=False, output_status=status)
     if judge_status != "judged" or judge_text is None:
         return GrabScore(correct=False, output_status=status, judge=judge_status)
-    extracted = judge_text.strip()
-    correct = extracted != "None" and exact_match(extracted, answer)
+    extracted = read_extraction(judge_text)
+    correct = extracted.lower() != "none" and exact_match(extracted, answer)
     return GrabScore(correct=correct, output_status=status, judge="judged", extracted=extracted)
 
 
@@ -188,14 +191,56 @@ def score_doc(
         return score_extracted(output, doc["answer"], "judge_off", None)
     if judge is None:
         return score_extracted(output, doc["answer"], "judge_off", None)
-    result = judge.complete(extraction_prompt(doc["question"], output or ""), accept=extraction_reply_readable)
+    answer_format = precision_of(doc["question"])
+    result = judge.complete(
+        extraction_prompt(doc["question"], output or ""),
+        accept=lambda reply: extraction_reply_readable(reply, answer_format),
+    )
     return score_extracted(output, doc["answer"], result.status, result.text)
 
 
-def extraction_reply_readable(reply: str) -> bool:
-    """Whether a judge reply answers the extraction prompt: it holds a number (the prompt asks for the numeric
-    answer; lists and equations hold digits too) or is the prompt's "None" (no answer given)."""
-    return any(char.isdigit() for char in reply) or reply.strip().strip("\"'.").strip() == "None"
+_QUOTE_PAIRS = {'"': '"', "'": "'", "`": "`", "\u201c": "\u201d", "\u2018": "\u2019"}
+
+
+def read_extraction(reply: str) -> str:
+    """The extracted answer of a judge reply: the reply without the wrapping the extraction prompt's reader tolerates
+    -- surrounding white space, one pair of surrounding quotes, a final period (``"15".`` reads as ``15``)."""
+    text = reply.strip()
+    for _ in range(2):  # a period inside or outside the quotes
+        if text.endswith("."):
+            text = text[:-1].rstrip()
+        if len(text) >= 2 and _QUOTE_PAIRS.get(text[0]) == text[-1]:
+            text = text[1:-1].strip()
+    return text
+
+
+_NUMBER = r"[+\-\u2212]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][+-]?\d+)?|[+\-\u2212]?\.\d+"
+_LIST_ITEM = r"[+\-\u2212]?\d+(?:\.\d+)?"
+_EXTRACTION_SHAPES: dict[str, re.Pattern[str]] = {
+    "number": re.compile(_NUMBER),
+    "list": re.compile(rf"\[\s*{_LIST_ITEM}(?:\s*,\s*{_LIST_ITEM})*\s*\]|{_LIST_ITEM}(?:\s*,\s*{_LIST_ITEM})+"),
+    "equation": re.compile(r"y\s*=(?=.*[\dxX])(?:[\dxX.^()+\-\u2212*/ \u00b2\u00b3\u2074]|sin|cos|tan)+", re.DOTALL),
+}
+"""The answer alone, in each answer format: a number (any precision: the prompt keeps the model's), a list of numbers
+(``[x1, x2]``, or the numbers without brackets), an equation ``y = ...`` over numbers, ``x``, operators, powers and
+``sin`` / ``cos`` / ``tan``."""
+
+
+def extraction_shape(answer_format: Precision) -> re.Pattern[str]:
+    """The reply shape of a question's answer format: the integer, 1 d.p. and nearest-10 questions take a number."""
+    return _EXTRACTION_SHAPES.get(answer_format, _EXTRACTION_SHAPES["number"])
+
+
+def extraction_reply_readable(reply: str, answer_format: Precision) -> bool:
+    """Whether a judge reply answers the extraction prompt: once read (:func:`read_extraction`), it is the answer
+    alone in the question's answer format (:func:`extraction_shape`), or the prompt's "None" (no answer given).
+
+    Anything else -- an error text holding a status code, a refusal, an answer with words or units around it, a
+    number where a list or an equation is asked -- is not an extraction: asked again, never cached, and when retries
+    run out the question is ``judge_failed``. A bare number is a number: a reply of ``500`` to a numeric question
+    cannot be told from an extraction."""
+    text = read_extraction(reply)
+    return text.lower() == "none" or extraction_shape(answer_format).fullmatch(text) is not None
 
 
 LLM_EXTRACT_NEEDS_JUDGE = (

@@ -75,13 +75,19 @@ class JudgeClient(Accounting, ReplyCache, Breaker, Sending):
         self._slow_after = min(SLOW_NOTICE_S, config.timeout_s / 2)
         self._in_flight: dict[Path, Future[JudgeResult]] = {}
         extra = [config.api_key] if config.api_key else []
-        self._secrets = settings.process_secrets([*extra, *url_credentials(config.base_url)])
+        self._own_secrets = [*extra, *url_credentials(config.base_url)]
         self._flavour = _httpx_flavour()
         self._sdk = _sdk_client(self)
         _all_clients.add(self)
 
     def __repr__(self) -> str:
         return f"JudgeClient(model={self.config.model!r}, base_url={self.config.base_url!r})"
+
+    def _secrets(self) -> dict[str, str]:
+        """What to mask in the cache and in what is sent: this judge's key and URL credentials and the process's
+        secrets as they are now (:func:`settings.process_secrets`: those the running command declared included,
+        although the client is shared by every command of the process)."""
+        return settings.process_secrets(self._own_secrets)
 
     def __enter__(self) -> JudgeClient:
         return self
@@ -124,7 +130,8 @@ class JudgeClient(Accounting, ReplyCache, Breaker, Sending):
             "prompt": prompt,
         }
         path = self._cache_path(entry)
-        stored = {key: mask(value, self._secrets) if isinstance(value, str) else value for key, value in entry.items()}
+        secrets = self._secrets()
+        stored = {key: mask(value, secrets) if isinstance(value, str) else value for key, value in entry.items()}
         text = self._cache_get(path, stored)
         if text is not None and _readable(text, accept):
             self._bump("cache_hits")
@@ -176,7 +183,7 @@ class JudgeClient(Accounting, ReplyCache, Breaker, Sending):
         if isinstance(reply, _Failure):
             self._bump("failed")
             return JudgeResult(status="judge_failed", text=None, error=reply.error)
-        self._cache_put(path, {**stored, "text": mask(reply, self._secrets)})
+        self._cache_put(path, {**stored, "text": mask(reply, self._secrets())})
         self._bump("judged")
         return JudgeResult(status="judged", text=reply)
 
@@ -264,7 +271,7 @@ def get_judge(given: Settings | Mapping[str, str] | None = None) -> JudgeClient 
             logger.info(
                 "LLM judge: model %s at %s (max_concurrency=%d, cache %s)",
                 config.model,
-                config.base_url,
+                _endpoint(config.base_url),
                 config.max_concurrency,
                 config.cache_dir,
             )

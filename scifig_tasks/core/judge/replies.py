@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
@@ -40,6 +41,40 @@ class _Failure:
 def has_text(reply: str) -> bool:
     """The weakest ``accept`` check: the reply says something (for protocols whose own reader decides the rest)."""
     return bool(reply.strip())
+
+
+_NOT_AN_ANSWER = re.compile(
+    # the markup of an error page
+    r"<(?:!doctype|/?(?:html|head|body|title|h[1-6]|p|div|center|hr|pre|span|br)\b[^<>]{0,200}>)"
+    # an error, or a status code, opening the reply
+    r"|^[\s\"'*_]{0,3}(?:error|exception|traceback|http/?[\d.]{0,3}\s{1,3}[45]\d\d|[45]\d\d)\b"
+    # what gateways and rate limiters say
+    r"|\b(?:upstream\s{1,3}(?:overloaded|connect\s{1,3}error|request\s{1,3}timeout)|service\s{1,3}(?:temporarily\s{1,3})?"
+    r"unavailable|bad\s{1,3}gateway|gateway\s{1,3}time-?out|internal\s{1,3}server\s{1,3}error|rate\s{1,3}limit\s{1,3}"
+    r"exceeded|too\s{1,3}many\s{1,3}requests)\b"
+    # a refusal
+    r"|^[\s\"'*_]{0,3}(?:i['\u2019]?m\s{1,3}sorry|i\s{1,3}am\s{1,3}sorry|sorry)\b[^\n]{0,60}?"
+    r"(?:can['\u2019]?t|cannot|can\s{1,3}not|unable|won['\u2019]?t)\b"
+    r"|^[\s\"'*_]{0,3}i\s{1,3}(?:can['\u2019]?t|cannot|can\s{1,3}not|won['\u2019]?t|am\s{1,3}unable\s{1,3}to"
+    r"|['\u2019]m\s{1,3}unable\s{1,3}to)\s{1,3}(?:help|assist|comply)\b",
+    re.IGNORECASE,
+)
+
+
+def plainly_not_an_answer(reply: str) -> bool:
+    """Whether a judge reply is plainly no answer to any prompt, whatever its reader would take from it: the markup of
+    an HTML page, an error or an HTTP status code opening the reply (``Error 503: upstream overloaded``, ``500``),
+    what a gateway or rate limiter says (``bad gateway``, ``too many requests``), a refusal (``I'm sorry, I can't
+    help with that``). Readers of a fixed shape (a letter, a number) refuse such a reply by its shape."""
+    return _NOT_AN_ANSWER.search(reply) is not None
+
+
+def says_something(reply: str) -> bool:
+    """The ``accept`` check of readers of free text, the papers' own (MMSci's answer reading, its judged metrics):
+    their reader decides what any real reply says, but a reply that is plainly no answer (:func:`plainly_not_an_answer`)
+    is asked again and never cached -- their readers would take a label or a digit from it (``ERROR: B`` holds
+    ``R:``, G-Eval read ``Error 503: upstream overloaded`` as 3)."""
+    return has_text(reply) and not plainly_not_an_answer(reply)
 
 
 def _readable(text: str, accept: Accept) -> bool:

@@ -2,6 +2,9 @@
 are not answers asked again.
 
 * At most ``max_concurrency`` HTTP requests per client are in flight, whatever the number of calling threads.
+* Every text sent is masked first (:func:`masked_body`): the client's and the process's secrets, and anything shaped
+  like a credential (:func:`scifig_tasks.core.secrets.mask_credentials`), since a model's output quoted in a judge
+  prompt may hold one a server echoed. Only the credential is replaced, so a judgement (and a score) is unchanged.
 * Retries are the SDK's: HTTP 408, 409, 429, 5xx, timeouts and connection errors, with ``Retry-After`` honoured;
   the wait is scifig's capped exponential back-off (``backoff_initial_s`` doubling, plus jitter, at most
   ``backoff_max_s``, never less than ``Retry-After`` within that cap). Any other 4xx fails at once.
@@ -15,7 +18,7 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import openai
@@ -23,6 +26,7 @@ import openai
 from scifig_tasks.core.judge.breaker import _ENDPOINT_STATUSES, _unreachable
 from scifig_tasks.core.judge.config import JudgeConfig, _is_loopback
 from scifig_tasks.core.judge.replies import Accept, _Failure, _readable
+from scifig_tasks.core.secrets import mask_credentials
 
 logger = logging.getLogger("scifig.judge")
 
@@ -44,6 +48,31 @@ def _retry_after(headers: Any) -> float | None:
         except (TypeError, ValueError):
             return None
     return None
+
+
+def masked_body(body: Mapping[str, Any], secrets: Mapping[str, str]) -> dict[str, Any]:
+    """``body`` (a chat-completion request) with the text of every message masked (:func:`mask_credentials`): a
+    string content, and the ``text`` of each text part of a list content; images and every other field as given."""
+
+    def masked(content: Any) -> Any:
+        if isinstance(content, str):
+            return mask_credentials(content, secrets)
+        if not isinstance(content, list):
+            return content
+        return [
+            {**part, "text": mask_credentials(part["text"], secrets)}
+            if isinstance(part, dict) and isinstance(part.get("text"), str)
+            else part
+            for part in content
+        ]
+
+    messages = [
+        {**message, "content": masked(message["content"])}
+        if isinstance(message, dict) and "content" in message
+        else message
+        for message in body.get("messages") or []
+    ]
+    return {**body, "messages": messages}
 
 
 def _httpx_flavour() -> Any:
@@ -100,11 +129,17 @@ class Sending:
     _flavour: Any
     _sdk: openai.OpenAI
 
+    def _secrets(self) -> Mapping[str, str]:
+        """The secrets to mask in what is sent (the client's: its key, its URL's credentials, the process's)."""
+        return {}
+
     # --- one call: the breaker, the SDK (with its retries), replies that are not answers asked again -------------
 
     def _ask(self, body: dict[str, Any], accept: Accept) -> str | _Failure:
+        """Every judge request passes here: its texts are masked (:func:`masked_body`) before the first attempt."""
         if self._breaker is not None:
             return _Failure(f"not sent: the judge's circuit breaker is open ({self._breaker})", counts=False)
+        body = masked_body(body, self._secrets())
         attempts = self.config.max_retries + 1
         for attempt in range(1, attempts + 1):
             reply = self._call(body)

@@ -55,7 +55,7 @@ from typing import Any
 
 from scifig_tasks.core import settings
 from scifig_tasks.core.judge.client import JudgeClient
-from scifig_tasks.core.judge.replies import JudgeResult
+from scifig_tasks.core.judge.replies import JudgeResult, plainly_not_an_answer, says_something
 from scifig_tasks.core.raw_outputs import output_status
 from scifig_tasks.core.scoring_protocol import Protocol
 from scifig_tasks.core.settings import Settings
@@ -191,8 +191,12 @@ _ITEM = re.compile(r"^\s*[-\u2022*]\s+(.*\S)\s*$", re.MULTILINE)
 
 
 def parse_facts(reply: str | None) -> list[str]:
-    """The atomic descriptions of a judge reply: its ``- `` items (empty when it has none)."""
-    return [match.group(1) for match in _ITEM.finditer(reply or "")]
+    """The atomic descriptions of a judge reply: its ``- `` items (empty when it has none, or when it is plainly no
+    answer -- an error text, an HTML page, a refusal: :func:`~scifig_tasks.core.judge.replies.plainly_not_an_answer`,
+    whatever items it lists)."""
+    if reply is None or plainly_not_an_answer(reply):
+        return []
+    return [match.group(1) for match in _ITEM.finditer(reply)]
 
 
 _INTEGER = re.compile(r"(?<![\d.])\d+(?:\.0+)?(?!\.?\d)")
@@ -200,8 +204,10 @@ _OUT_OF = re.compile(r"\s*(?:/|out\s+of)\s*\d+", re.IGNORECASE)
 
 
 def parse_rating(reply: str | None, scale: tuple[int, int]) -> int | None:
-    """The one integer of ``scale`` in a reply (``4``, ``Score: 4``, ``4/5``, ``**4**``); ``None`` otherwise."""
-    if reply is None:
+    """The one integer of ``scale`` in a reply (``4``, ``Score: 4``, ``4/5``, ``**4**``); ``None`` otherwise, and for a
+    reply that is plainly no answer (an error text, an HTML page whose ``<h1>`` holds a digit, a refusal:
+    :func:`~scifig_tasks.core.judge.replies.plainly_not_an_answer`)."""
+    if reply is None or plainly_not_an_answer(reply):
         return None
     found = {int(float(token)) for token in _INTEGER.findall(_OUT_OF.sub("", reply))}
     if len(found) != 1:
@@ -417,8 +423,9 @@ def geval_answer_paper(replies: Sequence[str]) -> int:
 def sample_judge(
     judge: JudgeClient, messages: Messages, *, temperature: float, max_tokens: int | None = None
 ) -> JudgeResult:
-    """One sampled, uncached chat completion of the authors' messages (:meth:`JudgeClient.sample`)."""
-    return judge.sample(messages, temperature=temperature, max_tokens=max_tokens)
+    """One sampled, uncached chat completion of the authors' messages (:meth:`JudgeClient.sample`); a reply that is
+    plainly no answer is asked again (:func:`~scifig_tasks.core.judge.replies.says_something`)."""
+    return judge.sample(messages, temperature=temperature, max_tokens=max_tokens, accept=says_something)
 
 
 def _pool_map(judge: JudgeClient, function: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:

@@ -1,6 +1,8 @@
 "use strict";
 const D = JSON.parse(document.getElementById("data").textContent);
-const CUT = 400;
+const FOLD_CHARS = 600;  // a long field shows its first FOLD_CHARS characters ...
+const FOLD_LINES = 8;     // ... or its first FOLD_LINES lines, whichever is shorter, then "show all"
+const PIECE = 80;         // an unbroken run longer than this gets a line-break opportunity (<wbr>) every PIECE chars
 const FILTERS = [["task", "task"], ["category", "category"], ["correct", "correct"], ["method", "resolved by"],
                  ["model", "model"]];
 function el(tag, attrs, text) {
@@ -9,16 +11,49 @@ function el(tag, attrs, text) {
   if (text !== undefined) node.textContent = text;
   return node;
 }
-function textBlock(text) {
-  const box = el("div", {class: "text"});
-  if (text.length <= CUT) { box.textContent = text; return box; }
-  const span = el("span", {}, text.slice(0, CUT) + " …");
-  const button = el("button", {class: "more", type: "button"}, "show more");
-  button.addEventListener("click", () => {
-    const open = button.textContent === "show more";
-    span.textContent = open ? text : text.slice(0, CUT) + " …";
-    button.textContent = open ? "show less" : "show more";
-  });
+function foldAt(text) {
+  // Where a long field is cut: after FOLD_LINES lines or FOLD_CHARS characters, whichever comes first; -1 when the
+  // whole text is within both.
+  let cut = Math.min(text.length, FOLD_CHARS);
+  let newline = -1;
+  for (let line = 0; line < FOLD_LINES && newline < cut; line += 1) {
+    newline = text.indexOf("\n", newline + 1);
+    if (newline < 0) break;
+  }
+  if (newline >= 0 && newline < cut) cut = newline;
+  return cut < text.length ? cut : -1;
+}
+function writeText(node, text) {
+  // The text as text nodes only (never parsed as HTML), with a <wbr> after every PIECE characters of an unbroken run
+  // (no space or line break), so a 20,000-character word wraps in the cell in short pieces.
+  node.replaceChildren();
+  const runs = text.split(/(\s+)/);
+  for (const run of runs) {
+    if (run.length <= PIECE) { node.append(run); continue; }
+    for (let start = 0; start < run.length; start += PIECE) {
+      if (start > 0) node.append(el("wbr"));
+      node.append(run.slice(start, start + PIECE));
+    }
+  }
+  node.normalize();
+}
+function textBlock(text, cls, prefix) {
+  // A field (class cls, "text" by default) showing prefix + text; a long text is folded (foldAt) with a "show all"
+  // control revealing the rest and "show less" folding it again.
+  const box = el("div", {class: cls || "text"});
+  const cut = foldAt(text);
+  if (cut < 0) { writeText(box, (prefix || "") + text); return box; }
+  const span = el("span", {class: "folded"});
+  const button = el("button", {class: "more", type: "button", "aria-expanded": "false"});
+  const show = (open) => {
+    writeText(span, (prefix || "") + (open ? text : text.slice(0, cut) + " …"));
+    const rest = (text.length - cut).toLocaleString("en");
+    button.textContent = open ? "show less" : "show all (" + rest + " more characters)";
+    button.setAttribute("aria-expanded", String(open));
+    box.dataset.open = String(open);
+  };
+  button.addEventListener("click", () => show(box.dataset.open !== "true"));
+  show(false);
   box.append(span, button);
   return box;
 }
@@ -71,10 +106,10 @@ const rows = D.rows.map((row) => {
     td.append(el("div", {class: verdict === "correct" ? "ok" : verdict === "wrong" ? "bad" : "na"}, verdict));
     const out = el("div"); out.append(el("span", {class: "meta"}, "output:"), textBlock(c.o || "(empty)"));
     td.append(out);
-    if (c.a) td.append(el("div", {}, "answer: " + c.a));
-    if (c.m) td.append(el("div", {class: "meta"}, "resolved by: " + c.m + (c.r ? " (" + c.r + ")" : "")));
-    else if (c.r) td.append(el("div", {class: "meta"}, c.r));
-    if (c.d) td.append(el("div", {class: "meta"}, c.d));
+    if (c.a) td.append(textBlock(c.a, "answer", "answer: "));
+    if (c.m) td.append(textBlock(c.m + (c.r ? " (" + c.r + ")" : ""), "meta", "resolved by: "));
+    else if (c.r) td.append(textBlock(c.r, "meta"));
+    if (c.d) td.append(textBlock(c.d, "meta"));
     tr.append(td);
   });
   body.append(tr);
