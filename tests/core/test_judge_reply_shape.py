@@ -33,7 +33,7 @@ HOSTILE = (
     HTML_PAGE,
     HTML_SNIPPET,
 )
-"""The replies of the brief: none is an answer to any judge prompt here (``500`` aside, see the GRAB tests)."""
+"""Hostile judge replies: none is an answer to any judge prompt here (``500`` aside, see the GRAB tests)."""
 
 INTEGER = "What is the value of the y-intercept of the function? Give your answer as an integer."
 ONE_DP = "Estimate the mean variance of the functions shown in the plot. Give your answer to 1 decimal place."
