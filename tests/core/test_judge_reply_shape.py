@@ -97,12 +97,16 @@ def test_grab_none_stays_the_prompts_no_answer(reply: str, answer_format: str) -
     assert grab.score_extracted("no idea", "15", "judged", reply).correct is False
 
 
-def test_grab_scores_the_reply_as_its_check_reads_it() -> None:
-    """Quotes and a final period are wrapping: the extracted answer is what is inside (before: ``"15"`` was wrong)."""
+def test_grab_scores_an_accepted_reply_as_the_authors_code_does() -> None:
+    """Quotes and a final period make a reply no less an answer, but the ablation scores the reply as the authors'
+    code does (leading white space stripped, truncated to the answer's length, compared): ``15.`` and `` 15 `` are
+    right, a quoted ``"15"`` is not."""
     for reply in ('"15"', "15.", "'15'.", " 15 "):
-        score = grab.score_extracted("about 15", "15", "judged", reply)
-        assert (score.correct, score.extracted) == (True, "15"), reply
-    assert grab.score_extracted("y = 2x + 1", "y = 2x + 1", "judged", "y = 2x + 1.").extracted == "y = 2x + 1"
+        assert grab_readable(reply, QUESTIONS["integer"]), reply
+    replies = ('"15"', "15.", " 15 ")
+    right = {reply: grab.score_extracted("about 15", "15", "judged", reply).correct for reply in replies}
+    assert right == {'"15"': False, "15.": True, " 15 ": True}
+    assert grab.score_extracted("y = 2x + 1", "y = 2x + 1", "judged", "y = 2x + 1.").correct is True
 
 
 def test_grab_a_pathological_reply_is_refused_quickly() -> None:

@@ -176,8 +176,8 @@ def score_extracted(
         return GrabScore(correct=False, output_status=status)
     if judge_status != "judged" or judge_text is None:
         return GrabScore(correct=False, output_status=status, judge=judge_status)
-    extracted = read_extraction(judge_text)
-    correct = extracted.lower() != "none" and exact_match(extracted, answer)
+    extracted = judge_text.strip()  # scored as the authors' code scores the reply (README: strip, truncate, ==)
+    correct = extracted != "None" and exact_match(extracted, answer)
     return GrabScore(correct=correct, output_status=status, judge="judged", extracted=extracted)
 
 
@@ -203,8 +203,10 @@ _QUOTE_PAIRS = {'"': '"', "'": "'", "`": "`", "\u201c": "\u201d", "\u2018": "\u2
 
 
 def read_extraction(reply: str) -> str:
-    """The extracted answer of a judge reply: the reply without the wrapping the extraction prompt's reader tolerates
-    -- surrounding white space, one pair of surrounding quotes, a final period (``"15".`` reads as ``15``)."""
+    """A judge reply without the wrapping the shape check tolerates around an answer -- surrounding white space, one
+    pair of surrounding quotes, a final period (``"15".`` is the number ``15`` in quotes). Only for
+    :func:`extraction_reply_readable`: an accepted reply is scored as the authors' code scores it
+    (:func:`score_extracted`)."""
     text = reply.strip()
     for _ in range(2):  # a period inside or outside the quotes
         if text.endswith("."):
