@@ -83,6 +83,29 @@ class RescoredRun:
     judge_usage: dict[str, Any] | None = None
     """What the judge did for this run's re-scoring (:func:`scifig_tasks.core.judge.usage_report`; under
     ``--dry-run`` the requests it would send); None when it was not asked."""
+    data_changes: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """Source -> (the data revision the run recorded, the one re-scored now), where they differ
+    (:func:`data_changes`)."""
+
+    def data_line(self) -> str | None:
+        """The one line saying the run was made from other data than it is re-scored with (None: the same)."""
+        if not self.data_changes:
+            return None
+        return (
+            f"{self.source} was made from other data than is loaded now ({provenance.data_words(self.data_changes)}; "
+            f"{provenance.UNKNOWN}: not recorded); scores may differ for that reason"
+        )
+
+
+def data_changes(recorded: Any, current: Mapping[str, Any]) -> dict[str, tuple[str, str]]:
+    """Each source re-scored now whose data revision differs from the one the run recorded
+    (:data:`scifig_tasks.core.provenance.UNKNOWN` where the run recorded none)."""
+    before, after = provenance.data_revisions(recorded), provenance.data_revisions(current)
+    return {
+        name: (before.get(name, provenance.UNKNOWN), revision)
+        for name, revision in after.items()
+        if before.get(name, provenance.UNKNOWN) != revision
+    }
 
 
 def environment_changes(recorded: Any, current: Mapping[str, Any]) -> list[str]:

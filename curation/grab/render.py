@@ -9,27 +9,29 @@
 * Resolution: ``dpi`` (default :data:`DEFAULT_DPI` = 1000, so a fixed-schema graph is 6000 x 5000 px, comparable
   to the published 5836 x 4842 RGBA images). Output is an RGBA PNG.
 
-Encoding (:func:`encode_png`): the Agg canvas's RGBA buffer is written as an 8-bit RGBA PNG by libpng
-(``imagecodecs.png_encode``) with every row stored with the PNG filter "Up" (difference to the row above) and deflated
-with zlib's run-length strategy, plus a ``pHYs`` chunk with the dpi (libpng through imagecodecs writes none): the same
-pixels, mode, size and dpi as ``Figure.savefig(format="png")`` (matplotlib hands the same buffer to Pillow). Rule: a
-hand-written encoder stays only if it is >= 1.5x faster than the best library configuration at equal output, measured
-in the same run (``python -m tests.perf.bench_png_encoder``: 5 graphs at dpi 1000, the median per graph). The former
-hand-written encoder (rows filtered with numpy, Up or Sub per row, deflated by zlib with the run-length strategy,
-chunks written by hand) was not: in two runs on a shared 2-core machine it was 0.55-0.90x as fast as the fastest equal
-libpng configuration (median ratio over graphs; 0.31-0.39 s a graph against 0.17-0.35 s for this one), and 2.0-2.3x as
-fast as Pillow's best (``compress_level`` 1 or 6 with ``compress_type=Z_RLE``). The price of the fastest
-configuration is size: ~520 kB a graph against ~300 kB (libpng choosing Sub or Up per row gets ~300 kB at 1.3-1.7x
-the hand-written encoder's time; Pillow's default, level 6 with all five filters tried per row, ~290 kB at ~3x).
+Encoding (:func:`encode_png`): the Agg canvas's RGBA buffer is written as an 8-bit RGBA PNG: numpy filters every row
+(:func:`filtered_rows`: PNG filter Up, or Sub where that leaves fewer pixels changed), zlib-ng deflates the scanlines
+(``imagecodecs.zlibng_encode``, level :data:`ZLIB_NG_LEVEL`) and the chunks (``IHDR``, ``pHYs`` with the dpi,
+``IDAT``, ``IEND``) are written here: the same pixels, mode, size and dpi as ``Figure.savefig(format="png")``
+(matplotlib hands the same buffer to Pillow). Rule: the fastest configuration whose files are no larger than the
+former encoder's (the same rows deflated by Python's zlib with its run-length strategy; mean bytes per graph at most
+3 % above) at no more than its time (median seconds per graph); file size is output, so "a library replaces code
+written here when it is >= 1.5x faster at equal output" compares configurations within that size bound. Measured
+(``python -m tests.perf.bench_png_encoder``: 8 graphs at dpi 1000, two runs on a loaded, shared 2-core machine):
+0.12-0.13 s a graph, 0.22-0.27x the former encoder's time, 296 kB a graph against 305 kB. zlib-ng's levels 2, 3 and 6
+take 0.12-0.16 s (level 3: the smaller files of the two fastest); its level 1 writes 4.3x larger files. No library
+alone meets both bounds: libpng with filter Up on every row (the encoder before this one) takes 0.6x the former
+encoder's time but writes 1.8x its bytes (552 kB a graph); libpng choosing Sub or Up per row is as small (308 kB) at
+1.3-1.5x its time, Pillow at 1.9x or more.
 
 Determinism: every input comes from the plan and the PNG holds no text chunk (no ``Software`` or time stamp), so the
-same parameters and versions (matplotlib, imagecodecs with its libpng and zlib) give byte-identical files in any
-process.
+same parameters and versions (matplotlib, imagecodecs with its zlib-ng) give byte-identical files in any process.
+zlib-ng, like zlib, promises the same compressed bytes only for the same version (and CPU architecture).
 
 Memory (:func:`release_figure`): a process holds one graph at a time. At dpi 1000 a graph's Agg pixel buffer is 120-190
-MB; libpng filters and deflates it row by row, so encoding adds almost nothing (+2 MiB to a process's peak for a 6000 x
-5000 graph, against +143 MiB for the former encoder's filtered copy), and a rendering process's peak does not grow with
-the number of graphs (goal: <= 1 GiB per build worker, ~0.6-0.7 GiB measured with the former encoder;
+MB; encoding holds the filtered scanlines and a row comparison besides (+143 MiB to a process's peak for a 6000 x 5000
+graph; libpng's row-by-row encoding added 1 MiB, at 1.8x the file size), and a rendering process's peak does not grow
+with the number of graphs (goal: <= 1 GiB per build worker, ~0.6-0.7 GiB measured with the former encoder's same copy;
 ``tests/perf/bench_grab_generator.py`` prints the peak). A drawn figure is a web of
 reference cycles (figure and canvas, artists and axes), which reference counting alone never frees: left to the garbage
 collector's rare full passes, finished graphs' buffers pile up (1.7-2.5 GiB per process after 40-160 graphs). So every
@@ -158,8 +160,6 @@ def draw(axes: Any, params: dict[str, Any]) -> None:
 
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-IHDR_END = len(PNG_SIGNATURE) + 4 + 4 + 13 + 4
-"""Bytes of the signature and the ``IHDR`` chunk (length, type, 13 data bytes, CRC), which every PNG starts with."""
 
 
 def draw_figure(params: dict[str, Any], dpi: int = DEFAULT_DPI) -> Any:
@@ -201,28 +201,81 @@ def release_figure(canvas: Any) -> None:
         gc.collect()
 
 
-def _chunk(kind: bytes, data: bytes) -> bytes:
-    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(data, zlib.crc32(kind)))
+FILTER_SUB = 1
+FILTER_UP = 2
+SUB_CANDIDATE_SHARE = 32
+"""A row is tried with filter Sub only when more than 1/``SUB_CANDIDATE_SHARE`` of its pixels differ from the row
+above (the other rows keep Up, which leaves them almost all zeros)."""
+ZLIB_NG_LEVEL = 3
+"""zlib-ng's level for the scanlines: of its fastest levels (2 and 3) the one with the smaller files; level 1 writes
+4x larger ones (module docstring)."""
+IDAT_SIZE = 1 << 16
+"""Bytes of compressed data per ``IDAT`` chunk (the last one holds the rest)."""
+
+
+def filtered_rows(rgba: np.ndarray) -> np.ndarray:
+    """PNG scanlines of an ``(height, width, 4)`` uint8 image: each row's filter type byte, then the row filtered.
+
+    Filter Up (difference to the row above; the first row's "above" is zeros), or Sub (difference to the pixel on
+    the left) where more than 1/32 of the row's pixels differ from the row above and Sub leaves fewer non-zero
+    pixels than Up. Counts are of whole pixels (4 bytes compared at once), for the whole image in a few numpy passes.
+    """
+    height, width, _ = rgba.shape
+    rows = rgba.reshape(height, width * 4)
+    pixels = rgba.view(np.uint32).reshape(height, width)
+    out = np.empty((height, 1 + width * 4), dtype=np.uint8)
+    out[:, 0] = FILTER_UP
+    out[0, 1:] = rows[0]
+    np.subtract(rows[1:], rows[:-1], out=out[1:, 1:])
+    changed_up = np.empty(height, dtype=np.int64)
+    changed_up[0] = np.count_nonzero(pixels[0])
+    changed_up[1:] = np.count_nonzero(pixels[1:] != pixels[:-1], axis=1)
+    candidates = np.flatnonzero(changed_up * SUB_CANDIDATE_SHARE > width)
+    tried = pixels[candidates]
+    changed_sub = np.count_nonzero(tried[:, 1:] != tried[:, :-1], axis=1) + (tried[:, 0] != 0)
+    sub = candidates[changed_sub < changed_up[candidates]]
+    if sub.size:
+        chosen = rows[sub]
+        out[sub, 0] = FILTER_SUB
+        out[sub, 1:5] = chosen[:, :4]
+        out[sub, 5:] = chosen[:, 4:] - chosen[:, :-4]
+    return out
+
+
+def png_chunk(kind: bytes, data: bytes | memoryview) -> bytes:
+    """One PNG chunk: length, type, data and the CRC-32 of type and data."""
+    return struct.pack(">I", len(data)) + kind + bytes(data) + struct.pack(">I", zlib.crc32(data, zlib.crc32(kind)))
+
+
+def png_file(width: int, height: int, dpi: float, compressed: bytes | memoryview) -> bytes:
+    """An 8-bit RGBA PNG around zlib-compressed scanlines: ``IHDR``, ``pHYs`` (pixels per metre rounded as Pillow
+    writes them for ``savefig``, unit metre), ``IDAT`` chunks of :data:`IDAT_SIZE` bytes, ``IEND``; no text chunk."""
+    data = memoryview(compressed)
+    per_metre = int(dpi / 0.0254 + 0.5)
+    parts = [
+        PNG_SIGNATURE,
+        png_chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 6, 0, 0, 0)),
+        png_chunk(b"pHYs", struct.pack(">IIB", per_metre, per_metre, 1)),
+    ]
+    parts += [png_chunk(b"IDAT", data[start : start + IDAT_SIZE]) for start in range(0, len(data), IDAT_SIZE)]
+    parts.append(png_chunk(b"IEND", b""))
+    return b"".join(parts)
 
 
 def encode_png(rgba: Any, dpi: float) -> bytes:
     """An 8-bit RGBA PNG of an ``(height, width, 4)`` uint8 buffer, with the resolution ``dpi`` in ``pHYs``.
 
-    Decodes to exactly ``rgba`` (mode RGBA); ``pHYs`` holds pixels per metre rounded as Pillow writes them for
-    ``savefig``. No text chunks. libpng (``imagecodecs.png_encode``), filter Up, zlib's run-length strategy (module
-    docstring).
+    Decodes to exactly ``rgba`` (mode RGBA). Rows filtered by :func:`filtered_rows`, deflated by zlib-ng
+    (``imagecodecs.zlibng_encode``, level :data:`ZLIB_NG_LEVEL`), chunks by :func:`png_file` (module docstring).
     """
     import imagecodecs
 
     pixels = np.ascontiguousarray(np.asarray(rgba, dtype=np.uint8))
     if pixels.ndim != 3 or pixels.shape[2] != 4:
         raise ValueError(f"expected an (height, width, 4) RGBA buffer, got shape {pixels.shape}")
-    png = imagecodecs.png_encode(
-        pixels, level=1, strategy=imagecodecs.PNG.STRATEGY.RLE, filter=imagecodecs.PNG.FILTER.UP
-    )
-    per_metre = int(dpi / 0.0254 + 0.5)
-    phys = _chunk(b"pHYs", struct.pack(">IIB", per_metre, per_metre, 1))  # unit: metre
-    return bytes(png[:IHDR_END]) + phys + bytes(png[IHDR_END:])
+    height, width, _ = pixels.shape
+    compressed = imagecodecs.zlibng_encode(filtered_rows(pixels), level=ZLIB_NG_LEVEL)
+    return png_file(width, height, dpi, compressed)
 
 
 def render_png(params: dict[str, Any], dpi: int = DEFAULT_DPI) -> bytes:

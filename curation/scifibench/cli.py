@@ -35,6 +35,16 @@ def _gpu_flag(value: str) -> bool | None:
     return choices[value]
 
 
+def _positive(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {value!r}")
+    return number
+
+
 def _add_curate(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "scifibench",
@@ -97,6 +107,18 @@ def _add_curate(subparsers: Any) -> None:
         help=f"IVF cells each vector probes, exactly (default: 14 cells' worth of vectors, at most {DEFAULT_NPROBE})",
     )
     knn.add_argument("--gpu", type=_gpu_flag, default=None, help="GPU Faiss: auto (default), yes, no")
+    knn.add_argument(
+        "--vectors-on-disk",
+        action="store_true",
+        help="keep the joint vectors on disk (memory-mapped) and compare 8-bit codes, re-ranked exactly: for corpora "
+        "whose vectors (pairs x dim x 4 bytes) do not fit in memory; needs that much free disk under the cache",
+    )
+    knn.add_argument(
+        "--knn-processes",
+        type=_positive,
+        default=1,
+        help="with --vectors-on-disk: processes sharing the neighbour search by cells (default 1)",
+    )
     knn.add_argument("--min-distance", type=float, default=None, help="similarity threshold (default: from data)")
     tiers = parser.add_argument_group("questions and tiers")
     tiers.add_argument("--seed", type=int, default=0, help="option shuffling, random negatives, IVF training")
@@ -181,6 +203,8 @@ def settings_from(args: argparse.Namespace) -> Any:
         nlist=args.nlist,
         nprobe=args.nprobe,
         use_gpu=args.gpu,
+        vectors_on_disk=args.vectors_on_disk,
+        knn_processes=args.knn_processes,
         min_distance=args.min_distance,
         seed=args.seed,
         gold_size=args.gold_size,
@@ -200,6 +224,8 @@ def run_curate(args: argparse.Namespace) -> int:
         problem = None if path is None else out_problem(path)
         if problem is not None:
             return _fail("scifibench", problem)
+    if args.knn_processes > 1 and not args.vectors_on_disk:
+        return _fail("scifibench", "--knn-processes shares the on-disk search: add --vectors-on-disk (or drop it)")
     try:
         summary = curate(settings_from(args))
     except (DataError, ValueError) as exc:

@@ -13,7 +13,9 @@ making it practical on ~10^5 figures:
   resumes at the first missing shard and a finished cache (``joint.npy``) is reused without loading the model;
 * multi-GPU through accelerate: under ``accelerate launch`` (``WORLD_SIZE`` > 1) process ``r`` of ``w`` embeds the
   shards ``s`` with ``s % w == r`` on its own device, then all wait and the main process assembles ``joint.npy``.
-  Batches never straddle shards, so the vectors do not depend on the number of processes.
+  Batches never straddle shards, so the vectors do not depend on the number of processes;
+* for corpora whose vectors do not fit in memory (``on_disk``, ``--vectors-on-disk``): ``joint.npy`` is assembled one
+  shard at a time (free disk checked first) and returned memory-mapped read-only, for :mod:`.ondisk`.
 """
 
 from __future__ import annotations
@@ -186,8 +188,11 @@ def embed_pairs(
     num_workers: int = 0,
     layout: ProcessLayout | None = None,
     on_shard: Callable[[int], None] | None = None,
+    on_disk: bool = False,
 ) -> np.ndarray | None:
-    """The joint vector of every pair (``len(pairs) x d`` float32), computed or resumed from the cache.
+    """The joint vector of every pair (``len(pairs) x d`` float32), computed or resumed from the cache; with
+    ``on_disk``, ``joint.npy`` is assembled shard by shard and returned mapped read-only (``np.load(mmap_mode="r")``),
+    never whole in memory.
 
     Returns ``None`` on non-main processes of a multi-process run (only the main process goes on). ``on_shard`` is
     called with each shard number this process finishes (progress hooks, tests).
@@ -215,16 +220,39 @@ def embed_pairs(
     layout.barrier()
     if not layout.is_main:
         return None
+    mode = "r" if on_disk else None
     if final.exists():
-        joint = np.load(final)
+        joint = np.load(final, mmap_mode=mode)
         if joint.shape[0] == total:
             return joint
-    joint = np.concatenate([np.load(_shard_path(directory, shard)) for shard in range(len(spans))])
-    _save_atomic(final, joint)
+    if on_disk:
+        joint = _assemble_on_disk(final, [_shard_path(directory, shard) for shard in range(len(spans))])
+    else:
+        joint = np.concatenate([np.load(_shard_path(directory, shard)) for shard in range(len(spans))])
+        _save_atomic(final, joint)
     (directory / "meta.json").write_text(
         json.dumps({"clip": spec.identity(), "pairs": total, "dim": int(joint.shape[1])}, indent=2)
     )
     return joint
+
+
+def _assemble_on_disk(final: Path, shards: list[Path]) -> np.ndarray:
+    """``joint.npy`` written shard by shard (one shard in memory at a time), atomically; returned mapped read-only."""
+    from curation.scifibench.ondisk import check_disk
+
+    heads = [np.load(path, mmap_mode="r") for path in shards]
+    rows, dim = sum(len(head) for head in heads), heads[0].shape[1]
+    check_disk(final.parent, rows * dim * 4, f"the joint vectors ({rows:,} x {dim} float32)")
+    partial = final.with_name(final.name + ".partial.npy")
+    joint = np.lib.format.open_memmap(partial, mode="w+", dtype=np.float32, shape=(rows, dim))
+    start = 0
+    for head in tqdm(heads, desc="scifibench: joint vectors to disk", unit="shard"):
+        joint[start : start + len(head)] = head
+        start += len(head)
+    joint.flush()
+    del joint, heads
+    os.replace(partial, final)
+    return np.load(final, mmap_mode="r")
 
 
 def _embed_shards(

@@ -35,6 +35,9 @@ The ``k + 2`` nearest candidates by Faiss' distance are re-ranked by their exact
 vectors' differences, ties broken by index, so the result does not depend on Faiss' accumulation order (the 2 spare
 candidates absorb rounding and ties at the ``k``-th place). Reruns with the same seed and thread count give the same
 neighbours. A neighbour an approximate search could not fill is ``-1`` with distance ``inf``.
+
+The scan reads the vectors only through ``take`` (:func:`scan_cells`) and is split by cells (:func:`scan_workers`),
+which is what :mod:`.ondisk` builds on for vectors kept on disk and for several processes.
 """
 
 from __future__ import annotations
@@ -239,7 +242,7 @@ def _flat_candidates(index: Any, vectors: np.ndarray, width: int, progress: tqdm
     return candidates
 
 
-def _first_unique(ids: np.ndarray, width: int) -> np.ndarray:
+def first_unique(ids: np.ndarray, width: int) -> np.ndarray:
     """Per row (ids nearest first), the first ``width`` distinct ids ``>= 0``, padded with ``-1``."""
     order = np.argsort(ids, axis=1, kind="stable")  # equal ids keep their distance order
     ranked = np.take_along_axis(ids, order, axis=1)
@@ -254,79 +257,127 @@ def _first_unique(ids: np.ndarray, width: int) -> np.ndarray:
     return kept
 
 
-def _cell_candidates(index: CellIndex, vectors: np.ndarray, width: int, progress: tqdm) -> np.ndarray:
+@dataclass(frozen=True)
+class CellLists:
+    """Per cell, its members (the vectors whose own cell it is) and its probers (the vectors probing it, ascending):
+    ``members[member_bounds[c]:member_bounds[c + 1]]``, ``probers[prober_bounds[c]:prober_bounds[c + 1]]``."""
+
+    members: np.ndarray
+    member_bounds: np.ndarray
+    probers: np.ndarray
+    prober_bounds: np.ndarray
+
+    @property
+    def nlist(self) -> int:
+        return len(self.member_bounds) - 1
+
+
+def cell_lists(probes: np.ndarray, nlist: int) -> CellLists:
+    """The members and probers of every cell, from each vector's probes (``probes[i, 0]``: its own cell)."""
+    own = probes[:, 0]
+    member_order = np.argsort(own, kind="stable")
+    member_bounds = np.searchsorted(own[member_order], np.arange(nlist + 1))
+    prober, slot = np.nonzero(probes >= 0)  # row-major, so every cell's probers come out in ascending order
+    probed = probes[prober, slot]
+    del slot
+    prober_order = np.argsort(probed, kind="stable")
+    probers = prober[prober_order]
+    prober_bounds = np.searchsorted(probed[prober_order], np.arange(nlist + 1))
+    return CellLists(member_order, member_bounds, probers, prober_bounds)
+
+
+def scan_cells(
+    lists: CellLists, vectors: Any, heap_width: int, cells: range, progress: tqdm | None, lock: threading.Lock
+) -> Any:
+    """A Faiss ``ResultHeap`` of ``heap_width`` candidates per vector from the pairs of ``cells``: per cell,
+    ``faiss.pairwise_distances`` between its probers and its members, kept for both vectors of each pair. ``vectors``
+    needs ``len`` and ``take(ids, axis=0)`` giving float32 rows. Runs single-threaded BLAS in the calling thread."""
+    import faiss
+
+    faiss.omp_set_num_threads(1)  # this thread only: parallel over cells, not inside each product
+    heap = faiss.ResultHeap(len(vectors), heap_width)
+    for cell in cells:
+        members = lists.members[lists.member_bounds[cell] : lists.member_bounds[cell + 1]].astype(np.int64, copy=False)
+        if len(members) == 0:
+            continue
+        cell_vectors = vectors.take(members, axis=0)
+        cell_probers = lists.probers[lists.prober_bounds[cell] : lists.prober_bounds[cell + 1]].astype(
+            np.int64, copy=False
+        )
+        for start in range(0, len(cell_probers), PROBER_BATCH):  # bounds memory for much-probed cells
+            queries = cell_probers[start : start + PROBER_BATCH]
+            distances = faiss.pairwise_distances(vectors.take(queries, axis=0), cell_vectors)
+            # every member probes its own cell first, so it is among the probers: not its own neighbour
+            rows = np.minimum(np.searchsorted(queries, members), len(queries) - 1)
+            selves = np.flatnonzero(queries[rows] == members)
+            distances[rows[selves], selves] = np.inf
+            heap.add_result_subset(queries, distances, members)
+            heap.add_result_subset(members, distances.T, queries)
+        if progress is not None:
+            with lock:
+                progress.update(len(members))
+    return heap
+
+
+def scan_workers(
+    lists: CellLists, vectors: Any, heap_width: int, workers: range, stride: int, progress: tqdm | None
+) -> Any:
+    """The heaps of ``workers`` (worker ``w`` scans cells ``w, w + stride, ...``), one thread each, merged into the
+    first one's (not finalised)."""
+    lock = threading.Lock()
+
+    def scan(worker: int) -> Any:
+        return scan_cells(lists, vectors, heap_width, range(worker, lists.nlist, stride), progress, lock)
+
+    with ThreadPoolExecutor(len(workers)) as pool:
+        heaps = list(pool.map(scan, workers))
+    merged = heaps[0]
+    for other in heaps[1:]:
+        merged.add_result(other.D, other.I)
+    return merged
+
+
+def cell_workers(nlist: int) -> int:
+    """Threads scanning cells: Faiss' OpenMP thread count, at most one per cell."""
+    import faiss
+
+    return max(1, min(faiss.omp_get_max_threads(), nlist))
+
+
+def cell_candidates(index: CellIndex, vectors: Any, width: int, progress: tqdm) -> np.ndarray:
     """The ``width`` nearest candidates of every vector among the pairs its cells give (see the module docstring),
     by Faiss' BLAS distance: cell by cell, ``faiss.pairwise_distances`` between the cell's vectors and the vectors
     probing it, kept in Faiss result heaps for both vectors of each pair. The cells are shared out among
     ``faiss.omp_get_max_threads()`` threads, each running single-threaded BLAS."""
-    import faiss
-
-    n, probes = len(vectors), index.probes
-    own = probes[:, 0]
-    member_order = np.argsort(own, kind="stable")
-    member_bounds = np.searchsorted(own[member_order], np.arange(index.nlist + 1))
-    prober, slot = np.nonzero(probes >= 0)  # row-major, so every cell's probers come out in ascending order
-    probed = probes[prober, slot]
-    prober_order = np.argsort(probed, kind="stable")
-    probers = prober[prober_order]
-    prober_bounds = np.searchsorted(probed[prober_order], np.arange(index.nlist + 1))
-    del prober, slot, probed, prober_order
+    lists = cell_lists(index.probes, index.nlist)
     # a pair (i, j) can reach i twice: from j's cell (i probes it) and from i's cell (j probes it), so the heaps
     # keep 2 * width to be left with ``width`` distinct candidates
-    heap_width = 2 * width
-    workers = max(1, min(faiss.omp_get_max_threads(), index.nlist))
-    progress_lock = threading.Lock()
-
-    def scan(worker: int) -> Any:
-        faiss.omp_set_num_threads(1)  # this thread only: parallel over cells, not inside each product
-        heap = faiss.ResultHeap(n, heap_width)
-        for cell in range(worker, index.nlist, workers):
-            members = member_order[member_bounds[cell] : member_bounds[cell + 1]]
-            if len(members) == 0:
-                continue
-            cell_vectors = vectors.take(members, axis=0)
-            cell_probers = probers[prober_bounds[cell] : prober_bounds[cell + 1]]
-            for start in range(0, len(cell_probers), PROBER_BATCH):  # bounds memory for much-probed cells
-                queries = cell_probers[start : start + PROBER_BATCH]
-                distances = faiss.pairwise_distances(vectors.take(queries, axis=0), cell_vectors)
-                # every member probes its own cell first, so it is among the probers: not its own neighbour
-                rows = np.minimum(np.searchsorted(queries, members), len(queries) - 1)
-                selves = np.flatnonzero(queries[rows] == members)
-                distances[rows[selves], selves] = np.inf
-                heap.add_result_subset(queries, distances, members)
-                heap.add_result_subset(members, distances.T, queries)
-            with progress_lock:
-                progress.update(len(members))
-        return heap
-
-    with ThreadPoolExecutor(workers) as pool:
-        heaps = list(pool.map(scan, range(workers)))
-    merged = heaps[0]
-    for other in heaps[1:]:
-        merged.add_result(other.D, other.I)
+    workers = cell_workers(index.nlist)
+    merged = scan_workers(lists, vectors, 2 * width, range(workers), workers, progress)
     merged.finalize()
-    return _first_unique(merged.I, width)
+    return first_unique(merged.I, width)
 
 
-def _rerank(vectors: np.ndarray, candidates: np.ndarray, k: int, plan: IndexPlan) -> Neighbours:
-    """The ``k`` nearest of each row's candidates by exact distance, ties by index, in threads over rows."""
+def rerank(vectors: np.ndarray, candidates: np.ndarray, k: int, plan: IndexPlan, first: int = 0) -> Neighbours:
+    """The ``k`` nearest of each row's candidates by exact distance, ties by index, in threads over rows
+    (``candidates[r]`` are vector ``first + r``'s)."""
     import faiss
 
-    n = len(vectors)
-    indices = np.empty((n, k), dtype=np.int64)
-    distances = np.empty((n, k), dtype=np.float32)
+    n, rows_total = len(vectors), len(candidates)
+    indices = np.empty((rows_total, k), dtype=np.int64)
+    distances = np.empty((rows_total, k), dtype=np.float32)
 
     def rank(rows: range) -> None:
         for start in range(rows.start, rows.stop, RERANK_BATCH):
-            queries = np.arange(start, min(rows.stop, start + RERANK_BATCH))
-            found = candidates[queries]
-            exact = exact_distances(vectors, queries, found)
+            local = np.arange(start, min(rows.stop, start + RERANK_BATCH))
+            found = candidates[local]
+            exact = exact_distances(vectors, local + first, found)
             order = np.lexsort((np.where(found < 0, n, found), exact), axis=1)[:, :k]
-            indices[queries] = np.take_along_axis(found, order, axis=1)
-            distances[queries] = np.take_along_axis(exact, order, axis=1)
+            indices[local] = np.take_along_axis(found, order, axis=1)
+            distances[local] = np.take_along_axis(exact, order, axis=1)
 
     workers = max(1, faiss.omp_get_max_threads())
-    bounds = np.linspace(0, n, workers + 1).astype(int)
+    bounds = np.linspace(0, rows_total, workers + 1).astype(int)
     with ThreadPoolExecutor(workers) as pool:
         list(pool.map(rank, [range(bounds[w], bounds[w + 1]) for w in range(workers)]))
     return Neighbours(indices, distances, plan)
@@ -342,10 +393,10 @@ def search_index(index: Any, vectors: np.ndarray, k: int, plan: IndexPlan) -> Ne
     width = min(k + RERANK_MARGIN, n - 1)
     with tqdm(total=n, desc=f"scifibench: {k}-NN search ({plan.describe()})", unit="pair") as progress:
         if isinstance(index, CellIndex):
-            candidates = _cell_candidates(index, vectors, width, progress)
+            candidates = cell_candidates(index, vectors, width, progress)
         else:
             candidates = _flat_candidates(index, vectors, width, progress)
-    return _rerank(vectors, candidates, k, plan)
+    return rerank(vectors, candidates, k, plan)
 
 
 def nearest_neighbours(

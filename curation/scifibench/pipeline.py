@@ -42,6 +42,7 @@ from curation.scifibench.embed import (
 )
 from curation.scifibench.gold import SUMMARY
 from curation.scifibench.neighbours import DEFAULT_EXACT_MAX, DEFAULT_K, Neighbours, nearest_neighbours, plan_index
+from curation.scifibench.ondisk import CODES, DiskPlan, disk_neighbours
 from curation.scifibench.pairs import Pairs, read_pairs
 from curation.scifibench.questions import TASKS, Question, build_questions, random_variant
 from curation.scifibench.sheet import write_sheet
@@ -76,6 +77,8 @@ class Settings:
     nlist: int | None = None
     nprobe: int | None = None
     use_gpu: bool | None = None
+    vectors_on_disk: bool = False
+    knn_processes: int = 1
     min_distance: float | None = None
     seed: int = 0
     gold_size: int = GOLD_SIZE
@@ -108,11 +111,16 @@ class Settings:
         for flag, value in (("--nlist", self.nlist), ("--nprobe", self.nprobe), ("--min-distance", self.min_distance)):
             if value is not None:
                 parts += [flag, str(value)]
+        if self.vectors_on_disk:
+            parts.append("--vectors-on-disk")
+        if self.knn_processes != 1:
+            parts += ["--knn-processes", str(self.knn_processes)]
         parts += ["--gold-size", str(self.gold_size), "--pool-factor", f"{self.pool_factor:g}"]
         parts += ["--silver-size", str(self.silver_size), "--top-categories", str(self.top_categories)]
         return shlex.join(parts)
 
     def to_dict(self) -> dict[str, Any]:
+        on_disk = {"vectors_on_disk": True, "knn_processes": self.knn_processes} if self.vectors_on_disk else {}
         return {
             "model": self.clip.model,
             "pretrained": self.clip.pretrained,
@@ -130,6 +138,7 @@ class Settings:
             "gold_size": self.gold_size,
             "pool_factor": self.pool_factor,
             "silver_size": self.silver_size,
+            **on_disk,
         }
 
 
@@ -138,19 +147,38 @@ def log(message: str) -> None:
 
 
 def cached_neighbours(vectors: np.ndarray, settings: Settings, embeddings_key: str) -> Neighbours:
-    """:func:`nearest_neighbours` of the joint vectors, stored under the cache and reused by a rerun."""
+    """:func:`nearest_neighbours` of the joint vectors, stored under the cache and reused by a rerun; with
+    ``vectors_on_disk``, :func:`.ondisk.disk_neighbours` of the mapped ``joint.npy`` (``vectors`` is its memmap)."""
     plan = plan_index(len(vectors), settings.exact_max, settings.nlist, settings.nprobe)
-    material = json.dumps(
-        {"embeddings": embeddings_key, "k": settings.k, "plan": plan.to_dict(), "seed": settings.seed}, sort_keys=True
-    )
+    key: dict[str, Any] = {"embeddings": embeddings_key, "k": settings.k, "plan": plan.to_dict(), "seed": settings.seed}
+    if settings.vectors_on_disk:
+        key["on_disk"] = CODES  # candidates from codes: another cache entry
+    material = json.dumps(key, sort_keys=True)
     path = settings.cache / "neighbours" / f"{hashlib.sha256(material.encode()).hexdigest()[:20]}.npz"
     if path.exists():
         stored = np.load(path)
+        if "plan" in stored:
+            plan = DiskPlan(**json.loads(str(stored["plan"])))
         return Neighbours(stored["indices"], stored["distances"], plan)
-    found = nearest_neighbours(vectors, settings.k, plan, settings.seed, settings.use_gpu)
+    if settings.vectors_on_disk:
+        found = disk_neighbours(
+            Path(vectors.filename),  # type: ignore[attr-defined]
+            settings.k,
+            plan,
+            settings.seed,
+            settings.use_gpu,
+            settings.knn_processes,
+            scratch=settings.cache,
+        )
+        if isinstance(found.plan, DiskPlan) and found.plan.recall_at_5 is not None:
+            recall, sample = found.plan.recall_at_5, found.plan.recall_sample
+            log(f"recall@5 against exact search on {sample:,} sampled pairs: {recall:.4f}")
+    else:
+        found = nearest_neighbours(vectors, settings.k, plan, settings.seed, settings.use_gpu)
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(path.name + ".partial.npz")
-    np.savez(partial, indices=found.indices, distances=found.distances)
+    extra = {"plan": json.dumps(found.plan.to_dict())} if settings.vectors_on_disk else {}
+    np.savez(partial, indices=found.indices, distances=found.distances, **extra)
     partial.replace(path)
     return found
 
@@ -232,12 +260,13 @@ def curate(settings: Settings, layout: ProcessLayout | None = None) -> dict[str,
         shard_size=settings.shard_size,
         num_workers=settings.num_workers,
         layout=layout,
+        on_disk=settings.vectors_on_disk,
     )
     if vectors is None:
         return None
     embeddings_key = cache_dir_for(pairs, settings.clip, settings.cache, settings.shard_size).name
 
-    log("[4/8] Faiss nearest neighbours")
+    log(f"[4/8] Faiss nearest neighbours{' (vectors on disk)' if settings.vectors_on_disk else ''}")
     neighbours = cached_neighbours(vectors, settings, embeddings_key)
 
     log("[5/8] similarity filter")

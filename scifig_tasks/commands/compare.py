@@ -8,6 +8,12 @@ task, on the questions both answered (:mod:`scifig_tasks.report.compare`, statis
 :mod:`scifig_tasks.core.compare`): a table on the terminal (at most 100 columns) and, with ``--json FILE``, every
 number in a JSON file. Exit status 0 when at least one task was compared, 1 when none could be.
 
+Runs made from different data are refused before anything is compared (exit status 1, one line naming the runs and
+the sources with both revisions): a benchmark source whose data revision (the Hub commit, or the digest of local
+files, recorded in each results file's environment block: :func:`scifig_tasks.core.provenance.data_differences`)
+differs between the first run and another. ``--allow-data-change`` compares them anyway, said in one line. A run
+written before the revision was recorded has an ``unknown`` one, which is not held against it.
+
 A damaged run is refused before anything is compared (exit status 1, one line naming the file): a per-question log
 that is empty, or that cannot be read (a line cut short), while the run's results file counts its samples; a results
 file that cannot be read. The model's outputs are only in those logs, so the run has to be evaluated again (or the
@@ -26,6 +32,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from scifig_tasks.commands import HELP
 from scifig_tasks.core import compare as stats
 from scifig_tasks.core.errors import CommandError, DataError
 
@@ -42,7 +49,8 @@ A run is an lmms-eval output folder or results file written with --log_samples, 
 dataset (its *_scifig_records.jsonl); the two may be mixed. Per question, "correct" is what the benchmark's scorer
 logged: GRAB's exact match, SciFIBench's and MMSci's resolved letter, Plot Twist's standard (exact) accuracy.
 A task the runs answered on other questions (other data, another --limit) or under another task version is refused
-with the reason; a task only one run has is listed as not compared."""
+with the reason; a task only one run has is listed as not compared. Runs made from another revision of a benchmark's
+data (recorded in their results files) are refused unless --allow-data-change."""
 
 EPILOG = """\
 examples:
@@ -54,7 +62,7 @@ def register(commands: Any) -> None:
     """Add ``scifig compare`` to the ``scifig`` command line."""
     parser = commands.add_parser(
         "compare",
-        help="is one run better than another on the same questions? (paired test)",
+        help=HELP["compare"],
         description=DESCRIPTION,
         epilog=EPILOG,
     )
@@ -66,6 +74,11 @@ def register(commands: Any) -> None:
         "--resamples", type=int, default=stats.RESAMPLES, help=f"bootstrap resamples (default {stats.RESAMPLES:,})"
     )
     parser.add_argument("--seed", type=int, default=stats.SEED, help=f"bootstrap seed (default {stats.SEED})")
+    parser.add_argument(
+        "--allow-data-change",
+        action="store_true",
+        help="compare runs made from different revisions of a benchmark's data (refused otherwise)",
+    )
     parser.set_defaults(handler=_command)
 
 
@@ -97,6 +110,40 @@ def load_run(path: Path, label: str) -> Run:
             "run lmms-eval with --log_samples (VLMEvalKit: keep the *_scifig_records.jsonl)",
         )
     return found[0]
+
+
+def run_data(run: Run) -> dict[str, Any]:
+    """An environment block holding the data revisions of a run's results files, merged (a source read at two
+    revisions within one run keeps both, ``A | B``)."""
+    from scifig_tasks.core import provenance
+
+    merged: dict[str, str] = {}
+    for block in run.environments.values():
+        for name, revision in provenance.data_revisions(block).items():
+            known = merged.get(name)
+            merged[name] = revision if known in (None, revision) else f"{known} | {revision}"
+    return {provenance.DATA: {name: {"revision": revision} for name, revision in merged.items()}}
+
+
+def data_lines(runs: list[Run], paths: list[Path], allow: bool) -> list[str]:
+    """Refuse (a :class:`CommandError`, status 1) a later run made from other data than the first, where both
+    recorded a revision, unless ``allow``; the lines to say (comparing anyway) otherwise."""
+    from scifig_tasks.core import provenance
+    from scifig_tasks.report.compare import run_label
+
+    first = run_data(runs[0])
+    lines = []
+    for index, (run, path) in enumerate(zip(runs[1:], paths[1:], strict=True), start=1):
+        changed = provenance.data_differences(first, run_data(run))
+        known = {name: pair for name, pair in changed.items() if provenance.UNKNOWN not in pair}
+        if not known:
+            continue
+        words = f"{run_label(0)} ({paths[0]}) and {run_label(index)} ({path}) were made from different data: "
+        words += provenance.data_words(known)
+        if not allow:
+            raise CommandError(words, "compare runs of the same data, or pass --allow-data-change", status=1)
+        lines.append(f"{words}; compared anyway (--allow-data-change)")
+    return lines
 
 
 def write_whole(path: Path, text: str) -> None:
@@ -134,6 +181,8 @@ def _command(args: argparse.Namespace) -> int:
     except ImportError:
         raise CommandError("statsmodels is not installed", "pip install 'scifig[report]'") from None
     runs = [load_run(path, run_label(index)) for index, path in enumerate(args.runs)]
+    for line in data_lines(runs, args.runs, args.allow_data_change):
+        print(f"scifig compare: {line}", file=sys.stderr)
     comparison = compare_runs(runs, args.resamples, args.seed)
     comparison.names = [f"{run.model} ({path})" for run, path in zip(runs, args.runs, strict=True)]
     print(text_table(comparison))

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from scifig_tasks.commands import HELP
 from scifig_tasks.core import registry, settings
 from scifig_tasks.core.settings import DECLARED, Setting, Settings
 
@@ -109,7 +110,7 @@ def run(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> i
 def register(commands: Any) -> None:
     parser = commands.add_parser(
         "config",
-        help="print the effective settings (SCIFIG_* variables): value and where it came from",
+        help=HELP["config"],
         description=(
             "Every setting scifig reads, one line each: its variable, the value in effect (the documented default "
             "when it is not set; API keys only as <set> or <unset>) and where it came from. Values "

@@ -7,8 +7,9 @@ releases such as filelock 4 included, read from the installed metadata, so there
 whether the environment is the tested one (``.ci/requirements.lock``, a note when not); lmms-eval and
 VLMEvalKit imported as a run imports them (a release the range admits can still break an import); torch and the
 CUDA devices it sees; the settings (a ``SCIFIG_*`` value that does not parse, an unknown or deprecated variable:
-:mod:`scifig_tasks.core.settings`); each benchmark's data source (``SCIFIG_<BENCH>_DATA``, the Hub cache, or the
-built-in default); the LLM judge (configured, and reachable with one ``GET <base_url>/models``; only its host is
+:mod:`scifig_tasks.core.settings`); each benchmark's data source (``SCIFIG_<BENCH>_DATA``; the Hub dataset's pinned
+revision, or the one ``SCIFIG_<BENCH>_REVISION`` names, and whether the Hub cache holds it; or the built-in
+default); the LLM judge (configured, and reachable with one ``GET <base_url>/models``; only its host is
 printed, never a key); Chromium (only the report tests need it). An extra that is not installed is a note, not a
 failure, unless no evaluation framework is installed at all.
 
@@ -34,6 +35,7 @@ from typing import Any, Literal
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
+from scifig_tasks.commands import HELP
 from scifig_tasks.core import provenance
 from scifig_tasks.core.errors import CommandError
 
@@ -269,13 +271,40 @@ def check_data(probe: Probe) -> Iterator[Check]:
                     "FAIL", label, f"{where}: {local} does not exist — point it at the data{built}, or unset it"
                 )
         elif source.hub_path:
-            cached = (probe.hub_cache() / f"datasets--{source.hub_path.replace('/', '--')}").is_dir()
-            state = "cached" if cached else f"not cached: downloaded on first use, or set {source.env_var}=DIR"
-            yield Check("ok" if cached else "note", label, f"Hub {source.hub_path}, {state}")
+            yield hub_data_check(probe, label, source)
         elif source.default_data is not None:
             yield Check("ok", label, f"seeded set generated on first use ({source.env_var} overrides it)")
         else:
             yield Check("note", label, f"{source.env_var} is not set: its tasks need local data{built}")
+
+
+def cached_commit(folder: Path, revision: str | None) -> str | None:
+    """The commit of ``revision`` (``None``: ``main``) whose snapshot the Hub cache ``folder`` of a dataset holds: a
+    commit by its ``snapshots/`` folder, a branch or tag by its ``refs/`` file; ``None`` when it holds none."""
+    wanted = revision or "main"
+    ref = folder / "refs" / wanted
+    commit = wanted if re.fullmatch(r"[0-9a-f]{40}", wanted) else ref.read_text().strip() if ref.is_file() else None
+    return commit if commit and (folder / "snapshots" / commit).is_dir() else None
+
+
+def hub_data_check(probe: Probe, label: str, source: Any) -> Check:
+    """A Hub source's line: the revision its data is loaded at (pinned, the setting's, or unpinned) and whether the
+    Hub cache holds it."""
+    from scifig_tasks.core.schema import UNPINNED
+
+    revision = source.hub_revision(probe.environ)
+    if revision != (None if source.revision == UNPINNED else source.revision):
+        which = f"at revision {revision or 'main'} ({source.revision_var}; scores may differ from the pinned data)"
+    elif revision is None:
+        which = "unpinned (the newest revision, main)"
+    else:
+        which = f"at pinned revision {revision[:12]}"
+    commit = cached_commit(probe.hub_cache() / f"datasets--{source.hub_path.replace('/', '--')}", revision)
+    if commit is None:
+        state = f"not cached: downloaded on first use, or set {source.env_var}=DIR"
+        return Check("note", label, f"Hub {source.hub_path} {which}, {state}")
+    held = "cached" if commit == revision else f"cached as {commit[:12]}"
+    return Check("ok", label, f"Hub {source.hub_path} {which}, {held}")
 
 
 def check_settings(probe: Probe) -> Iterator[Check]:
@@ -407,7 +436,7 @@ def run(args: argparse.Namespace) -> int:
 def register(commands: Any) -> None:
     parser = commands.add_parser(
         "doctor",
-        help="check that this installation can run the benchmarks, and say how to fix what cannot",
+        help=HELP["doctor"],
         description=(
             "One screen of checks: Python; scifig's requirements inside their ranges (known-bad releases such as "
             "filelock 4 included); lmms-eval and VLMEvalKit importable; torch and CUDA; each benchmark's data "

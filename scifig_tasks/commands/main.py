@@ -37,9 +37,12 @@
   imports ``curation`` by name: the reference is resolved when ``scifig`` builds its parser; the demo's GRAB
   generator is the ``scifig.builders`` entry point ``grab``).
 * ``scifig tasks-path`` prints the task folder (for ``lmms-eval --include_path``); ``scifig --version`` the version.
-* Commands registered from their own modules (:data:`COMMAND_MODULES`): ``report``, ``compare``, ``rescore`` and
-  ``export-upstream``, ``vlmeval`` and ``export-tsv`` (VLMEvalKit), ``presets``, ``doctor``, ``config``,
-  ``finetune`` and ``finetune-data``.
+* Commands registered from their own modules (:data:`scifig_tasks.commands.COMMANDS`): ``report``, ``compare``,
+  ``rescore`` and ``export-upstream``, ``vlmeval`` and ``export-tsv`` (VLMEvalKit), ``presets``, ``doctor``,
+  ``config``, ``finetune`` and ``finetune-data``.
+* Start-up: the parser is built with the chosen command in full and every other one as its name and help line from
+  :data:`~scifig_tasks.commands.COMMANDS` (:func:`build_parser`), so a command imports only its own module, and
+  ``scifig --help`` / ``--version`` none of them.
 
 Every parser is a :class:`scifig_tasks.commands.format.Parser`: what ``--help`` prints is written for users (what the
 command does, each option, an example); these notes are not shown.
@@ -54,18 +57,18 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
-import importlib
 import io
 import os
 import sys
 import traceback
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from scifig_tasks.core import registry, settings
-from scifig_tasks.core.benchmark import Benchmark
-from scifig_tasks.core.secrets import masked_output
+from scifig_tasks.commands import COMMANDS, HELP
+
+if TYPE_CHECKING:
+    from scifig_tasks.core.benchmark import Benchmark
 
 
 class EvalFailed(RuntimeError):
@@ -256,6 +259,8 @@ def eval_command(argv: Sequence[str], debug: bool = False, cache: bool = True) -
 def _evaluate(argv: list[str], debug: bool) -> int:
     """The run of :func:`eval_command`, its arguments checked and its output folder held."""
     from scifig_tasks.commands.format import error_line
+    from scifig_tasks.core import settings
+    from scifig_tasks.core.secrets import masked_output
     from scifig_tasks.lmms_eval.concurrency import with_judge_concurrency
 
     argv, parallel_line = with_judge_concurrency(argv)  # lmms-eval's --process_docs_parallel, sized for the judge
@@ -379,11 +384,15 @@ def output_to(log: Path) -> Iterator[None]:
 def curated_benchmarks() -> list[Benchmark]:
     """The registered benchmarks with a ``curate`` command (``"module:register"``), in the registry's name order: the
     order their ``scifig curate`` sub-commands are listed."""
+    from scifig_tasks.core import registry
+
     return [described for described in registry.benchmarks().values() if described.curate]
 
 
 def benchmark_titles(benchmarks: Iterable[Benchmark] | None = None) -> list[str]:
     """The titles of ``benchmarks`` (default: every registered one), in the registry's name order."""
+    from scifig_tasks.core import registry
+
     chosen = registry.benchmarks().values() if benchmarks is None else benchmarks
     return [described.title for described in chosen]
 
@@ -404,20 +413,6 @@ def curate_variables() -> list[str]:
             if source.build_command and source.env_var not in found:
                 found.append(source.env_var)
     return found
-
-
-COMMAND_MODULES: tuple[str, ...] = (
-    "scifig_tasks.commands.report",
-    "scifig_tasks.commands.compare",
-    "scifig_tasks.commands.rescore",
-    "scifig_tasks.lmms_eval.export",
-    "scifig_tasks.commands.vlmeval",
-    "scifig_tasks.commands.presets",
-    "scifig_tasks.commands.doctor",
-    "scifig_tasks.commands.config",
-    "scifig_finetune.cli",
-)
-"""Modules whose ``register(commands)`` add a top-level ``scifig`` sub-command (each parser sets ``handler``)."""
 
 
 DESCRIPTION = """\
@@ -499,10 +494,11 @@ def lmms_eval_help() -> str:
 
 def _add_eval(commands: Any) -> None:
     from scifig_tasks.commands.format import ForwardedHelp
+    from scifig_tasks.core import registry
 
     parser = commands.add_parser(
         "eval",
-        help="run lmms-eval with the scifig tasks; exit status 1 when any task or sample failed",
+        help=HELP["eval"],
         description=EVAL_DESCRIPTION.format(names=", ".join(registry.benchmarks())),
         epilog=EVAL_EPILOG,
         usage="%(prog)s [--preset NAME] LMMS_EVAL_OPTION ...",
@@ -535,7 +531,7 @@ def _add_eval(commands: Any) -> None:
 def _add_demo(commands: Any) -> None:
     parser = commands.add_parser(
         "demo",
-        help="offline demo: generate GRAB questions, score them through lmms-eval, write an HTML report",
+        help=HELP["demo"],
         description=DEMO_DESCRIPTION,
         epilog=DEMO_EPILOG,
     )
@@ -569,17 +565,25 @@ def positive_int(text: str) -> int:
 
 
 def _add_curate(commands: Any) -> None:
+    from scifig_tasks.core import registry
+
     curated = curated_benchmarks()
     titles = benchmark_titles(curated)
     curate = commands.add_parser(
         "curate",
-        help=f"build a benchmark's data locally ({', '.join(titles)})",
+        help=HELP["curate"].format(titles=", ".join(titles)),
         description=CURATE_DESCRIPTION.format(titles=", ".join(titles), variables=", ".join(curate_variables())),
         epilog=CURATE_EPILOG,
     )
     benchmarks = curate.add_subparsers(dest="curate_command", required=True, metavar="BENCHMARK", title="benchmarks")
     for described in curated:
         registry.resolve(described.curate)(benchmarks)  # "curation.<bench>.cli:register"
+
+
+def _add_tasks_path(commands: Any) -> None:
+    commands.add_parser(
+        "tasks-path", help=HELP["tasks-path"], description=TASKS_PATH_DESCRIPTION, epilog=TASKS_PATH_EPILOG
+    )
 
 
 def version_line() -> str:
@@ -591,36 +595,54 @@ def version_line() -> str:
     return f"scifig {scifig_version()}{where}"
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``scifig`` parser with every sub-command."""
+def build_parser(full: Collection[str] | None = None) -> argparse.ArgumentParser:
+    """The ``scifig`` parser: every sub-command in full, or (``full`` given) only the commands named in ``full``,
+    the others listed by name and help line alone (:data:`~scifig_tasks.commands.COMMANDS`), so that their modules
+    are not imported. ``scifig --help`` prints the same text either way."""
+    import importlib
+
     from scifig_tasks.commands.format import Parser
 
     description = DESCRIPTION.format(titles=in_words(benchmark_titles()))
     parser = Parser(prog="scifig", description=description, epilog=EPILOG)
-    parser.add_argument("--version", action="version", version=version_line())
+    parser.add_argument("--version", action=_Version)
     parser.add_argument(
         "--debug", action="store_true", help="on an error, print the traceback instead of the one-line message"
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands")
-    _add_eval(commands)
-    _add_demo(commands)
-    importlib.import_module("scifig_tasks.commands.tasks").register(commands)
-    _add_curate(commands)
-    commands.add_parser(
-        "tasks-path",
-        help="print the folder of the scifig lmms-eval tasks (for lmms-eval --include_path)",
-        description=TASKS_PATH_DESCRIPTION,
-        epilog=TASKS_PATH_EPILOG,
-    )
-    for module in COMMAND_MODULES:
-        importlib.import_module(module).register(commands)
+    built = {command.adds for command in COMMANDS if full is None or command.name in full}
+    added: set[str] = set()
+    for command in COMMANDS:
+        if command.adds not in built:
+            titles = ", ".join(benchmark_titles(curated_benchmarks())) if "{titles}" in command.help else ""
+            commands.add_parser(command.name, help=command.help.format(titles=titles))
+        elif command.adds not in added:  # one function may add several commands (vlmeval and export-tsv)
+            added.add(command.adds)
+            module, _, function = command.adds.partition(":")
+            getattr(importlib.import_module(module), function)(commands)
     return parser
+
+
+class _Version(argparse._VersionAction):
+    """``--version``: argparse's own, the line made only when it is asked for (it runs ``git``)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: Any, values: Any, option: Any = None) -> None:
+        self.version = version_line()
+        super().__call__(parser, namespace, values, option)
+
+
+def chosen_command(argv: Sequence[str]) -> str | None:
+    """The sub-command ``argv`` names: its first argument that is not an option (the global options take no
+    value)."""
+    return next((arg for arg in argv if not arg.startswith("-")), None)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The ``scifig`` command; the error boundary: an error ends the command in one line on stderr (the traceback
     under ``--debug``) and a non-zero exit status."""
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    chosen = chosen_command(argv)
+    parser = build_parser(full=[chosen] if chosen else [])
     args, rest = parser.parse_known_args(argv)
     command = " ".join(filter(None, (args.command, getattr(args, "curate_command", None))))
     try:

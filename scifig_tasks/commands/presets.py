@@ -15,6 +15,7 @@ import inspect
 import sys
 from typing import Any
 
+from scifig_tasks.commands import HELP
 from scifig_tasks.core.presets import Preset, PresetError, list_presets, load_preset
 from scifig_tasks.lmms_eval.presets import command
 
@@ -131,7 +132,7 @@ def run(args: Any) -> int:
 def register(commands: Any) -> None:
     parser = commands.add_parser(
         "presets",
-        help="list the model presets (for scifig eval --preset NAME)",
+        help=HELP["presets"],
         description=(
             "A model preset names a model the papers evaluated and the lmms-eval arguments that run it (model, "
             "model_args, endpoint variables), with its VLMEvalKit equivalent. Without arguments: the table of "

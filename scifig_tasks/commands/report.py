@@ -6,6 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from scifig_tasks.commands import HELP
+
 DESCRIPTION = """\
 Write a report of evaluation results: for each benchmark the tables and figures of its paper, every model's
 accuracy with its 95% interval next to the numbers the paper published. Reads lmms-eval results (the --output_path
@@ -26,7 +28,7 @@ examples:
 def register(commands: Any) -> None:
     parser = commands.add_parser(
         "report",
-        help="tables and the papers' figures from evaluation results (HTML + Markdown)",
+        help=HELP["report"],
         description=DESCRIPTION,
         epilog=EPILOG,
     )

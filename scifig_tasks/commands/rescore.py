@@ -11,7 +11,9 @@ This module is the command: it finds the runs under the paths given, hands each 
 (:mod:`scifig_tasks.lmms_eval.rescore` for lmms-eval results files and sample logs,
 :mod:`scifig_tasks.vlmeval.rescore` for VLMEvalKit prediction files), writes ``rescore_diff.json`` and prints the
 table (:mod:`scifig_tasks.rescoring`). The judge is the shared cached client configured by ``SCIFIG_JUDGE_*``; the
-model is never called. A run that cannot be scored again is refused with the file named (exit status 1); a damaged
+model is never called. A run made from other data than is loaded now (another Hub revision or other local files,
+:func:`scifig_tasks.core.provenance.data_differences`; ``unknown`` for a run that recorded none) is re-scored and said
+in one line. A run that cannot be scored again is refused with the file named (exit status 1); a damaged
 log scored with ``--allow-partial``, or samples the judge could not score, also give exit status 1.
 """
 
@@ -24,6 +26,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from scifig_tasks.commands import HELP
 from scifig_tasks.core import judge, settings
 from scifig_tasks.core.errors import DataError
 from scifig_tasks.core.run_files import RESULTS_SUFFIX
@@ -134,6 +137,10 @@ def _rescore_command(args: argparse.Namespace) -> int:
     for run in runs:
         print(f"{run.source} -> {run.model_dir}")
     for run in runs:
+        line = run.data_line()
+        if line is not None:
+            print(f"scifig rescore: DATA: {line}", file=sys.stderr)
+    for run in runs:
         if run.environment_changes:
             print(
                 f"scifig rescore: WARNING: {run.source} was scored in another environment: "
@@ -214,7 +221,7 @@ def register(commands: Any) -> None:
     """Add ``scifig rescore`` to the ``scifig`` command line."""
     parser = commands.add_parser(
         "rescore",
-        help="score saved model outputs again with the current scorer (no model)",
+        help=HELP["rescore"],
         description=DESCRIPTION,
         epilog=EPILOG,
     )

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from scifig_tasks.commands import HELP
 from scifig_tasks.core.task_files import NO_VALUE, TaskInfo, scifig_tasks, top_level
 from scifig_tasks.lmms_eval import TASKS_DIR, task_folders
 
@@ -305,7 +306,7 @@ def run(args: Any) -> int:
 def register(commands: Any) -> None:
     parser = commands.add_parser(
         "tasks",
-        help="list the tasks to run (lmms-eval and VLMEvalKit names, questions, paper table, protocol)",
+        help=HELP["tasks"],
         description=DESCRIPTION,
         epilog=EPILOG,
     )

@@ -31,6 +31,7 @@ from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from scifig_tasks.commands import HELP
 from scifig_tasks.core import registry
 from scifig_tasks.core.errors import CommandError, DataError
 from scifig_tasks.core.run_files import SCORES_SUFFIX
@@ -369,7 +370,7 @@ def register(commands: Any) -> None:
 
     run = commands.add_parser(
         "vlmeval",
-        help="run VLMEvalKit with the scifig datasets (options as for its run.py)",
+        help=HELP["vlmeval"],
         description=_vlmeval_description(),
         epilog=_vlmeval_epilog(),
         usage="%(prog)s VLMEVALKIT_OPTION ...",
@@ -386,7 +387,7 @@ def register(commands: Any) -> None:
     run.set_defaults(handler=_vlmeval, passthrough=True)
     export = commands.add_parser(
         "export-tsv",
-        help="write VLMEvalKit TSV files of the scifig datasets",
+        help=HELP["export-tsv"],
         description=EXPORT_TSV_DESCRIPTION,
         epilog=EXPORT_TSV_EPILOG,
     )

@@ -19,6 +19,15 @@ folders are the ``datasets`` and Hub caches (and the dataset's directory when ``
 Files that pass are read into their cells once the rows are valid
 (:func:`scifig_tasks.core.image_cells.embed_image_files`), so nothing downstream opens a path.
 
+Which data: a Hub dataset is loaded at the source's pinned ``revision`` (:class:`scifig_tasks.core.schema
+.BenchmarkSource`; its ``SCIFIG_<BENCH>_REVISION`` setting overrides it, said in one line on stderr, and an unpinned
+source loads its newest revision). The revision is resolved to a snapshot of the Hub cache by ``huggingface_hub``'s
+``snapshot_download`` (downloading it when online; offline, ``HF_HUB_OFFLINE=1``, the cached snapshot of that commit,
+or of the commit ``refs/<branch>`` names) and the snapshot folder is read by ``datasets.load_dataset``; ``datasets``
+itself ignores ``revision`` offline and would take whatever version its own cache holds. What was loaded is noted for
+the results files (:func:`scifig_tasks.core.provenance.note_data`): origin ``hub`` with the commit of the snapshot, or
+``local`` with the digest of the files (:func:`scifig_tasks.core.validated.data_digest`), and the rows of each split.
+
 A benchmark without a published copy (``hub_path`` empty) may name a ``default_data`` builder: when the env var is
 unset, it builds the benchmark's seeded synthetic set once into a cache and returns its path, loaded like local data.
 Builders live with the curation code, above this package; the core finds them by name among the ``scifig.builders``
@@ -33,6 +42,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -40,12 +50,12 @@ import datasets
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from scifig_tasks.core import validated
+from scifig_tasks.core import provenance, validated
 from scifig_tasks.core.errors import DataError
 from scifig_tasks.core.image_cells import column_names_files, embed_image_files, is_image_list
 from scifig_tasks.core.images import remember_source
 from scifig_tasks.core.resources import installed_entry_point
-from scifig_tasks.core.schema import BenchmarkSource
+from scifig_tasks.core.schema import UNPINNED, BenchmarkSource
 from scifig_tasks.core.validation import NO_ROWS, validate
 
 
@@ -81,25 +91,62 @@ def load_benchmark(source: BenchmarkSource, split: str | None = None, hub_path: 
         raise DataError(str(local), None, None, f"does not exist ({source.name} data); {source.remedy()}")
     hub = hub_path or source.hub_path
     read = local if local is not None else Path(hub) if Path(hub).is_dir() else None  # a Hub id may be a folder
-    loaded_key = (id(source), split, hub, json.dumps(validated.files_identity([read])) if read else None)
+    revision = None if read is not None else _revision(source, hub)
+    if read is None:
+        _say_override(source, revision)
+    loaded_key = (id(source), split, hub, revision, json.dumps(validated.files_identity([read])) if read else None)
     if loaded_key not in _LOADED:
-        _LOADED[loaded_key] = (source, _load_validated(source, split, hub_path, local))
+        _LOADED[loaded_key] = (source, _load_validated(source, split, hub, local, revision))
     return _LOADED[loaded_key][1]
 
 
 _LOADED: dict[tuple[Any, ...], tuple[BenchmarkSource, datasets.Dataset]] = {}
-"""The splits loaded in this process, by source (kept, so its id stays its own), split, Hub id and local files (sizes
-and times included)."""
+"""The splits loaded in this process, by source (kept, so its id stays its own), split, Hub id, revision and local
+files (sizes and times included)."""
+
+_SAID: set[tuple[str, str | None]] = set()
+"""The revision overrides said in this process."""
 
 
-def _load_validated(source: BenchmarkSource, split: str, hub_path: str | None, local: Path | None) -> datasets.Dataset:
+def _revision(source: BenchmarkSource, hub: str) -> str | None:
+    """The revision of Hub dataset ``hub`` to load: the source's (its setting, else its pin) for its own dataset; for
+    another (a task YAML's ``dataset_path`` naming a fork) the setting alone, else the newest."""
+    if hub == source.hub_path:
+        return source.hub_revision()
+    return replace(source, revision=UNPINNED).hub_revision()
+
+
+def _say_override(source: BenchmarkSource, revision: str | None) -> None:
+    """One line on stderr, once per process, when ``SCIFIG_<BENCH>_REVISION`` moves a source off its pin."""
+    pinned = None if source.revision == UNPINNED else source.revision
+    if not source.revision_var or revision == pinned or (source.name, revision) in _SAID:
+        return
+    _SAID.add((source.name, revision))
+    pin = "no pinned revision" if pinned is None else f"the pinned {pinned[:12]}"
+    print(
+        f"scifig: {source.revision_var}={revision}: {source.name} data is loaded at revision {revision}, not "
+        f"{pin}; scores may differ from those made with the pinned data",
+        file=sys.stderr,
+    )
+
+
+def _load_validated(
+    source: BenchmarkSource, split: str, path: str, local: Path | None, revision: str | None
+) -> datasets.Dataset:
     if local is not None:
         dataset, origin = _local_split(local, source, split)
         folders: tuple[Path, ...] = (local if local.is_dir() else local.parent,)
-    else:
-        path = hub_path or source.hub_path
-        dataset, origin = _hub_split(path, source, split)
+        record = {"origin": "local", "local": True, "revision": validated.data_digest(local)}
+    elif Path(path).is_dir():
+        dataset, origin = _hub_split(Path(path), path, source, split)
         folders = hub_folders(path)
+        record = {"origin": "local", "local": True, "revision": validated.data_digest(Path(path))}
+    else:
+        snapshot = hub_snapshot(path, revision, source)
+        dataset, origin = _hub_split(snapshot, path, source, split)
+        folders = (snapshot, *hub_folders(path))
+        pinned = source.revision if path == source.hub_path else UNPINNED
+        record = {"origin": "hub", "hub": path, "revision": snapshot.name, "pinned": pinned}
     present = tuple(column for column in source.optional_columns if column.name in dataset.column_names)
     columns = source.columns + present
     images = [column.name for column in columns if column.image or column.image_list]
@@ -112,6 +159,7 @@ def _load_validated(source: BenchmarkSource, split: str, hub_path: str | None, l
             validated.record(key, origin, len(dataset))
     loaded = embed_image_files(dataset, columns, origin, folders)
     remember_source(origin, loaded, images)
+    provenance.note_data(source.name, record, split, len(loaded))
     return loaded
 
 
@@ -128,15 +176,42 @@ def hub_folders(path: str) -> tuple[Path, ...]:
     return (*local, Path(datasets.config.HF_DATASETS_CACHE), Path(constants.HF_HUB_CACHE))
 
 
-def _hub_split(path: str, source: BenchmarkSource, split: str) -> tuple[datasets.Dataset, str]:
+HUB_FILES_IGNORED = ("*.zip",)
+"""Files of a Hub dataset's snapshot that are not downloaded: archives ``load_dataset`` does not read (GRAB's
+``images.zip``, 367 MB, holds the figures its parquet files already hold)."""
+
+
+def hub_snapshot(path: str, revision: str | None, source: BenchmarkSource) -> Path:
+    """The Hub cache's snapshot folder of dataset ``path`` at ``revision`` (``None``: ``main``), downloaded when
+    online; offline, the cached snapshot of that commit or of the commit its ``refs/`` names. A revision that cannot
+    be had is a :class:`DataError` naming it and the ways out."""
+    from huggingface_hub import snapshot_download
+
+    try:
+        return Path(snapshot_download(path, repo_type="dataset", revision=revision, ignore_patterns=HUB_FILES_IGNORED))
+    except (OSError, ValueError) as exc:  # offline and not cached, unknown revision or dataset, unreachable Hub
+        reason = (str(exc).strip().splitlines() or [""])[0]
+        wanted = revision or "main"
+        other = f" (or name another revision with {source.revision_var})" if source.revision_var else ""
+        raise DataError(
+            f"Hugging Face Hub dataset {path} at revision {wanted}",
+            None,
+            None,
+            f"{source.name} data could not be loaded ({type(exc).__name__}: {reason}); download it online once{other}, "
+            f"or {source.remedy()}",
+        ) from exc
+
+
+def _hub_split(folder: Path, path: str, source: BenchmarkSource, split: str) -> tuple[datasets.Dataset, str]:
+    """One split of the Hub dataset ``path`` from its snapshot (or local) ``folder``, by its name or older names."""
     names = source.split_names(split)
     for name in names:
         try:
-            return datasets.load_dataset(path, split=name), f"{path}[{name}]"
+            return datasets.load_dataset(str(folder), split=name), f"{path}[{name}]"
         except ValueError as exc:
             if "split" not in str(exc).lower() or name == names[-1]:
                 raise
-        except OSError as exc:  # unreachable Hub, offline mode, unknown or gated dataset
+        except OSError as exc:  # files missing from the snapshot, unreadable files
             reason = (str(exc).strip().splitlines() or [""])[0]
             raise DataError(
                 f"Hugging Face Hub dataset {path} (split {name})",

@@ -22,9 +22,10 @@ Commitments, the only places a letter is taken from:
   ``**C**``, ``<C>``, a repeated ``C C``), unless the output enumerates options (two lines or sentences that start
   with different labels, ``Option C: ... Option D: ...``);
 * an *answer statement*: an answer noun, a copula and a label (``The correct caption is D``, ``**Answer**: C``,
-  ``Correct option: C``, ``The answer is closest to option (J)``), an answer heading over a label (``### Answer`` /
-  ``C``), a label and a verdict (``Thus, D is correct.``, ``Option B is the best match``, ``Caption D describes the
-  figure best``), a pronoun and a label that ends the sentence (``It is D.``), a bracketed label that ends a
+  ``Correct option: C``, ``The answer is closest to option (J)``, ``the correct choice to replace the question mark
+  would be B``), an answer heading over a label (``### Answer`` / ``C``), a label and a verdict (``Thus, D is
+  correct.``, ``Option B is the best match``, ``Caption D describes the figure best``, ``The figure is best described
+  by caption B``), a pronoun and a label that ends the sentence (``It is D.``), a bracketed label that ends a
   statement (``... is (E).``), a choice verb (``I would choose B``), ``<answer>C</answer>``, ``\\boxed{C}``;
 * a *quoted option*: the words of an answer statement, or the whole first sentence, are one option's text (in full,
   or a truncation of at least three words that fits one option only); or the *concluding value*: the last sentence
@@ -33,14 +34,17 @@ Commitments, the only places a letter is taken from:
 
 A label followed by its own option's text is that option, whatever letters the text names (``(B) Option D in the
 figure`` is B). Not commitments: a statement that is negated (``not option A``; ``A is incorrect`` has no verdict),
-conditional (``if the answer is A``), asked (``Is the answer A?``), followed by an alternative (``B or C``, ``B/C``,
-``B), C)``) or by a list (the next line starts with another option's label: ``So the matching captions are:`` /
-``B) ...`` / ``C) ...``). Every other label is a *mention* (``caption A mentions ...``, a point ``$A$``).
+conditional (``if the answer is A``, ``would be B if ...``, ``would be B, but ...``), asked (``Is the answer A?``),
+followed by an alternative (``B or C``, ``B/C``, ``B), C)``) or by a list (the next line starts with another
+option's label: ``So the matching captions are:`` / ``B) ...`` / ``C) ...``; ``The options are:`` / ``A. ...`` /
+``B. ...``: a list of the options is no answer, whatever its line format). Every other label is a *mention*
+(``caption A mentions ...``, a point ``$A$``).
 
 Decision: the commitments must name one letter (a closing ``final answer`` settles an earlier disagreement), and the
 answer must be placed as one: in the first sentence with no other letter mentioned there (*opening*), or after every
-mention of another letter (*closing*). Anything else is refused (and goes to the judge). An output whose only text is
-a label before a stray ``</think>`` (``C</think>``) states that label.
+mention of another letter (*closing*); options echoed word for word after the answer (``E) <option E's text>``
+alone on its line) repeat the question and are no mentions. Anything else is refused (and goes to the judge). An
+output whose only text is a label before a stray ``</think>`` (``C</think>``) states that label.
 
 Every pattern repeats only a bounded number of times, so resolution is linear in the output's length.
 """
@@ -277,7 +281,10 @@ def _grammar(n_options: int) -> _Grammar:
         r"(?:(?:closest|nearest)\s{1,3}to\s{1,3})?"
     )
     nouns = "answer|choice|option|caption|match|selection|response|selected|letter"
-    about = r"(?:\s{1,3}(?:to|for|of)\s{1,3}(?:the|this)\s{1,3}(?:question|problem))?"
+    about = (
+        r"(?:\s{1,3}(?:to|for|of)\s{1,3}(?:the|this)\s{1,3}(?:question|problem)"
+        r"|\s{1,3}to\s{1,3}(?-i:[a-z]{2,20})(?:\s{1,3}(?-i:[a-z]{1,20})){0,4}?)?"
+    )
     # (?=[...]) names the first letters of the words a pattern starts with: it lets the engine skip other positions
     head = rf"\b(?=[AaCcOoMmSsRrLlIiFf])(?P<final>final\s{{1,3}})?(?:{nouns}|image|figure){about}\b"
     text_head = rf"\b(?=[AaCcOoMmSsRrLl])(?:{nouns}){about}\b"
@@ -348,6 +355,15 @@ def _grammar(n_options: int) -> _Grammar:
             re.compile(
                 rf"{letter}(?<![A-Za-z0-9].){_CLOSE}\s{{0,2}}[:\-–—]\s{{0,3}}(?:also\s{{1,3}})?(?:the\s{{1,3}})?"
                 r"(?:correct|true)\b",
+                re.IGNORECASE,
+            ),
+        ),
+        (
+            "passive verdict",
+            ("described", "represented", "matched", "captured", "depicted"),
+            re.compile(
+                rf"\b(?=[IiAa])(?:is|are)\s{{1,3}}(?:best|most\s{{1,3}}(?:accurately|closely|precisely))\s{{1,3}}"
+                rf"(?:described|represented|matched|captured|depicted)\s{{1,3}}by\s{{1,3}}(?:the\s{{1,3}})?{label}",
                 re.IGNORECASE,
             ),
         ),
@@ -463,6 +479,21 @@ def _letter_ends_label(text: str, end: int) -> bool:
     return not rest or rest[0] in ".,;:!)]}*\"'`<$|。，；：！）】" or rest[0].isspace()
 
 
+_CONDITION_AFTER = re.compile(
+    r"[^.!?;\n]{0,80}?\b(?:if|unless|provided|assuming|as\s{1,3}long\s{1,3}as)\b", re.IGNORECASE
+)
+_CONTRARY_AFTER = re.compile(r"[^.!?;\n]{0,80}?\b(?:but|however|although|though|except)\b", re.IGNORECASE)
+_MODAL = re.compile(r"\b(?:would|could|might)\s{1,3}be\b", re.IGNORECASE)
+
+
+def _conditioned(text: str, match: re.Match[str]) -> bool:
+    """The statement holds under a condition stated after it ("The answer would be B if the axes were linear"), or
+    is a counterfactual that the sentence then turns against ("would be B, but ...")."""
+    if _CONDITION_AFTER.match(text, match.end()):
+        return True
+    return bool(_MODAL.search(match.group())) and _CONTRARY_AFTER.match(text, match.end()) is not None
+
+
 def _asked(text: str, end: int) -> bool:
     """The statement ends in a question mark ("Is the answer A?")."""
     boundary = re.search(r"[.!?\n]", text[end : end + 120])
@@ -563,6 +594,8 @@ def _commitments(
             if _is_article(text, position) or not _letter_ends_label(text, position + 1):
                 continue
             if _asked(text, match.end()) or _qualified(text, match.start(), kind in _VERB_KINDS):
+                continue
+            if _conditioned(text, match):
                 continue
             letter = match.group("letter")
             own_text = _own_text_end(text, match.end(), options[grammar.letters.index(letter)])
@@ -685,16 +718,31 @@ def _marked(text: str, position: int) -> bool:
 def _hedged(text: str, end: int, own_text: int | None, grammar: _Grammar, letter: str) -> bool:
     """The label (ending at ``end``, its option's own text at ``own_text``) is followed by an alternative ("B or C",
     "B/C"), or is a list item followed by more: the next line starts with another option's label ("Answer: B) ...\n
-    C) ..."; after a bare ``Answer: B`` such lines walk through the other options)."""
+    C) ...", "The options are:\nA. ...\nB. ..."; after a bare ``Answer: B`` such lines walk through the other
+    options). A list is no answer, whatever its labels look like (``A. text``, ``(A) text``, ``A) text``, ``A: text``).
+    """
     if grammar.hedge_after.match(text, end) or (own_text and grammar.hedge_after.match(text, own_text)):
         return True
-    if not text[:end].rstrip("*_ ").endswith((")", "]")):
+    if not (text[:end].rstrip("*_ ").endswith((")", "]")) or _opens_line_item(text, end, letter)):
         return False
     line_end = text.find("\n", own_text or end, (own_text or end) + 400)
     if line_end < 0:
         return False
-    item = grammar.enumeration.match(text, line_end + 1)
+    item = grammar.enumeration.match(text, len(text) - len(text[line_end:].lstrip("\r\n")))
     return item is not None and item.group(1) != letter
+
+
+_LINE_ITEM = re.compile(r"[^\S\n]{0,4}[*_#]{0,4}(?P<letter>[A-Z])[*_]{0,2}[.:][^\S\n]{1,3}\S")
+"""A line that opens with a label, a period or colon and text: an item of a list (``A. 4.5 m``, ``B: the plot``)."""
+
+
+def _opens_line_item(text: str, end: int, letter: str) -> bool:
+    """The label ``letter`` (its match ending at ``end``) opens a line as a list item: ``A. text``, ``**B**: text``."""
+    start = text.rfind("\n", max(0, end - 12), end) + 1
+    if start == 0 and end > 12:
+        return False  # no line start near the label: it is inside a line
+    item = _LINE_ITEM.match(text, start, end + 8)
+    return item is not None and item.group("letter") == letter and item.end("letter") <= end
 
 
 def _opening_label(
@@ -812,7 +860,7 @@ def resolve_by_rules(output: str | None, options: Sequence[str], *, question: st
             return Resolution(None, "unresolved", f"conflicting answers {sorted(letters)}")
         ordered = [last]
     first, letter = ordered[0], last.letter
-    text = _without_own_texts(text, ordered)
+    text = _without_echoes(_without_own_texts(text, ordered), grammar, option_words, last.end)
     if lower_case:  # lower-case labels name options here, so "(b)" is a mention of B
         text = _LOWER_CASE_LABEL.sub(lambda label: label.group().upper(), text)
     if not _mentions_other(text, grammar, letter, last.start, len(text)):
@@ -846,6 +894,22 @@ _APPROVED = re.compile(
     r"(?:the\s{1,3})?(?:correct|right|true|best|answer|plausible|possible)\b",
     re.IGNORECASE,
 )
+
+
+_ECHO_END = re.compile(r"[^\S\n]{0,3}[.;,]?[^\S\n]*(?:\n|$)")
+
+
+def _without_echoes(text: str, grammar: _Grammar, options: list[list[str]], after: int) -> str:
+    """``text`` with the options echoed after the answer (ending at ``after``) blanked: lines that hold only an
+    option's label and its own full text (``E) Cannot tell from the figure``) repeat the question, they weigh no
+    option. An item with anything more (``E) Cannot tell: also plausible``, ``Option C: wrong``) stays a mention."""
+    kept, position = [], 0
+    for item in islice(grammar.enumeration.finditer(text, after), MAX_STATEMENTS):
+        end = _own_text_end(text, item.end(), options[grammar.letters.index(item.group(1))])
+        if end is not None and _ECHO_END.match(text, end):
+            kept += [text[position : item.start()], " " * (end - item.start())]
+            position = end
+    return "".join([*kept, text[position:]])
 
 
 def _without_own_texts(text: str, commitments: list[_Commitment]) -> str:

@@ -7,22 +7,36 @@ one block under :data:`KEY`::
     {"scifig": {"version": "0.2.0", "commit": "<40 hex> or null", "modified": false},
      "python": "3.11.7",
      "libraries": {"lmms-eval": "0.7.3", "datasets": "5.2.0", "numpy": "2.4.6", ...},
-     "judge": {"model": "gpt-4o-mini", "host": "api.openai.com"} or null}
+     "judge": {"model": "gpt-4o-mini", "host": "api.openai.com"} or null,
+     "data": {"grab": {"origin": "hub", "hub": "jonathan-roberts1/GRAB", "revision": "<40 hex>",
+                       "pinned": "<40 hex> or unpinned", "rows": {"GRAB": 2170}},
+              "mmsci_mcq": {"origin": "local", "local": true, "revision": "blake2b:<40 hex>", "rows": {"test": 1000}}}}
 
 ``commit`` is the git commit of the source checkout scifig was imported from (``null`` when installed from a wheel),
 ``modified`` says whether tracked files differed from it. ``libraries`` are the installed distributions that can move
 a score (:data:`SCORE_LIBRARIES`, plus the framework that ran), absent ones left out. The judge is named by model and
 host only: no key, no user name, no path. What the frameworks record themselves (lmms-eval's task ``versions``,
-VLMEvalKit's scores ``version``) is not repeated. ``scifig rescore`` compares the block it reads with the current
-one (:func:`differences`) and says which versions differ; ``scifig report`` prints it per results file.
+VLMEvalKit's scores ``version``) is not repeated.
+
+``data`` says which data made the numbers: per benchmark source (its :mod:`scifig_tasks.core.registry` name) loaded in
+the process, the ``origin`` (``hub`` or ``local``), the ``revision`` actually loaded (the Hub dataset's commit, or
+``blake2b:`` and the digest of the local files) beside the pinned one, and the rows of each split read
+(:func:`note_data`, called by :mod:`scifig_tasks.core.data`). A results file written before scifig recorded it has
+no revision: :data:`UNKNOWN`. :func:`data_differences` names the sources two blocks read at other revisions;
+``scifig rescore`` says so in one line and ``scifig compare`` refuses such runs unless ``--allow-data-change``.
+
+``scifig rescore`` compares the block it reads with the current one (:func:`differences`) and says which versions
+differ; ``scifig report`` prints it per results file.
 """
 
 from __future__ import annotations
 
+import copy
 import importlib.metadata
 import platform
 import subprocess
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterable, Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -49,6 +63,67 @@ SCORE_LIBRARIES: tuple[str, ...] = (
 """Distributions whose version can change a number scifig reports."""
 SOURCE_ROOT = Path(__file__).resolve().parents[2]
 NOT_RECORDED = f"no {KEY} recorded (written before scifig 0.2.0, or not by scifig)"
+DATA = "data"
+"""The block's entry naming the data each source read."""
+UNKNOWN = "unknown"
+"""The data revision of a results file that recorded none (written before scifig recorded it)."""
+
+_DATA: dict[str, dict[str, Any]] = {}
+"""What each source (by its :class:`scifig_tasks.core.schema.BenchmarkSource` name) loaded in this process."""
+_DATA_LOCK = threading.Lock()
+
+
+def note_data(source: str, record: Mapping[str, Any], split: str, rows: int) -> None:
+    """Note that ``source`` loaded ``split`` (``rows`` rows) from ``record`` (``origin``, ``revision`` and where);
+    a later load of the source at another revision replaces what it noted."""
+    with _DATA_LOCK:
+        known = _DATA.get(source)
+        if known is None or known.get("revision") != record.get("revision"):
+            known = _DATA[source] = {**record, "rows": {}}
+        known["rows"][split] = rows
+
+
+def loaded_data(names: Iterable[str] | None = None) -> dict[str, dict[str, Any]]:
+    """What the benchmark sources loaded in this process, by registry name (only ``names`` when given)."""
+    from scifig_tasks.core import registry
+
+    wanted = None if names is None else set(names)
+    with _DATA_LOCK:
+        return {
+            name: copy.deepcopy(_DATA[source.name])
+            for name, source in registry.sources().items()
+            if source.name in _DATA and (wanted is None or name in wanted)
+        }
+
+
+def data_revisions(block: Any) -> dict[str, str]:
+    """Source -> the data revision a block records (:data:`UNKNOWN` for a source recorded without one)."""
+    record = block.get(DATA) if isinstance(block, Mapping) else None
+    if not isinstance(record, Mapping):
+        return {}
+    return {
+        str(name): str(entry.get("revision") or UNKNOWN) if isinstance(entry, Mapping) else UNKNOWN
+        for name, entry in record.items()
+    }
+
+
+def short_revision(revision: str) -> str:
+    """A revision for a line of text: a commit's first 12 digits, ``local <12 digits>`` for a digest of files."""
+    if revision.startswith("blake2b:"):
+        return f"local {revision.removeprefix('blake2b:')[:12]}"
+    return revision[:12] if len(revision) == 40 else revision
+
+
+def data_differences(first: Any, second: Any) -> dict[str, tuple[str, str]]:
+    """The sources both blocks read whose data revision differs: name -> (first's, second's); a block's own
+    :data:`UNKNOWN` is a difference only where the other side knows its revision."""
+    a, b = data_revisions(first), data_revisions(second)
+    return {name: (a[name], b[name]) for name in a if name in b and a[name] != b[name]}
+
+
+def data_words(differences: Mapping[str, tuple[str, str]]) -> str:
+    """``grab 6ad380242274 -> 0123456789ab, scifibench unknown -> ...`` for a line of text."""
+    return ", ".join(f"{name} {short_revision(a)} -> {short_revision(b)}" for name, (a, b) in differences.items())
 
 
 def scifig_version() -> str:
@@ -105,6 +180,7 @@ def environment(framework: str | None, environ: Mapping[str, str] | None = None)
         "python": platform.python_version(),
         "libraries": {name: version for name, version in versions.items() if version is not None},
         "judge": judge_identity(environ),
+        DATA: loaded_data(),
     }
 
 

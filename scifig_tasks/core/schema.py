@@ -1,7 +1,9 @@
 """A benchmark's data schema: where its data lives and the columns every row must have.
 
-A :class:`BenchmarkSource` names the published Hugging Face dataset (``hub_path``, ``splits``), the setting that
-points at local data instead (``env_var``, ``SCIFIG_<BENCH>_DATA``), the required and optional :class:`Column` s with a
+A :class:`BenchmarkSource` names the published Hugging Face dataset (``hub_path``, ``splits``) and the commit of it
+that scores are made from (``revision``, or :data:`UNPINNED` where none could be pinned; the setting ``revision_var``,
+``SCIFIG_<BENCH>_REVISION``, overrides it), the setting that points at local data instead (``env_var``,
+``SCIFIG_<BENCH>_DATA``), the required and optional :class:`Column` s with a
 check for each cell, a check across each row, and the columns that identify a row. The checks here are plain
 functions; :mod:`scifig_tasks.core.data` applies them while it loads. This module imports no data library, so a
 benchmark's description (:mod:`scifig_tasks.core.benchmark`) can be read without loading any.
@@ -17,6 +19,10 @@ from typing import Any
 
 from scifig_tasks.core import settings
 from scifig_tasks.core.settings import Settings
+
+UNPINNED = "unpinned"
+"""The ``revision`` of a Hub source no commit could be pinned for: its newest revision (``main``) is loaded, and the
+results record the commit that was."""
 
 RowCheck = Callable[[Any], str | None]
 """Returns a problem description for a bad cell value, ``None`` when the value is fine."""
@@ -59,6 +65,11 @@ class BenchmarkSource:
     """The ``scifig curate`` command line that builds local data for this benchmark (``--out DIR``)."""
     unset_message: str = ""
     """The error when the env var is unset and there is neither a Hub copy nor default data (a generic one if empty)."""
+    revision: str = UNPINNED
+    """The pinned commit (40 hex digits) of the Hub dataset ``hub_path`` that scores are made from, or
+    :data:`UNPINNED`; the benchmark's docs give its date and how it was chosen."""
+    revision_var: str = ""
+    """The setting that overrides ``revision`` (``SCIFIG_<BENCH>_REVISION``; ``main`` takes the newest)."""
 
     @property
     def default_split(self) -> str:
@@ -72,6 +83,13 @@ class BenchmarkSource:
     def split_names(self, split: str) -> tuple[str, ...]:
         """The split's Hub name followed by the older names it may have in earlier revisions or local copies."""
         return (split, *self.split_aliases.get(split, ()))
+
+    def hub_revision(self, given: Settings | Mapping[str, str] | None = None) -> str | None:
+        """The revision of ``hub_path`` to load: the ``revision_var`` setting when given, else the pin; ``None`` (the
+        newest, ``main``) when unpinned."""
+        chosen = settings.resolve(given).get(self.revision_var) if self.revision_var else None
+        chosen = chosen or self.revision
+        return None if chosen == UNPINNED else chosen
 
     def local_path(self, given: Settings | Mapping[str, str] | None = None) -> Path | None:
         """The local data the benchmark's setting (``env_var``) names, or None: of ``given`` settings, an environment

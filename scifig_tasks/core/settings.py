@@ -306,6 +306,25 @@ JUDGE_PRICE_PER_MILLION_OUTPUT: Setting[float | None] = declare(
 )
 
 # local data: every benchmark source's SCIFIG_<SOURCE>_DATA is a setting of the data family (data_setting)
+# the Hub revision of a published benchmark's data (scifig_tasks.core.schema.BenchmarkSource.revision_var)
+GRAB_REVISION: Setting[str | None] = declare(
+    "SCIFIG_GRAB_REVISION",
+    _text,
+    None,
+    "revision of GRAB's Hub dataset to load instead of its pinned one (main: the newest)",
+    "a branch, tag or commit of the dataset",
+    "data",
+    shown_default="the pinned revision",
+)
+SCIFIBENCH_REVISION: Setting[str | None] = declare(
+    "SCIFIG_SCIFIBENCH_REVISION",
+    _text,
+    None,
+    "revision of SciFIBench's Hub dataset to load instead of its pinned one (main: the newest)",
+    "a branch, tag or commit of the dataset",
+    "data",
+    shown_default="the pinned revision",
+)
 PLOT_TWIST_CACHE = declare(
     "SCIFIG_PLOT_TWIST_CACHE",
     _path,

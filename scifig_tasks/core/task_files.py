@@ -1,23 +1,27 @@
 """The tasks and groups of the registered benchmarks' lmms-eval task folders, read from their YAMLs as text.
 
-Each YAML's ``task`` (a task) or ``group`` with its ``task`` list (a group), its ``metadata`` (the ``scifig_*``
-facts ``scifig tasks`` lists) and its options; ``!function`` tags are read as ``None``, so nothing of lmms-eval is
-imported and the read is quick. The folders are each registered benchmark's ``task_folder``
+Each YAML's ``task`` (a task) or ``group`` with its ``task`` list (a group), its ``metadata`` (the ``scifig_*`` facts
+``scifig tasks`` lists) and its options; a ``!function module.name`` tag is read as a :class:`FunctionTag` (resolved,
+when asked, as lmms-eval resolves it: ``module.py`` beside the YAML that holds the tag) and any other tag as ``None``,
+so nothing of lmms-eval is imported and the read is quick. The folders are each registered benchmark's ``task_folder``
 (:mod:`scifig_tasks.core.registry`).
 
-Task options. A task's options (the protocol it scores with, its prompt variant, a tolerance rule, a word budget)
-are written once, in its YAML, as the ``default`` entry of lmms-eval's own ``lmms_eval_specific_kwargs`` — read
-through the YAML's ``include`` chain as lmms-eval reads it (the including file's keys replace the included file's).
-lmms-eval hands them to the task's prompt hooks; its scoring hook is the one the YAML names, bound to the same values
+Task options. A task's options (the protocol it scores with, its prompt variant, a tolerance rule, a word budget) are
+written once, in its YAML, as the ``default`` entry of lmms-eval's own ``lmms_eval_specific_kwargs`` — read through the
+YAML's ``include`` chain as lmms-eval reads it (the including file's keys replace the included file's). lmms-eval hands
+them to the task's prompt hooks; its scoring hook is the one the YAML names, bound to the same values
 (:mod:`scifig_tasks.core.task_options`); VLMEvalKit's dataset of the same name reads them here (:func:`options`);
 ``scifig export-upstream`` copies the YAML as it is, so an exported task keeps them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+import importlib.util
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from scifig_tasks.core import registry
@@ -49,32 +53,53 @@ class TaskInfo:
         return NO_VALUE if value in (None, "") else str(value)
 
 
-class _TaglessLoader:
-    """A PyYAML safe loader that reads ``!function x`` (and any other tag) as ``None``."""
+@dataclass(frozen=True)
+class FunctionTag:
+    """A ``!function module.name`` tag of a YAML in ``folder``."""
 
-    _cls: Any = None
+    folder: Path
+    name: str
 
-    @classmethod
-    def get(cls) -> Any:
-        if cls._cls is None:
-            import yaml
+    def resolve(self) -> Callable[..., Any]:
+        """The function the tag names, from ``module.py`` beside its YAML (imported once per process)."""
+        module_name, _, attribute = self.name.rpartition(".")
+        return getattr(_module(self.folder / f"{module_name}.py"), attribute)
 
-            class Loader(yaml.SafeLoader):
-                pass
 
-            Loader.add_multi_constructor("!", lambda loader, suffix, node: None)
-            cls._cls = Loader
-        return cls._cls
+@functools.cache
+def _module(path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"scifig_task_file_{path.parent.name}_{path.stem}", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"{path}: not a Python module")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@functools.cache
+def _loader() -> Any:
+    """A PyYAML safe loader that reads ``!function x`` as a :class:`FunctionTag` and any other tag as ``None``."""
+    import yaml
+
+    class Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]  # libyaml's when installed
+        folder = Path()
+
+    Loader.add_constructor("!function", lambda loader, node: FunctionTag(loader.folder, loader.construct_scalar(node)))
+    Loader.add_multi_constructor("!", lambda loader, suffix, node: None)
+    return Loader
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
-    import yaml
-
-    config = yaml.load(path.read_text(encoding="utf-8"), Loader=_TaglessLoader.get())
+    loader = _loader()(path.read_text(encoding="utf-8"))
+    loader.folder = path.parent
+    try:
+        config = loader.get_single_data()
+    finally:
+        loader.dispose()
     return config if isinstance(config, dict) else {}
 
 
-def _resolved(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
+def resolved(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
     """The YAML with its ``include`` files applied first and its own keys replacing theirs; of several included
     files the first listed wins (lmms-eval's order)."""
     if path in seen:
@@ -83,7 +108,7 @@ def _resolved(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
     included = config.pop("include", None)
     merged: dict[str, Any] = {}
     for name in reversed([included] if isinstance(included, str) else included or []):
-        merged |= _resolved(path.parent / name, (*seen, path))
+        merged |= resolved(path.parent / name, (*seen, path))
     return merged | config
 
 
@@ -113,7 +138,7 @@ def scifig_tasks(folders: Mapping[str, Path] | None = None) -> dict[str, TaskInf
             if not isinstance(name, str):
                 continue
             metadata = config.get("metadata")
-            options = {} if members else _options(_resolved(path), path)
+            options = {} if members else _options(resolved(path), path)
             metadata = metadata if isinstance(metadata, dict) else {}
             found.append(TaskInfo(name, benchmark, path, members, metadata, options))
     return {info.name: info for info in found}

@@ -16,6 +16,8 @@ rewritten to the same size with its modification time set back), a different sci
 files (those files are read at load and are not in the key) is checked again. Only passes are recorded: bad data
 stops every run with its file, row and column.
 
+The same content digests name local data in the results files (:func:`data_digest`: which data made a number).
+
 A file's content digest is computed once per version of the file (:func:`content_digest`: device, inode, size,
 modification and change times), and remembered in ``<datasets cache>/scifig_digests/``: hashing reads the whole file
 once (blake2b, about 1 GB/s), a later run of the same version only reads its ``stat``.
@@ -60,6 +62,18 @@ def files_identity(paths: Iterable[Path], content: bool = True) -> list[list[Any
             entry: list[Any] = [str(file.resolve()), stat.st_size, stat.st_mtime_ns]
             found.append([*entry, content_digest(file)] if content else entry)
     return found
+
+
+def data_digest(path: Path) -> str:
+    """Which local data this is, by content alone: ``blake2b:`` and the digest of each file's name (relative to
+    ``path``) and content digest (:func:`content_digest`, the digest the data checks compute and remember), so the
+    same files give the same value wherever they lie and whatever their times."""
+    root = path if path.is_dir() else path.parent
+    files = [path] if path.is_file() else sorted(file for file in path.rglob("*") if file.is_file())
+    digest = hashlib.blake2b(digest_size=20)
+    for file in files:
+        digest.update(f"{file.relative_to(root).as_posix()}\0{content_digest(file)}\n".encode())
+    return f"blake2b:{digest.hexdigest()}"
 
 
 _SETTLED_NS = 2 * 10**9

@@ -2,14 +2,14 @@
 
 from pathlib import Path
 
-from scifig_tasks.core import registry
-
 TASKS_DIR = Path(__file__).resolve().parent
 """The folder holding scifig's own task folders (``scifig tasks-path``)."""
 
 
 def task_folders() -> list[Path]:
     """The task folder of every registered benchmark (scifig's own and those of installed packages), resolved."""
+    from scifig_tasks.core import registry
+
     return [Path(described.task_folder).resolve() for described in registry.benchmarks().values()]
 
 

@@ -5,9 +5,11 @@
 that file (CLI and Python API alike), and adds the block when the results hold a task whose config names a
 ``scifig_source``; other runs are written unchanged. lmms-eval's own ``lmms_eval_version`` and ``git_hash`` describe the
 git checkout of the working directory when there is one (not lmms-eval's release), so the block records the installed
-``lmms-eval``. The block's ``data`` says where each scifig source read its data: ``{"local": true}``
-(``SCIFIG_<BENCH>_DATA``; the path itself is not written) or ``{"hub": "<dataset id>"}``, so a report can say a run did
-not score the published set.
+``lmms-eval``. The block's ``data`` says which data each scifig source of the run's tasks read
+(:func:`scifig_tasks.core.provenance.note_data`): ``origin`` ``local`` (``SCIFIG_<BENCH>_DATA``, ``"local": true``;
+the path itself is not written) or ``hub`` (``"hub": "<dataset id>"``), the ``revision`` loaded (the Hub commit or
+the digest of the local files), the pinned one and the rows of each split, so a report can say a run did not score
+the published set, or scored another revision of it.
 
 Judge accounting (what the judge did and cost). Judge calls are charged to the task they score for
 (:func:`scifig_tasks.core.judge.task_scope`): ``ConfigurableTask.process_results`` (run in lmms-eval's scoring threads)
@@ -35,7 +37,7 @@ from typing import Any
 
 from scifig_tasks.core import judge, registry, settings
 from scifig_tasks.core.judged_hooks import HookJudging, declared_judging
-from scifig_tasks.core.provenance import KEY, environment
+from scifig_tasks.core.provenance import DATA, KEY, environment, loaded_data
 
 USAGE_KEY = "judge_usage"
 """The environment block's entry holding the judge accounting."""
@@ -52,14 +54,16 @@ def has_scifig_task(results: dict[str, Any]) -> bool:
 
 
 def data_origins(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Where each scifig source of the run's tasks read its data: local files or the Hub dataset."""
+    """Which data each scifig source of the run's tasks read: what loading noted (origin, revision, rows), else
+    (a source this process did not load) where its setting points: local files or the Hub dataset."""
     found: dict[str, dict[str, Any]] = {}
     for config in (results.get("configs") or {}).values():
         name = (config.get("metadata") or {}).get("scifig_source") if isinstance(config, dict) else None
         if name in registry.sources() and name not in found:
             local = registry.sources()[name].local_path(settings.current())
             found[name] = {"local": True} if local is not None else {"hub": config.get("dataset_path")}
-    return found
+    loaded = loaded_data(found)
+    return {name: loaded.get(name, where) for name, where in found.items()}
 
 
 def _judging(task: Any) -> HookJudging | None:
@@ -169,7 +173,7 @@ def wrap_save_results_aggregated(save: Any) -> Any:
     @wraps(save)
     def save_with_environment(self: Any, results: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
         if isinstance(results, dict) and has_scifig_task(results):
-            results[KEY] = {**environment("lmms-eval"), "data": data_origins(results)}
+            results[KEY] = {**environment("lmms-eval"), DATA: data_origins(results)}
             usage = judge.usage_report(drain=True, groups=_groups(results))
             if usage is not None:
                 results[KEY][USAGE_KEY] = usage

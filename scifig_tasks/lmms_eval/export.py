@@ -238,7 +238,8 @@ def _export_yaml(text: str, origin: Path, data_files: dict[str, dict[str, str]],
         data_files[name] = splits
     if splits is None:
         if not re.search(r"^dataset_path:", text, re.MULTILINE):
-            text = f"dataset_path: {source.hub_path}\n" + text
+            pinned = f"dataset_kwargs:\n  revision: {source.revision}\n" if source.hub_revision({}) else ""
+            text = f"dataset_path: {source.hub_path}\n{pinned}" + text
         return text
     text = _DATA_KEYS.sub("", text)
     return text.rstrip("\n") + "\n" + _data_block(splits)

@@ -42,10 +42,13 @@ from scifig_tasks.lmms_eval import task_folders
 
 
 def manifests() -> list[Any]:
-    """Entry-point payload for the ``lmms_eval.models`` group."""
+    """Entry-point payload for the ``lmms_eval.models`` group. The patches are installed when ``lmms_eval.tasks`` is
+    imported (:func:`install_with_lmms_eval`; at once when it already is): no lmms-eval module is imported here, so
+    loading the entry point costs a process that never builds a task (``lmms-eval --help``, another tool listing
+    lmms-eval's models) nothing but this package's import."""
     from lmms_eval.models.registry_v2 import ModelManifest
 
-    install()
+    install_with_lmms_eval()
     return [
         ModelManifest(model_id="scifig_chance", simple_class_path="scifig_tasks.lmms_eval.chance_model.ScifigChance"),
         ModelManifest(model_id="scifig_clip", simple_class_path="scifig_tasks.lmms_eval.clip_model.ScifigClip"),
@@ -71,9 +74,14 @@ def wrap_initialize_tasks(find_tasks: Any) -> Any:
         paths = [] if include_path is None else [include_path] if isinstance(include_path, str) else list(include_path)
         given = {Path(path).resolve() for path in paths}
         ours = [folder for folder in task_folders() if folder not in given]
-        index = find_tasks(self, include_path=[*paths, *map(str, ours)], include_defaults=include_defaults)
-        for folder in ours:
-            for message in shadowed(index, self._get_task_and_group(str(folder))):
+        index = find_tasks(self, include_path=paths, include_defaults=include_defaults)
+        # lmms-eval's own merge of the folders searched after those (an earlier folder's entry wins), each of ours
+        # indexed once: its entries are both merged and checked for replacement
+        own = [self._get_task_and_group(str(folder)) for folder in ours]
+        for entries in own:
+            index = {**entries, **index}
+        for entries in own:
+            for message in shadowed(index, entries):
                 if message not in _WARNED:
                     _WARNED.add(message)
                     self.logger.warning(message)

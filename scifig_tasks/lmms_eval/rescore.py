@@ -42,6 +42,7 @@ from scifig_tasks.rescoring import (
     TaskDiff,
     accept,
     changed_sample,
+    data_changes,
     environment_changes,
     metric_pairs,
     partial_ids,
@@ -366,7 +367,10 @@ def rescore_lmms(
 
     failed = judge_failures({"results": new_tasks, "groups": new_groups})
     diffs_sorted = [diffs[name] for name in sorted(diffs)]
-    return RescoredRun(path, written, model_dir, diffs_sorted, failed, changes, partial, judge_usage=usage)
+    data = data_changes(results.get(provenance.KEY), document[provenance.KEY])
+    return RescoredRun(
+        path, written, model_dir, diffs_sorted, failed, changes, partial, judge_usage=usage, data_changes=data
+    )
 
 
 def _results_document(

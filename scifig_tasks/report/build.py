@@ -125,15 +125,21 @@ def without_machine_paths(sections: list[Section], out: Path) -> list[Section]:
 
 
 def environment_section(runs: list[Run]) -> Section:
-    """What made each results file (its environment block and task versions) and what made this report."""
+    """What made each results file (its environment block, task versions and the revision of the data each source
+    read) and what made this report."""
     rows = []
     for run in runs:
         for path, block in run.environments.items():
             versions = ", ".join(
                 f"{task} {version}" for task, version in sorted(run.task_versions.get(path, {}).items())
             )
-            rows.append([run.model, path.name, versions or "-", provenance.summary(block)])
-    blocks: list[Any] = [Table("Results files", ["model", "file", "task versions", "environment"], rows)]
+            data = ", ".join(
+                f"{source} {provenance.short_revision(revision)}"
+                for source, revision in sorted(provenance.data_revisions(block).items())
+            )
+            rows.append([run.model, path.name, versions or "-", data or provenance.UNKNOWN, provenance.summary(block)])
+    header = ["model", "file", "task versions", "data revision", "environment"]
+    blocks: list[Any] = [Table("Results files", header, rows)]
     recorded = [provenance.flat(block) for run in runs for block in run.environments.values() if block]
     differing = sorted({name for flat in recorded for name in flat if len({f.get(name) for f in recorded}) > 1})
     if differing:

@@ -22,10 +22,11 @@ image columns (the image columns of its ``sources``), how a VLMEvalKit dataset s
 (``report.sample_tasks``) and which corpus-level metrics to show once per run (``report.corpus_metrics``).
 
 lmms-eval's sample logs keep ``doc_id`` but not the document, so images come from the task's documents loaded as
-lmms-eval loads them (:mod:`scifig_tasks.lmms_eval.docs`, the same ``SCIFIG_<BENCH>_DATA`` or Hub source as the run;
-Hub data from the local cache only, never downloaded);
+lmms-eval loads them (read from the task's YAML by :mod:`scifig_tasks.report.task_docs`, else by lmms-eval through
+:mod:`scifig_tasks.lmms_eval.docs`; the same ``SCIFIG_<BENCH>_DATA`` or Hub source as the run; Hub data from the local
+cache only, never downloaded);
 VLMEvalKit records are matched to the rows of the run's ``$LMUData/<dataset>.tsv``. When documents cannot be loaded
-the samples are listed without thumbnails and the page says why.
+the samples are listed without figures and the page says why.
 
 The page is static (inline CSS, script and data; no external address), rendered from Jinja2 templates, package
 data in ``scifig_tasks/report/templates`` (``samples.html`` including ``samples.css`` and ``samples.js``), with HTML
@@ -33,19 +34,28 @@ autoescaping on; the data is embedded as JSON made safe for its ``<script>`` ele
 page stays in Python strings only if that is >= 1.5x faster than the templates at writing the same page, measured in
 the same run (``python -m tests.perf.bench_sample_pages``: 600 documents x 3 models, 3 MB of HTML, byte-identical
 pages): it was not (strings 1.03x as fast for the whole page, 46 ms against 48 ms; 0.98x for the render alone, 1.10x
-for a first render that loads and compiles the templates). Thumbnails are JPEG or PNG data URIs of at most
-:data:`THUMBNAIL_PX` pixels on the long side, decoded one image at a time and shared by every row and model showing
-the same image; texts longer than :data:`TEXT_CAP` characters are cut in the page (the sample logs keep them).
+for a first render that loads and compiles the templates). Texts longer than :data:`TEXT_CAP` characters are cut
+in the page (the sample logs keep them).
+Rule for many documents (``samples.js``): the page holds :data:`PAGE_ROWS` documents at a time; the filters run over
+all of them and the page's rows are built when that page is first shown, so the page of 16 runs of the full GRAB
+set is ready in under a second where building every row took half a minute (``python -m tests.perf.bench_report``).
+The page number is kept in the address with the filters (``#task=grab_series&page=3``); a changed filter shows
+page 1.
 Rule for long fields (``samples.js``): every text field (prompt, expected answer, output, the answer read from it,
 how it was resolved) longer than 600 characters or 8 lines shows its first 8 lines or 600 characters, whichever is
 shorter, then a "show all" control revealing the rest ("show less" folds it again); every field wraps anywhere
 (``overflow-wrap: anywhere``, a ``<wbr>`` every 80 characters of an unbroken run), so a 20,000-character output
 without a space or line break neither widens the page nor makes its rows tall. Texts are written as DOM text
 nodes only, never parsed as HTML.
-Every thumbnail links to its image at full size (GRAB asks to read values off a graph, which a thumbnail cannot
-show): the stored image file, written once per distinct image into :data:`FULL_SIZE_DIR` beside the page (PNG, JPEG,
-GIF and WebP bytes as stored, other formats as PNG), opened by the browser offline. No machine path is shown: paths in
-the notes are the report's relative ones.
+Figures (:class:`Thumbnails`): each distinct image is written once into :data:`FULL_SIZE_DIR` beside the page, named
+by its content's hash (PNG, JPEG, GIF and WebP bytes as stored, other formats as PNG; a file already there is kept,
+so a report written again into its folder writes no figure twice). A row shows that file, scaled by the browser,
+when it has at most :data:`SHOWN_AS_STORED_PX` pixels, else a thumbnail file of :data:`THUMBNAIL_PX` pixels on the
+long side (JPEG, or PNG when smaller) beside it; no image is decoded for the former, so the report's folder is about
+the bytes of the figures it shows and its build does not decode 2,170 figures. Every figure links to its image at
+full size (GRAB asks to read values off a graph), opened by the browser offline. Without a folder (:func:`page_data`
+with no ``out``) the thumbnails are data URIs. No machine path is shown: paths in the notes are the report's
+relative ones.
 """
 
 from __future__ import annotations
@@ -65,7 +75,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scifig_tasks.core import registry
-from scifig_tasks.core.images import open_image, to_rgb
+from scifig_tasks.core.images import check_structure, open_image, to_rgb
 from scifig_tasks.report.paths import shown
 from scifig_tasks.report.runs import Run
 
@@ -74,8 +84,14 @@ if TYPE_CHECKING:
     from markupsafe import Markup
 
 THUMBNAIL_PX = 160
+PAGE_ROWS = 50
+"""Documents per page of ``samples.html`` (the data's ``page_rows``, read by ``samples.js``)."""
 FULL_SIZE_DIR = "sample-figures"
-"""Folder beside ``samples.html`` holding each distinct image at full size, named by its content's hash."""
+"""Folder beside ``samples.html`` holding each distinct image at full size, named by its content's hash (and the
+thumbnails of the images too large to show as they are)."""
+SHOWN_AS_STORED_PX = 2_000_000
+"""An image of at most this many pixels that a browser shows as stored is its own thumbnail (the browser scales it);
+a larger one gets a thumbnail file of :data:`THUMBNAIL_PX`."""
 BROWSER_FORMATS = {b"\x89PNG\r\n\x1a\n": "png", b"\xff\xd8\xff": "jpg", b"GIF87a": "gif", b"GIF89a": "gif"}
 """Leading bytes of image files a browser shows as they are (WebP: ``RIFF....WEBP``)."""
 JPEG_QUALITY = 70
@@ -334,24 +350,49 @@ def collect(runs: Sequence[Run]) -> tuple[list[Group], list[str]]:
 
 
 def lmms_docs(tasks: list[str]) -> dict[str, Sequence[Mapping[str, Any]] | str]:
-    """Each task's documents as lmms-eval loads them (:mod:`scifig_tasks.lmms_eval.docs`, one task index for all
-    tasks), or why they could not be loaded: all tasks at once, then one by one when that fails, so one missing
-    dataset does not hide the others."""
-    from scifig_tasks.lmms_eval.docs import load_tasks, task_manager
+    """Each task's documents as lmms-eval loads them, or why they could not be loaded: read from the task's YAML
+    without lmms-eval where :mod:`scifig_tasks.report.task_docs` can, else through lmms-eval
+    (:mod:`scifig_tasks.lmms_eval.docs`, one task index for all tasks): all tasks at once, then one by one when that
+    fails, so one missing dataset does not hide the others."""
+    from scifig_tasks.report import task_docs
 
     found: dict[str, Sequence[Mapping[str, Any]] | str] = {}
     with hub_cache_only():
-        manager = task_manager()
         try:
-            loaded = load_tasks(tasks, manager)
-            return {task: loaded[task].eval_docs if task in loaded else "lmms-eval has no such task" for task in tasks}
-        except Exception:  # noqa: BLE001 - retried task by task below, where the reason is kept
-            pass
-        for task in tasks:
+            readable = task_docs.readable(tasks)
+        except Exception:  # noqa: BLE001 - a YAML this reader cannot follow: lmms-eval reads it below
+            readable = {}
+        for task, config in readable.items():
             try:
-                found[task] = load_tasks([task], manager)[task].eval_docs
+                found[task] = task_docs.documents(config)
             except Exception as exc:  # noqa: BLE001 - the page says why instead of failing the report
-                found[task] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": ")
+                found[task] = _why(exc)
+        rest = [task for task in tasks if task not in found]
+        if rest:
+            found |= _lmms_eval_docs(rest)
+    return found
+
+
+def _why(exc: Exception) -> str:
+    return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": ")
+
+
+def _lmms_eval_docs(tasks: list[str]) -> dict[str, Sequence[Mapping[str, Any]] | str]:
+    """The documents of ``tasks`` from lmms-eval's own task objects (see :func:`lmms_docs`)."""
+    from scifig_tasks.lmms_eval.docs import load_tasks, task_manager
+
+    found: dict[str, Sequence[Mapping[str, Any]] | str] = {}
+    manager = task_manager()
+    try:
+        loaded = load_tasks(tasks, manager)
+        return {task: loaded[task].eval_docs if task in loaded else "lmms-eval has no such task" for task in tasks}
+    except Exception:  # noqa: BLE001 - retried task by task below, where the reason is kept
+        pass
+    for task in tasks:
+        try:
+            found[task] = load_tasks([task], manager)[task].eval_docs
+        except Exception as exc:  # noqa: BLE001 - the page says why instead of failing the report
+            found[task] = _why(exc)
     return found
 
 
@@ -446,9 +487,9 @@ def image_cells(doc: Mapping[str, Any], columns: Sequence[str], tsv: bool = Fals
     return []
 
 
-def thumbnail(cell: Any, size: int = THUMBNAIL_PX) -> str:
-    """A data URI of the image scaled to ``size`` pixels on its long side: JPEG, or PNG when that is smaller (flat
-    drawings of a few colours). The full-size pixels are dropped before returning."""
+def thumbnail_image(cell: Any, size: int = THUMBNAIL_PX) -> tuple[str, bytes]:
+    """The image scaled to ``size`` pixels on its long side, as ``(format, bytes)``: JPEG, or PNG when that is smaller
+    (flat drawings of a few colours). The full-size pixels are dropped before returning."""
     with open_image(cell) as image:
         image.draft("RGB", (size, size))  # JPEG: decode at a reduced scale
         rgb = to_rgb(image)
@@ -461,9 +502,14 @@ def thumbnail(cell: Any, size: int = THUMBNAIL_PX) -> str:
         finally:
             if rgb is not image:
                 rgb.close()
-    kind, data = "jpeg", jpeg.getvalue()
-    if 0 < png.tell() < len(data):
-        kind, data = "png", png.getvalue()
+    if 0 < png.tell() < jpeg.tell():
+        return "png", png.getvalue()
+    return "jpeg", jpeg.getvalue()
+
+
+def thumbnail(cell: Any, size: int = THUMBNAIL_PX) -> str:
+    """:func:`thumbnail_image` as a data URI (the page without a folder for its figures)."""
+    kind, data = thumbnail_image(cell, size)
     return f"data:image/{kind};base64,{base64.b64encode(data).decode('ascii')}"
 
 
@@ -475,31 +521,55 @@ def browser_extension(data: bytes) -> str | None:
     return "webp" if data[:4] == b"RIFF" and data[8:12] == b"WEBP" else None
 
 
+def _write_once(target: Path, write: Callable[[Path], None]) -> str:
+    """``target``'s name, written by ``write`` (to a partial file, then renamed) unless a file of that name, named by
+    its content, is there already."""
+    if not target.is_file():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        partial = target.with_name(target.name + ".partial")
+        write(partial)
+        partial.replace(target)
+    return target.name
+
+
 def write_full_size(cell: Any, data: bytes | None, folder: Path, digest: str | None) -> str:
     """Write the image of ``cell`` at full size into ``folder`` (its stored bytes when a browser shows them, else
     PNG) and return the file's name; an existing file of the same content is kept."""
     extension = browser_extension(data) if data is not None else None
     name = f"{(digest or hashlib.sha256(repr(cell).encode()).hexdigest())[:24]}.{extension or 'png'}"
-    target = folder / name
-    if target.is_file():
-        return name
-    folder.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(name + ".partial")
-    if extension is not None and data is not None:
-        partial.write_bytes(data)
-    else:
+
+    def write(partial: Path) -> None:
+        if extension is not None and data is not None:
+            partial.write_bytes(data)
+            return
         with open_image(cell) as image:
             rgb = image if image.mode in ("RGB", "RGBA", "L", "LA", "P") else to_rgb(image)
             rgb.save(partial, format="PNG")
             if rgb is not image:
                 rgb.close()
-    partial.replace(target)
-    return name
+
+    return _write_once(folder / name, write)
+
+
+def write_thumbnail(cell: Any, full: str, folder: Path) -> str:
+    """The thumbnail file of the full-size image file ``full`` in ``folder``: kept when there, else made
+    (:func:`thumbnail_image`) and written as ``<full's stem>.thumb.jpg`` (``.png``)."""
+    stem = Path(full).stem
+    for existing in (folder / f"{stem}.thumb.jpg", folder / f"{stem}.thumb.png"):
+        if existing.is_file():
+            return existing.name
+    kind, data = thumbnail_image(cell)
+    target = folder / f"{stem}.thumb.{'jpg' if kind == 'jpeg' else 'png'}"
+    return _write_once(target, lambda path: path.write_bytes(data))
 
 
 class Thumbnails:
-    """Thumbnails by content: the same stored image gets one data URI whatever the row or model; with a folder, each
-    distinct image is also written there at full size (``full[i]``: its path relative to the page)."""
+    """Each distinct stored image once (by content): without a folder, a thumbnail data URI (``uris[i]``); with a
+    folder (:data:`FULL_SIZE_DIR`), its file at full size there (``full[i]``, relative to the page) and what the page
+    shows in a row (``uris[i]``): the full-size file itself when a browser shows it and it has at most
+    :data:`SHOWN_AS_STORED_PX` pixels, else a thumbnail file beside it. Files are named by their content, so a page
+    written again into the same folder reuses them. The page's image is checked as the data check does
+    (:func:`scifig_tasks.core.images.check_structure`: header, size, chunk checksums) without decoding its pixels."""
 
     def __init__(self, folder: Path | None = None) -> None:
         self.uris: list[str] = []
@@ -516,16 +586,28 @@ class Thumbnails:
         if digest is not None and digest in self._index:
             return self._index[digest]
         try:
-            uri = thumbnail(cell)
-            full = "" if self.folder is None else write_full_size(cell, data, self.folder, digest)
+            if self.folder is None:
+                uri, full = thumbnail(cell), ""
+            else:
+                uri, full = self._files(cell, data, digest, self.folder)
         except Exception:  # noqa: BLE001 - a damaged image is counted and shown as missing
             self.failed += 1
             return None
         self.uris.append(uri)
-        self.full.append(f"{self.folder.name}/{full}" if self.folder is not None else "")
+        self.full.append(full)
         if digest is not None:
             self._index[digest] = len(self.uris) - 1
         return len(self.uris) - 1
+
+    @staticmethod
+    def _files(cell: Any, data: bytes | None, digest: str | None, folder: Path) -> tuple[str, str]:
+        check_structure(cell)
+        with open_image(cell) as image:
+            width, height = image.size
+        full = write_full_size(cell, data, folder, digest)
+        as_stored = data is not None and browser_extension(data) is not None
+        shown = full if as_stored and width * height <= SHOWN_AS_STORED_PX else write_thumbnail(cell, full, folder)
+        return f"{folder.name}/{shown}", f"{folder.name}/{full}"
 
 
 def attach_images(
@@ -608,6 +690,7 @@ def page_data(runs: Sequence[Run], docs_loader: DocsLoader = lmms_docs, out: Pat
     tasks = sorted({group.task for group in groups})
     return {
         "models": [run.model for run in runs],
+        "page_rows": PAGE_ROWS,
         "notes": notes,
         "metrics": _summaries(runs, tasks),
         "images": uris,

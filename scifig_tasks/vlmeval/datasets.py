@@ -59,7 +59,7 @@ from scifig_tasks.core.benchmark import VlmevalDataset
 from scifig_tasks.core.grab import rules as grab
 from scifig_tasks.core.judge import JudgeClient, get_judge
 from scifig_tasks.core.plot_twist import rules as plot_twist
-from scifig_tasks.core.provenance import KEY, environment
+from scifig_tasks.core.provenance import DATA, KEY, environment
 from scifig_tasks.core.run_files import RECORDS_SUFFIX, SCORES_SUFFIX
 from scifig_tasks.core.scifibench import rules as scifibench
 from scifig_tasks.core.scoring_protocol import Protocol, in_force
@@ -165,6 +165,8 @@ class SciFigDataset(ImageBaseDataset):
             version = registry.benchmark(self.BENCHMARK).version
             scores = {"dataset": self.dataset_name, "version": version, "metrics": metrics}
             scores |= {"breakdown": details, "judge": chosen.described(), KEY: environment("vlmeval")}
+            written_from = tsv.data_of(Path(self.data_path)) if getattr(self, "data_path", None) else {}
+            scores[KEY][DATA] = written_from or scores[KEY][DATA]
             usage = judge_accounting.usage_report(drain=True)
             if usage is not None:
                 scores[KEY]["judge_usage"] = usage

@@ -31,6 +31,7 @@ from scifig_tasks.rescoring import (
     TaskDiff,
     accept,
     changed_sample,
+    data_changes,
     environment_changes,
     metric_pairs,
     partial_ids,
@@ -138,7 +139,10 @@ def rescore_vlmeval(
     failed = _count_judge_failed(new_scores.get("breakdown"))
     changes = environment_changes((old_scores or {}).get(provenance.KEY), new_scores.get(provenance.KEY) or {})
     failures = {dataset: failed} if failed else {}
-    return RescoredRun(path, written, model_dir, [diff], failures, changes, partial, judge_usage=usage)
+    data = data_changes((old_scores or {}).get(provenance.KEY), new_scores.get(provenance.KEY) or {})
+    return RescoredRun(
+        path, written, model_dir, [diff], failures, changes, partial, judge_usage=usage, data_changes=data
+    )
 
 
 def _prediction_rows(path: Path) -> list[tuple[str, dict[str, str]]]:

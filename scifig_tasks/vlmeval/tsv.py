@@ -22,7 +22,9 @@ descriptions (:func:`specs`, :mod:`scifig_tasks.core.registry`); the formats of 
 here (``GRAB_FORMAT``, ...) and named by their descriptions' ``tsv_formats``.
 
 A ``<name>.tsv.scifig.json`` file next to the TSV records where it came from; :func:`ensure_tsv` rewrites the TSV when
-its source changed (another ``SCIFIG_*_DATA`` path, modified files, a new format version).
+its source changed (another ``SCIFIG_*_DATA`` path, modified files, another Hub revision wanted, a new format version).
+It also keeps which data the rows were read from (``data``: origin, revision loaded and rows, as
+:func:`scifig_tasks.core.provenance.note_data` noted it), which :func:`data_of` gives the scores' environment block.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from typing import Any
 import pandas as pd
 from PIL import Image
 
-from scifig_tasks.core import registry
+from scifig_tasks.core import provenance, registry
 from scifig_tasks.core.benchmark import VlmevalDataset
 from scifig_tasks.core.data import load_benchmark
 from scifig_tasks.core.image_cells import undecoded
@@ -303,6 +305,8 @@ def fingerprint(spec: TsvSpec, environ: Mapping[str, str] | None = None) -> dict
     origin: dict[str, Any] = {"dataset": spec.name, "format": FORMAT_VERSION, "split": spec.split}
     if local is None:
         origin["hub"] = spec.source.hub_path or "default"
+        if spec.source.hub_path:
+            origin["revision"] = spec.source.hub_revision(os.environ if environ is None else environ) or "main"
         return origin
     origin["local"] = str(local.resolve())
     origin["files"] = files_identity([local])
@@ -320,8 +324,14 @@ def write_tsv(name: str, directory: Path) -> tuple[Path, int]:
     # (published text has them) is quoted too, where pandas' reader would otherwise end the row there
     table.to_csv(partial, sep="\t", index=False, lineterminator="\r\n")
     partial.replace(path)
-    _record_path(path).write_text(json.dumps(fingerprint(found), indent=1))
+    loaded = provenance.loaded_data([_source_name(found)])
+    _record_path(path).write_text(json.dumps({**fingerprint(found), provenance.DATA: loaded}, indent=1))
     return path, len(table)
+
+
+def _source_name(found: TsvSpec) -> str:
+    """The registry name of the spec's source (the key of the environment block's ``data``)."""
+    return next((key for key, source in registry.sources().items() if source == found.source), found.source.name)
 
 
 def ensure_tsv(name: str, directory: Path) -> Path:
@@ -329,10 +339,23 @@ def ensure_tsv(name: str, directory: Path) -> Path:
     path = directory / f"{name}.tsv"
     record = _record_path(path)
     current = fingerprint(spec(name))
-    if path.exists() and record.exists() and json.loads(record.read_text()) == current:
-        return path
+    if path.exists() and record.exists():
+        written = json.loads(record.read_text())
+        if isinstance(written, dict) and {k: v for k, v in written.items() if k != provenance.DATA} == current:
+            return path
     write_tsv(name, directory)
     return path
+
+
+def data_of(path: Path) -> dict[str, Any]:
+    """Which data the TSV at ``path`` was written from (source -> origin, revision, rows); empty for a TSV written
+    before scifig recorded it, or without its record."""
+    try:
+        written = json.loads(_record_path(path).read_text())
+    except (OSError, ValueError):
+        return {}
+    found = written.get(provenance.DATA) if isinstance(written, dict) else None
+    return found if isinstance(found, dict) else {}
 
 
 def read_tsv(path: Path) -> pd.DataFrame:

@@ -1,7 +1,8 @@
 """``scifig compare`` through the real command lines: two lmms-eval runs of the same small SciFIBench split with the
 ``openai`` model against the local server under two reply policies (the second right more often), then ``scifig
 compare`` on the two output folders. The printed table and the JSON equal what this test computes by hand from the
-sample logs (scipy's binomial test for the exact McNemar p-value); a run on other data is refused for that task, a
+sample logs (scipy's binomial test for the exact McNemar p-value); each results file records the data it read, a run
+made from other data is refused in one line unless --allow-data-change, and is then refused for that task, a
 task only one run has is listed as not compared, and a VLMEvalKit work dir of the same questions lines up with the
 lmms-eval runs by question id.
 """
@@ -19,6 +20,7 @@ import datasets
 from PIL import Image
 from scipy.stats import binomtest
 
+from scifig_tasks.core import provenance, validated
 from tests.harness.lmms import CLI_TIMEOUT_S
 from tests.harness.openai_server import ChatRequest
 from tests.harness.scifibench_data import FEATURES, options_for, png, write_splits
@@ -113,7 +115,27 @@ def test_compare_two_lmms_eval_runs_and_refuse_other_data(tmp_path: Path, openai
     other_data = write_data(tmp_path / "other-data", first_id=100)
     other = lmms_run(tmp_path, "other", other_data, replying(set(range(QUESTIONS))), openai_server, lmms_env, run_cli)
 
-    completed = scifig_compare(weak, strong, other, "--json", tmp_path / "comparison.json", env=lmms_env)
+    # each results file records the data its run read: local files by the digest of their content, and the rows
+    recorded = json.loads(next(weak.rglob("*_results.json")).read_text())["scifig_environment"]["data"]["scifibench"]
+    assert recorded == {
+        "origin": "local",
+        "local": True,
+        "revision": validated.data_digest(data),
+        "rows": {"CS_Figure2Caption": QUESTIONS},
+    }
+    # a run made from other data is refused in one line, unless --allow-data-change
+    changed = scifig_compare(weak, other, env=lmms_env)
+    words = f"A ({weak}) and B ({other}) were made from different data: scifibench "
+    words += f"{provenance.short_revision(validated.data_digest(data))} -> "
+    words += provenance.short_revision(validated.data_digest(other_data))
+    assert (changed.returncode, changed.stdout) == (1, "")
+    assert changed.stderr.splitlines() == [
+        f"scifig compare: {words} — compare runs of the same data, or pass --allow-data-change"
+    ]
+
+    args = (weak, strong, other, "--allow-data-change", "--json", tmp_path / "comparison.json")
+    completed = scifig_compare(*args, env=lmms_env)
+    assert f"scifig compare: {words.replace('B (', 'C (')}; compared anyway (--allow-data-change)" in completed.stderr
     print(completed.stdout)
     assert completed.returncode == 0, completed.stdout + completed.stderr
     table = completed.stdout
@@ -157,6 +179,6 @@ def test_compare_two_lmms_eval_runs_and_refuse_other_data(tmp_path: Path, openai
     assert f"A: fake-vlm ({weak})" in mixed.stdout and f"B: {MODEL} (VLMEvalKit)" in mixed.stdout
     assert [line for line in mixed.stdout.splitlines() if line.startswith(TASK)][0].split() == row
 
-    refused = scifig_compare(weak, other, env=lmms_env)
+    refused = scifig_compare(weak, other, "--allow-data-change", env=lmms_env)
     assert refused.returncode == 1
     assert "no task could be compared" in refused.stderr

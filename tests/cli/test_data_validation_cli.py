@@ -167,9 +167,11 @@ def test_offline_lmms_eval_ends_with_the_benchmark_the_source_and_the_way_out(
     run = run_cli("lmms-eval", ["--model", "scifig_chance", "--tasks", "grab"], lmms_env, tmp_path / "o")
 
     last = _last_line(run.output)
-    assert "Hugging Face Hub dataset jonathan-roberts1/GRAB (split GRAB): GRAB data could not be loaded (" in last
+    pinned = "Hugging Face Hub dataset jonathan-roberts1/GRAB at revision 6ad38024227403d2852e9077ca0e0d662446c5c4: "
+    assert pinned + "GRAB data could not be loaded (LocalEntryNotFoundError: " in last
     assert last.rstrip().endswith(
-        "set SCIFIG_GRAB_DATA=DIR to local data (`scifig curate grab --out DIR` builds it), "
+        "download it online once (or name another revision with SCIFIG_GRAB_REVISION), "
+        "or set SCIFIG_GRAB_DATA=DIR to local data (`scifig curate grab --out DIR` builds it), "
         "or run `scifig demo` to try scifig offline"
     ), last
     assert not list((tmp_path / "o").rglob("*_results.json"))
@@ -180,9 +182,12 @@ def test_offline_scifig_eval_exits_non_zero_with_the_way_out(tmp_path: Path, lmm
 
     assert run.returncode == 1
     last = _last_line(run.output)
-    assert last.startswith("scifig eval: FAILED: DataError: Hugging Face Hub dataset jonathan-roberts1/SciFIBench ")
+    assert last.startswith(
+        "scifig eval: FAILED: DataError: Hugging Face Hub dataset jonathan-roberts1/SciFIBench at revision main: "
+        "SciFIBench data could not be loaded (LocalEntryNotFoundError: "
+    )
     assert last.endswith(
-        "SciFIBench data could not be loaded (ConnectionError: Couldn't reach 'jonathan-roberts1/SciFIBench' on the "
-        "Hub (OfflineModeIsEnabled)); set SCIFIG_SCIFIBENCH_DATA=DIR to local data (`scifig curate scifibench "
-        "--pairs PAIRS --out DIR` builds it), or run `scifig demo` to try scifig offline"
+        "download it online once (or name another revision with SCIFIG_SCIFIBENCH_REVISION), or set "
+        "SCIFIG_SCIFIBENCH_DATA=DIR to local data (`scifig curate scifibench --pairs PAIRS --out DIR` builds it), "
+        "or run `scifig demo` to try scifig offline"
     ), last

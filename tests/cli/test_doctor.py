@@ -13,6 +13,7 @@ import pytest
 
 from scifig_tasks.commands import doctor
 from scifig_tasks.commands.doctor import Check, Probe, render, run_checks
+from scifig_tasks.core.grab.source import GRAB
 from scifig_tasks.core.settings import DECLARED
 from tests.harness.lmms import offline_env
 from tests.harness.paths import REPO
@@ -116,12 +117,13 @@ def test_python_torch_and_chromium(tmp_path: Path) -> None:
 
 
 def test_data_sources(tmp_path: Path) -> None:
-    (tmp_path / "hub" / "datasets--jonathan-roberts1--GRAB").mkdir(parents=True)
+    (tmp_path / "hub" / "datasets--jonathan-roberts1--GRAB" / "snapshots" / GRAB.revision).mkdir(parents=True)
     local = tmp_path / "scifibench"
     local.mkdir()
     environ = {"SCIFIG_JUDGE": "off", "SCIFIG_SCIFIBENCH_DATA": str(local), "SCIFIG_MMSCI_DATA": str(tmp_path / "no")}
     checks = run_checks(probe(tmp_path, environ=environ))
-    assert line(checks, "data grab") == Check("ok", "data grab", "Hub jonathan-roberts1/GRAB, cached")
+    pinned = f"Hub jonathan-roberts1/GRAB at pinned revision {GRAB.revision[:12]}, cached"
+    assert line(checks, "data grab") == Check("ok", "data grab", pinned)
     assert line(checks, "data scifibench") == Check("ok", "data scifibench", f"SCIFIG_SCIFIBENCH_DATA={local} (local)")
     assert failures(checks) == [
         f"data mmsci: SCIFIG_MMSCI_DATA={tmp_path / 'no'}: {tmp_path / 'no' / 'mcq'} does not exist — point it at "
@@ -227,3 +229,22 @@ def test_an_lmms_eval_whose_patched_internals_changed_fails_naming_the_target(
     assert check.status == "FAIL"
     assert "ConfigurableTask.download(self, no_such_parameter)" in check.detail
     assert "download(self, dataset_kwargs" in check.detail and "lmms-eval==0.7.3" in check.detail
+
+
+def test_data_shows_the_pinned_revision_and_whether_the_hub_cache_holds_it(tmp_path: Path) -> None:
+    """A cache holding only a newer ``main`` does not hold GRAB's pin; the revision setting names what is loaded
+    instead; SciFIBench has no pin."""
+    newer = "1" * 40
+    grab = tmp_path / "hub" / "datasets--jonathan-roberts1--GRAB"
+    (grab / "snapshots" / newer).mkdir(parents=True)
+    (grab / "refs").mkdir()
+    (grab / "refs" / "main").write_text(newer)
+    checks = run_checks(probe(tmp_path))
+    wanted = f"Hub jonathan-roberts1/GRAB at pinned revision {GRAB.revision[:12]}, not cached: downloaded on first use"
+    assert line(checks, "data grab").status == "note" and line(checks, "data grab").detail.startswith(wanted)
+    scifibench = line(checks, "data scifibench").detail
+    assert scifibench.startswith("Hub jonathan-roberts1/SciFIBench unpinned (the newest revision, main), not cached")
+
+    checks = run_checks(probe(tmp_path, environ={"SCIFIG_JUDGE": "off", "SCIFIG_GRAB_REVISION": "main"}))
+    moved = "at revision main (SCIFIG_GRAB_REVISION; scores may differ from the pinned data), cached as 111111111111"
+    assert line(checks, "data grab") == Check("ok", "data grab", f"Hub jonathan-roberts1/GRAB {moved}")

@@ -116,4 +116,24 @@ CHATTY: list[tuple[str, str | None]] = [
     ("If the answer were A, the axes would be logarithmic; they are not.", None),
     ("None of the options A, B, C, D or E is correct.", None),
     ("Is the answer A? The legend is unclear.", None),
+    # a passive verdict, a phrase before the copula, options echoed after the answer, and their near-misses
+    ("The figure is best described by caption B, since it plots the layers of the network.", "B"),
+    ("Looking at the pattern, the correct choice to replace the question mark would be B.", "B"),
+    (
+        "Caption A shows a loss curve and caption C runtimes, and the answer is D.\n\n"
+        "E) expected lookup cost as a function of load factor .",
+        "D",
+    ),
+    ("The figure is best described by caption B or C.", None),
+    ("Is it caption B? No, the axes differ.", None),
+    ("The correct choice would be B if the axes were linear, but they are not.", None),
+    # the question's options repeated, without and with an answer after them
+    ("The options are:\n" + "\n".join(f"{chr(65 + i)}. {text}" for i, text in enumerate(CHATTY_OPTIONS)), None),
+    ("The options are:\n" + "\n".join(f"{chr(65 + i)}: {text}" for i, text in enumerate(CHATTY_OPTIONS)), None),
+    (
+        "The options are:\n"
+        + "\n".join(f"{chr(65 + i)}. {text}" for i, text in enumerate(CHATTY_OPTIONS))
+        + "\n\nThe answer is (C).",
+        "C",
+    ),
 ]

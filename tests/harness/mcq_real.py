@@ -9,9 +9,15 @@ from dataclasses import dataclass
 from tests.harness.paths import FIXTURES
 
 FIXTURE_DIR = FIXTURES / "mcq_outputs"
-COLLECTIONS = {"first": FIXTURE_DIR, "tuning": FIXTURE_DIR / "tuning", "held_out": FIXTURE_DIR / "held_out"}
-"""The first collection (the rules were written against it), and the second collection's two halves: the rules were
-tuned on ``tuning``; ``held_out`` was scored, not read, while they were written (see the fixture's README)."""
+COLLECTIONS = {
+    "first": FIXTURE_DIR,
+    "tuning": FIXTURE_DIR / "tuning",
+    "held_out": FIXTURE_DIR / "held_out",
+    "third": FIXTURE_DIR / "third",
+}
+"""The first collection (the rules were written against it), the second collection's two halves (the rules were
+tuned on ``tuning``; ``held_out`` was scored, not read, while they were written) and the third collection (models
+and prompts no rule was written against, scored before any rule was changed; see the fixture's README)."""
 LOWER_CASE_LABEL_SOURCES = frozenset({"psunlpgroup/VisOnlyQA"})
 """Sources whose prompts label options (a)-(e): outside scifig's upper-case label grammar."""
 
@@ -45,7 +51,7 @@ class RealOutput:
 
 
 def load_real_outputs(collection: str | None = None) -> list[RealOutput]:
-    """Every output of one collection (``first``, ``tuning``, ``held_out``), or of all of them."""
+    """Every output of one collection (``first``, ``tuning``, ``held_out``, ``third``), or of all of them."""
     items = []
     for name, directory in COLLECTIONS.items():
         if collection not in (None, name):

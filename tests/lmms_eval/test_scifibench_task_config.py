@@ -61,4 +61,4 @@ def test_decoding_is_greedy_and_the_task_version_is_recorded(task_dict) -> None:
     settings = {key: task.config.generation_kwargs[key] for key in ("max_new_tokens", "temperature", "do_sample")}
     assert settings == {"max_new_tokens": 1024, "temperature": 0, "do_sample": False}
     assert "\n\n" not in task.config.generation_kwargs["until"]  # lmms-eval's default stop would cut reasoning
-    assert str(task.config.metadata["version"]) == registry.benchmark("scifibench").version == "2.3"
+    assert str(task.config.metadata["version"]) == registry.benchmark("scifibench").version == "2.4"

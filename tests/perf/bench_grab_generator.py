@@ -6,11 +6,11 @@ What it measures, for the same ``N`` figures (default: the full 2,170-question c
 * ``per figure`` — one process draws every figure with the generator (``curation.grab.render.draw_figure``) and encodes
   the same Agg buffer twice, then releases the figure (``curation.grab.render.release_figure``): with matplotlib's
   ``savefig`` encoder (``matplotlib.image.imsave``, i.e. Pillow: all five PNG filters tried on every row, zlib's default
-  level) and with the generator's ``curation.grab.render.encode_png`` (libpng via imagecodecs: filter Up, zlib's
-  run-length strategy). It prints the mean seconds per figure of drawing and of each encoder, their ratio (``savefig /
-  encode_png``), the mean PNG size of each, and whether every pair decodes to the same pixels (mode, size and array
-  compared exactly). ``draw + encode_png`` x 2,170 / 2 is what rendering alone would take in a full build with 2
-  perfectly scaling workers.
+  level) and with the generator's ``curation.grab.render.encode_png`` (rows filtered with numpy, Up or Sub, deflated
+  by zlib-ng through imagecodecs). It prints the mean seconds per figure of drawing and of each encoder, their ratio
+  (``savefig / encode_png``), the mean PNG size of each, and whether every pair decodes to the same pixels (mode, size
+  and array compared exactly). ``draw + encode_png`` x 2,170 / 2 is what rendering alone would take in a full build
+  with 2 perfectly scaling workers.
 * ``bare matplotlib loop`` — one process draws every figure with plain matplotlib calls (``Figure`` + Agg canvas,
   the same figure size, margins, limits, ticks, gridlines, line styles and data arrays as the generator)
   and saves it to a PNG in memory with ``savefig``, then releases the figure as the generator does. The arrays are

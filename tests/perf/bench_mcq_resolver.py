@@ -4,8 +4,9 @@ outputs that public models really produced, side by side, and how long the worst
 Corpus: ``tests/fixtures/mcq_outputs`` (outputs from public repositories, each labelled by hand with the letter it
 states or none; see its README): the first collection, which the rules were written against, and the second
 collection's two halves, ``tuning`` (the rules were tuned on it) and ``held_out`` (scored, not read, while they were
-written; the README names the one output read after its first scoring); plus the chatty SciFIBench/MMSci-style
-families of ``tests/harness/mcq_corpus.CHATTY``.
+written; the README names the one output read after its first scoring); the third collection (eight more models,
+scored before any rule was changed after it arrived); plus the chatty SciFIBench/MMSci-style families of
+``tests/harness/mcq_corpus.CHATTY``.
 
 For each extractor: wrong resolutions (a letter other than the label, or any letter where none is stated; count and
 % of all outputs), the share of answer-stating outputs resolved correctly, and the judge calls a rules-first
@@ -50,6 +51,7 @@ COLLECTIONS = {
     "first": "first collection (the rules were written against it)",
     "tuning": "second collection, tuning half",
     "held_out": "second collection, held-out half (not tuned on)",
+    "third": "third collection (held out, not tuned on)",
 }
 
 

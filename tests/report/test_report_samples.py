@@ -25,7 +25,7 @@ from PIL import Image, ImageDraw
 
 from curation.plot_twist.build import build_plot_twist
 from scifig_tasks.report.runs import load_runs
-from scifig_tasks.report.samples import write_samples_page
+from scifig_tasks.report.samples import SHOWN_AS_STORED_PX, write_samples_page
 from tests.harness import mmsci_data
 from tests.harness.grab_data import Row, write_parquet
 from tests.harness.lmms import offline_env, run
@@ -191,26 +191,21 @@ def test_page_loads_with_thumbnails_and_both_models_side_by_side(built: Built, t
     data = page_json(page)
     assert data["models"] == list(MODELS)
     assert len(data["rows"]) == ROWS and data["notes"] == []
-    assert len(data["images"]) == DISTINCT_IMAGES
-    for uri in data["images"]:
-        kind, encoded = re.fullmatch(r"data:image/(jpeg|png);base64,(.+)", uri).groups()
-        with Image.open(io.BytesIO(base64.b64decode(encoded))) as thumb:
-            assert max(thumb.size) <= 160 and thumb.format.lower() == kind
-
-    assert len(data["full"]) == DISTINCT_IMAGES  # each thumbnail links to its image at full size, beside the page
-    for uri, full in zip(data["images"], data["full"], strict=True):
-        with (
-            Image.open(built.out / full) as image,
-            Image.open(io.BytesIO(base64.b64decode(uri.split(",")[1]))) as thumb,
-        ):
-            assert max(image.size) > max(thumb.size) or image.size == thumb.size
+    # each distinct image is written once beside the page; these small ones are their own thumbnails (the browser
+    # scales them), and each links to its image at full size
+    assert len(data["images"]) == len(data["full"]) == len(set(data["full"])) == DISTINCT_IMAGES
+    assert data["images"] == data["full"]
+    for full in data["full"]:
+        assert re.fullmatch(r"sample-figures/[0-9a-f]{24}\.(png|jpg)", full)
+        with Image.open(built.out / full) as image:
+            assert image.width * image.height <= SHOWN_AS_STORED_PX
 
     dom = chromium_dom(page.as_uri(), tmp_path / "profile")
     count = count_of(dom)
     assert count["text"] == f"{ROWS} of {ROWS} documents shown"
     assert dom.count('<a href="sample-figures/') == IMAGE_ELEMENTS
     assert count["images-drawn"] == str(IMAGE_ELEMENTS) and count["images-broken"] == "0"  # naturalWidth > 0
-    assert dom.count('<img src="data:image/') == IMAGE_ELEMENTS
+    assert dom.count('<img src="sample-figures/') == IMAGE_ELEMENTS
     assert re.search(r'<th class="model" data-model="0">model-a</th><th class="model" data-model="1">model-b</th>', dom)
     rows = visible_rows(dom)
     # GRAB pid 1 (grab_properties, doc 1): model-a right, model-b empty
@@ -272,12 +267,12 @@ def test_without_the_documents_the_samples_are_listed_and_the_page_says_why(buil
     (note,) = data["notes"]
     assert note.startswith(
         "No images for grab_functions, grab_properties, grab_series, grab_transforms: documents could not be loaded "
-        "(DataError: Hugging Face Hub dataset jonathan-roberts1/GRAB (split GRAB): GRAB data could not be loaded "
-        "(ConnectionError: Couldn't reach 'jonathan-roberts1/GRAB' on the Hub"
+        "(DataError: Hugging Face Hub dataset jonathan-roberts1/GRAB "
     )
-    assert note.endswith(
+    assert ": GRAB data could not be loaded (" in note  # the loader's own reason, then what to set
+    assert (
         "set SCIFIG_GRAB_DATA=DIR to local data (`scifig curate grab --out DIR` builds it), or run "
-        "`scifig demo` to try scifig offline)."
+        "`scifig demo` to try scifig offline" in note
     )
     dom = chromium_dom((out / "samples.html").as_uri(), tmp_path / "profile")
     assert count_of(dom)["shown"] == "8" and dom.count('<span class="na">no image</span>') == 8

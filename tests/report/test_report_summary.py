@@ -242,3 +242,17 @@ def test_every_sample_figure_opens_at_its_full_size(demo: Path, tmp_path: Path) 
         assert (link["width"], link["height"]) == sizes[pid], link  # the browser drew the stored image, full size
         with Image.open(target) as image:
             assert image.size == sizes[pid]
+
+
+def test_the_environment_section_lists_each_results_files_data_revision_beside_its_task_versions() -> None:
+    from scifig_tasks.report.build import environment_section
+
+    pinned = "6ad38024227403d2852e9077ca0e0d662446c5c4"
+    recorded = _grab_run(4, None, None, {"grab": {"origin": "hub", "revision": pinned, "rows": {"test": 4}}})
+    recorded.task_versions[Path("runs/1_results.json")] = {"grab": "2.4"}
+    older = _grab_run(4, None, None)
+    older.model = "older-vlm"
+    table = environment_section([recorded, older]).blocks[0]
+    assert isinstance(table, Table) and table.header[2:4] == ["task versions", "data revision"]
+    assert table.rows[0][2:4] == ["grab 2.4", "grab 6ad380242274"]
+    assert table.rows[1][3] == "unknown"  # a results file written before data revisions were recorded

@@ -77,7 +77,8 @@ def test_vlmeval_scores_files_become_a_model_row(tmp_path: Path) -> None:
         "Environment: what made these numbers",
     ]
     # a scores file written before the environment block says so
-    assert f"| my-vlm (VLMEvalKit) | my-vlm_SciFig_GRAB_scifig_scores.json | grab - | {NOT_RECORDED} |" in markdown
+    scores_file = "my-vlm_SciFig_GRAB_scifig_scores.json"
+    assert f"| my-vlm (VLMEvalKit) | {scores_file} | grab - | unknown | {NOT_RECORDED} |" in markdown
     row = next(line for line in markdown.splitlines() if line.startswith("| my-vlm (VLMEvalKit) | 6 |"))
     # overall 3/6, properties 2/3, function 1/3
     assert row == f"| my-vlm (VLMEvalKit) | 6 | {cell(3, 6)} | {cell(2, 3)} | {cell(1, 3)} | - | - |"

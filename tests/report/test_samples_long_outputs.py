@@ -21,7 +21,7 @@ from tests.harness.lmms import offline_env
 
 TASK = "grab_functions"
 LENGTH = 20_000
-WRONG = {1, 4, 6}
+WRONG = {0, 4, 7}  # the rows the probe reads (documents 0 and 7) are among those the filter shows
 PAYLOAD = "<img src=x onerror=\"document.title='pwned'\">"
 PROMPT_LINES = 30
 

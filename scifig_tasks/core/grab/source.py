@@ -1,5 +1,9 @@
 """GRAB's data: the published dataset (``jonathan-roberts1/GRAB``, split ``GRAB``), its columns and checks.
 
+Pinned revision: :data:`REVISION`, the dataset repository's commit "Added paper title" of 2024-11-07, the newest in
+its published history; its data files (``data/GRAB-*.parquet``) are those of the commit "Upload dataset" of
+2024-08-20 (``e57fae8``), unchanged since. ``SCIFIG_GRAB_REVISION`` overrides it.
+
 Columns: ``pid`` (the row key), ``question`` (with its precision sentence), ``decoded_image``, ``image``, ``answer``
 (a finite number when it reads as one), ``task``, ``category``, ``complexity``.
 """
@@ -10,6 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 from scifig_tasks.core.grab import rules as grab
 from scifig_tasks.core.schema import BenchmarkSource, Column, expect_answer, expect_int, expect_str
+
+REVISION = "6ad38024227403d2852e9077ca0e0d662446c5c4"
+"""The commit of ``jonathan-roberts1/GRAB`` that GRAB's scores are made from (2024-11-07)."""
 
 if TYPE_CHECKING:
     import datasets
@@ -43,6 +50,8 @@ GRAB = BenchmarkSource(
         Column("complexity", expect_int(0, grab.MAX_COMPLEXITY)),
     ),
     key=("pid",),
+    revision=REVISION,
+    revision_var="SCIFIG_GRAB_REVISION",
 )
 
 

@@ -26,12 +26,42 @@ Across all of them:
 
 from __future__ import annotations
 
-from scifig_tasks.core.judge.accounting import NO_TASK, USAGE_COUNTS, USAGE_TOKENS, current_task, task_scope
-from scifig_tasks.core.judge.breaker import SILENT_TIMEOUTS, SLOW_NOTICE_S
-from scifig_tasks.core.judge.client import JudgeClient, dry_run, get_judge
-from scifig_tasks.core.judge.config import BREAKER_THRESHOLD, JudgeConfig, configured_concurrency, endpoint_host
-from scifig_tasks.core.judge.replies import Accept, JudgeResult, has_text
-from scifig_tasks.core.judge.usage import failure_summary, judge_failures, usage_report, usage_words
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from scifig_tasks.core.judge.accounting import NO_TASK, USAGE_COUNTS, USAGE_TOKENS, current_task, task_scope
+    from scifig_tasks.core.judge.breaker import SILENT_TIMEOUTS, SLOW_NOTICE_S
+    from scifig_tasks.core.judge.client import JudgeClient, dry_run, get_judge
+    from scifig_tasks.core.judge.config import BREAKER_THRESHOLD, JudgeConfig, configured_concurrency, endpoint_host
+    from scifig_tasks.core.judge.replies import Accept, JudgeResult, has_text
+    from scifig_tasks.core.judge.usage import failure_summary, judge_failures, usage_report, usage_words
+
+_WHERE = {
+    "accounting": ("NO_TASK", "USAGE_COUNTS", "USAGE_TOKENS", "current_task", "task_scope"),
+    "breaker": ("SILENT_TIMEOUTS", "SLOW_NOTICE_S"),
+    "client": ("JudgeClient", "dry_run", "get_judge"),
+    "config": ("BREAKER_THRESHOLD", "JudgeConfig", "configured_concurrency", "endpoint_host"),
+    "replies": ("Accept", "JudgeResult", "has_text"),
+    "usage": ("failure_summary", "judge_failures", "usage_report", "usage_words"),
+}
+_MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
+"""Each name of :data:`__all__` -> the module defining it. The names are looked up when first used (PEP 562), so
+that a module needing only the configuration or the reply types (the benchmark descriptions, ``scifig config``)
+does not import the HTTP client and the ``openai`` SDK."""
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_MODULE_OF])
+
 
 __all__ = [
     "BREAKER_THRESHOLD",

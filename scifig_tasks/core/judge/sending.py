@@ -1,5 +1,6 @@
 """Sending judge requests through the ``openai`` SDK: the concurrency bound, retries with back-off, and replies that
-are not answers asked again.
+are not answers asked again. The SDK is imported when a client is made, not with this module (a run that never asks
+the judge does not import it).
 
 * At most ``max_concurrency`` HTTP requests per client are in flight, whatever the number of calling threads.
 * Every text sent is masked first (:func:`masked_body`): the client's and the process's secrets, and anything shaped
@@ -19,14 +20,15 @@ import random
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
-
-import openai
+from typing import TYPE_CHECKING, Any
 
 from scifig_tasks.core.judge.breaker import _ENDPOINT_STATUSES, _unreachable
 from scifig_tasks.core.judge.config import JudgeConfig, _is_loopback
 from scifig_tasks.core.judge.replies import Accept, _Failure, _readable
 from scifig_tasks.core.secrets import mask_credentials
+
+if TYPE_CHECKING:
+    import openai
 
 logger = logging.getLogger("scifig.judge")
 
@@ -77,6 +79,8 @@ def masked_body(body: Mapping[str, Any], secrets: Mapping[str, str]) -> dict[str
 
 def _httpx_flavour() -> Any:
     """The httpx package the SDK's HTTP client is built on (``httpx``; ``httpx2`` in newer SDK releases)."""
+    import openai
+
     for base in openai.DefaultHttpxClient.__mro__:
         package = base.__module__.split(".")[0]
         if base.__name__ == "Client" and package.startswith("httpx"):
@@ -87,6 +91,8 @@ def _httpx_flavour() -> Any:
 def _sdk_client(owner: Sending) -> openai.OpenAI:
     """The SDK client for ``owner``: its HTTP sends pass through ``owner._send`` (bound, count, breaker) and the SDK's
     retry waits are ``owner``'s back-off."""
+    import openai
+
     config = owner.config
 
     class GuardedHttpClient(openai.DefaultHttpxClient):  # type: ignore[misc,valid-type]
@@ -157,6 +163,8 @@ class Sending:
 
     def _call(self, body: dict[str, Any]) -> str | _Failure:
         """One SDK call; the reply text or the failure (key scrubbed)."""
+        import openai
+
         try:
             completion = self._sdk.chat.completions.create(**body)
         except openai.APITimeoutError:
@@ -184,6 +192,8 @@ class Sending:
     def _send(self, send: Callable[..., Any], request: Any, **kwargs: Any) -> Any:
         """One HTTP attempt, as the SDK makes it (retries included): within the concurrency bound, counted, and an
         unreachable endpoint reported to the SDK as a connection error it does not retry."""
+        import openai
+
         if self._breaker is not None:
             raise openai.APIConnectionError(message=f"circuit breaker open ({self._breaker})", request=request)
         self._local.note = None

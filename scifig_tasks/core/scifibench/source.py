@@ -4,6 +4,11 @@ Splits ``CS_Figure2Caption``, ``CS_Caption2Figure``, ``General_Figure2Caption``,
 revisions: ``Figure2Caption`` / ``Caption2Figure``). Columns: ``ID`` (the row key, per split), ``Question``, ``Options``
 (labelled ``A) `` ... in order), ``Answer`` (a letter naming one of the row's options), ``Category``, ``Images``
 (1 image for Figure→Caption, one per option for Caption→Figure).
+
+Revision: not pinned (:data:`scifig_tasks.core.schema.UNPINNED`). The commit that added the ``CS_*`` and
+``General_*`` splits ("Upload dataset", December 2024) is known only by its short hash ``69628fb``, which the Hub does
+not resolve, so the newest revision is loaded and every results file records the commit that was.
+``SCIFIG_SCIFIBENCH_REVISION`` names a revision to load instead.
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from scifig_tasks.core.schema import BenchmarkSource, Column, expect_int, expect_str, list_feature
+from scifig_tasks.core.schema import UNPINNED, BenchmarkSource, Column, expect_int, expect_str, list_feature
 
 if TYPE_CHECKING:
     import datasets
@@ -63,6 +68,8 @@ SCIFIBENCH = BenchmarkSource(
     row_check=_scifibench_row,
     key=("ID",),
     split_aliases={"CS_Figure2Caption": ("Figure2Caption",), "CS_Caption2Figure": ("Caption2Figure",)},
+    revision=UNPINNED,
+    revision_var="SCIFIG_SCIFIBENCH_REVISION",
 )
 
 

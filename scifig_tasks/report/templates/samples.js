@@ -2,6 +2,7 @@
 const D = JSON.parse(document.getElementById("data").textContent);
 const FOLD_CHARS = 600;  // a long field shows its first FOLD_CHARS characters ...
 const FOLD_LINES = 8;     // ... or its first FOLD_LINES lines, whichever is shorter, then "show all"
+const PAGE_ROWS = D.page_rows;  // documents per page: only one page of rows is in the document at a time
 const PIECE = 80;         // an unbroken run longer than this gets a line-break opportunity (<wbr>) every PIECE chars
 const FILTERS = [["task", "task"], ["category", "category"], ["correct", "correct"], ["method", "resolved by"],
                  ["model", "model"]];
@@ -74,7 +75,6 @@ for (const [name, label] of FILTERS) {
   select.append(el("option", {value: ""}, "all"));
   for (const v of [...values[name]].sort()) select.append(el("option", {value: v}, v));
   if (values[name].size === 0) select.disabled = true;
-  select.addEventListener("change", () => { writeHash(); apply(); });
   selects[name] = select; wrap.append(select);
   document.getElementById("filters").append(wrap);
 }
@@ -83,11 +83,14 @@ for (const h of ["figure", "task / document", "prompt", "expected"]) head.append
 D.models.forEach((m, i) => head.append(el("th", {class: "model", "data-model": i}, m)));
 document.querySelector("#samples thead").append(head);
 const body = document.querySelector("#samples tbody");
-const rows = D.rows.map((row) => {
+const built = new Map();  // row index -> its <tr>, made the first time the row is on a page
+function rowElement(index) {
+  if (built.has(index)) return built.get(index);
+  const row = D.rows[index];
   const tr = el("tr", {class: "sample"});
   const figs = el("td", {class: row.i.length > 1 ? "figs multi" : "figs"});
   for (const i of row.i) {
-    const thumb = el("img", {src: D.images[i], alt: "figure (open at full size)", class: "thumb"});
+    const thumb = el("img", {src: D.images[i], alt: "figure (open at full size)", class: "thumb", decoding: "async"});
     if (!D.full[i]) { figs.append(thumb); continue; }
     const link = el("a", {href: D.full[i], class: "full", target: "_blank", title: "open the figure at full size"});
     link.append(thumb); figs.append(link);
@@ -112,37 +115,61 @@ const rows = D.rows.map((row) => {
     if (c.d) td.append(textBlock(c.d, "meta"));
     tr.append(td);
   });
-  body.append(tr);
-  return [row, tr];
-});
+  built.set(index, tr);
+  return tr;
+}
+let page = 1;  // the page of matching documents on screen (PAGE_ROWS each), "page" in the address when not 1
 function readHash() {
   const params = new URLSearchParams(location.hash.slice(1));
   for (const [name] of FILTERS) selects[name].value = params.get(name) || "";
+  page = Math.max(1, parseInt(params.get("page") || "1", 10) || 1);
 }
 function writeHash() {
   const params = new URLSearchParams();
   for (const [name] of FILTERS) if (selects[name].value) params.set(name, selects[name].value);
+  if (page > 1) params.set("page", String(page));
   history.replaceState(null, "", "#" + params.toString());
+}
+const pagers = [document.getElementById("pages-top"), document.getElementById("pages-bottom")];
+function pager(node, pages, first, last, shown) {
+  node.replaceChildren();
+  node.dataset.page = String(page); node.dataset.pages = String(pages);
+  if (pages <= 1) return;
+  const go = (to) => { page = to; writeHash(); apply(); document.getElementById("samples").scrollIntoView(); };
+  const previous = el("button", {type: "button", class: "previous"}, "« previous");
+  const next = el("button", {type: "button", class: "next"}, "next »");
+  previous.disabled = page <= 1; next.disabled = page >= pages;
+  previous.addEventListener("click", () => go(page - 1)); next.addEventListener("click", () => go(page + 1));
+  const at = el("span", {class: "at"}, " documents " + first + "–" + last + " of " + shown + " (page " + page +
+                " of " + pages + ") ");
+  node.append(previous, at, next);
 }
 function apply() {
   const f = {}; for (const [name] of FILTERS) f[name] = selects[name].value;
   const models = D.models.map((m, i) => i).filter((i) => !f.model || D.models[i] === f.model);
-  let shown = 0;
-  for (const [row, tr] of rows) {
+  const matching = [];
+  D.rows.forEach((row, index) => {
     let visible = (!f.task || row.t === f.task) && (!f.category || row.k === f.category);
     visible = visible && models.some((i) => {
       const c = row.c[String(i)];
       return c && (!f.correct || correctness(c) === f.correct) && (!f.method || c.m === f.method);
     });
-    tr.hidden = !visible; if (visible) shown += 1;
-  }
-  document.querySelectorAll("#samples [data-model]").forEach((node) => {
-    node.hidden = !models.includes(Number(node.dataset.model));
+    if (visible) matching.push(index);
   });
+  const pages = Math.max(1, Math.ceil(matching.length / PAGE_ROWS));
+  page = Math.min(page, pages);
+  const on = matching.slice((page - 1) * PAGE_ROWS, page * PAGE_ROWS).map(rowElement);
+  body.replaceChildren(...on);
+  for (const node of [head, ...on]) {
+    for (const cell of node.querySelectorAll("[data-model]")) cell.hidden = !models.includes(Number(cell.dataset.model));
+  }
+  const first = matching.length ? (page - 1) * PAGE_ROWS + 1 : 0;
+  for (const node of pagers) pager(node, pages, first, first + on.length - 1, matching.length);
   const count = document.getElementById("count");
-  count.textContent = shown + " of " + rows.length + " documents shown";
-  count.dataset.shown = String(shown); count.dataset.total = String(rows.length);
+  count.textContent = matching.length + " of " + D.rows.length + " documents shown";
+  count.dataset.shown = String(matching.length); count.dataset.total = String(D.rows.length);
 }
+for (const select of Object.values(selects)) select.addEventListener("change", () => { page = 1; writeHash(); apply(); });
 readHash(); apply();
 window.addEventListener("hashchange", () => { readHash(); apply(); });
 window.addEventListener("load", () => {
