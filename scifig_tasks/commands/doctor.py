@@ -278,15 +278,6 @@ def check_data(probe: Probe) -> Iterator[Check]:
             yield Check("note", label, f"{source.env_var} is not set: its tasks need local data{built}")
 
 
-def cached_commit(folder: Path, revision: str | None) -> str | None:
-    """The commit of ``revision`` (``None``: ``main``) whose snapshot the Hub cache ``folder`` of a dataset holds: a
-    commit by its ``snapshots/`` folder, a branch or tag by its ``refs/`` file; ``None`` when it holds none."""
-    wanted = revision or "main"
-    ref = folder / "refs" / wanted
-    commit = wanted if re.fullmatch(r"[0-9a-f]{40}", wanted) else ref.read_text().strip() if ref.is_file() else None
-    return commit if commit and (folder / "snapshots" / commit).is_dir() else None
-
-
 def hub_data_check(probe: Probe, label: str, source: Any) -> Check:
     """A Hub source's line: the revision its data is loaded at (pinned, the setting's, or unpinned) and whether the
     Hub cache holds it."""
@@ -299,7 +290,10 @@ def hub_data_check(probe: Probe, label: str, source: Any) -> Check:
         which = "unpinned (the newest revision, main)"
     else:
         which = f"at pinned revision {revision[:12]}"
-    commit = cached_commit(probe.hub_cache() / f"datasets--{source.hub_path.replace('/', '--')}", revision)
+    from scifig_tasks.core.data import cached_snapshot
+
+    snapshot = cached_snapshot(source.hub_path, revision, probe.hub_cache())
+    commit = snapshot.name if snapshot is not None else None
     if commit is None:
         state = f"not cached: downloaded on first use, or set {source.env_var}=DIR"
         return Check("note", label, f"Hub {source.hub_path} {which}, {state}")

@@ -202,6 +202,25 @@ def hub_snapshot(path: str, revision: str | None, source: BenchmarkSource) -> Pa
         ) from exc
 
 
+def cached_snapshot(path: str, revision: str | None, cache: Path | None = None) -> Path | None:
+    """The snapshot folder of dataset ``path`` at ``revision`` (``None``: ``main``) that the Hub cache (``cache``,
+    default the process's) holds, resolved as :func:`hub_snapshot` resolves it offline; ``None`` when it holds none."""
+    from huggingface_hub import snapshot_download
+
+    try:
+        folder = snapshot_download(
+            path,
+            repo_type="dataset",
+            revision=revision,
+            cache_dir=cache,
+            local_files_only=True,
+            ignore_patterns=HUB_FILES_IGNORED,
+        )
+    except Exception:  # noqa: BLE001 - not cached (or no such revision in the cache): nothing held
+        return None
+    return Path(folder)
+
+
 def _hub_split(folder: Path, path: str, source: BenchmarkSource, split: str) -> tuple[datasets.Dataset, str]:
     """One split of the Hub dataset ``path`` from its snapshot (or local) ``folder``, by its name or older names."""
     names = source.split_names(split)
