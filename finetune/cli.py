@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import itertools
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -47,10 +48,24 @@ def run_finetune(args: Any) -> int:
 
 
 def run_convert(args: Any) -> int:
-    from scifig_finetune.data import examples_from, write_sft_jsonl
+    """Convert; an input that gives no example is an error saying what it holds (nothing is written), and an input
+    that is data a benchmark evaluates is converted with a warning (:mod:`scifig_finetune.inputs`)."""
+    from scifig_finetune.data import examples_from, input_files, write_sft_jsonl
+    from scifig_finetune.inputs import evaluated, nothing_converted
 
+    if args.limit is not None and args.limit < 1:
+        print(f"scifig finetune-data: --limit {args.limit} converts nothing: give 1 or more", file=sys.stderr)
+        return 2
     try:
-        count = write_sft_jsonl(examples_from(args.format, args.input, args.limit), args.out)
+        files = input_files(args.format, args.input)
+        for warning in evaluated(files):
+            print(f"scifig finetune-data: warning: {warning}", file=sys.stderr)
+        examples = examples_from(args.format, args.input, args.limit)
+        first = next(examples, None)
+        if first is None:
+            print(f"scifig finetune-data: {nothing_converted(args.format, args.input, files)}", file=sys.stderr)
+            return 1
+        count = write_sft_jsonl(itertools.chain([first], examples), args.out)
     except (DataError, ValueError) as exc:
         print(f"scifig finetune-data: {exc}", file=sys.stderr)
         return 1
@@ -76,7 +91,9 @@ DATA_DESCRIPTION = """\
 Convert curated data to the chat format the fine-tuning reads (OUT/train.jsonl, one conversation per example, and
 OUT/images/), streaming: the MMSci fine-tuning jsonl, SciFIBench's curated silver and bronze tiers (the gold tier is
 the test set and is left out) or GRAB generator output, with the same prompts as the evaluation. Useful to inspect
-the training data, or to convert a large set once and train from the jsonl."""
+the training data, or to convert a large set once and train from the jsonl. An input that gives no example is an
+error saying what it holds; data a benchmark evaluates (the folder a SCIFIG_*_DATA setting points at, the published
+dataset) is converted with a warning: training on it contaminates every later evaluation on it."""
 
 DATA_EPILOG = """\
 example:

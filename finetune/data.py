@@ -109,7 +109,7 @@ def read_sft_jsonl(path: Path, limit: int | None = None) -> Iterator[SftExample]
     path = Path(path)
     origin = str(path)
     if not path.is_file():
-        raise DataError(origin, None, None, "SFT file not found")
+        raise DataError(origin, None, None, _not_expected("sft", path))
     seen: set[str] = set()
     produced = 0
     with path.open(encoding="utf-8") as handle:
@@ -147,21 +147,39 @@ def read_sft_jsonl(path: Path, limit: int | None = None) -> Iterator[SftExample]
             yield SftExample(record["id"], record["source"], tuple(files), messages)
 
 
-def _parquet_files(path: Path, pattern: str) -> list[Path]:
+def _not_expected(data_format: str, path: Path, subject: str = "it") -> str:
+    """``<subject> holds <what path holds>; expected <what the format reads>`` (:mod:`scifig_finetune.inputs`)."""
+    from scifig_finetune.inputs import EXPECTED, held
+
+    return f"{subject} holds {held(path)}; expected {EXPECTED[data_format]}"
+
+
+PATTERNS = {"scifibench": "*_*2*.parquet", "grab": "GRAB.parquet"}
+"""The files a parquet format reads in a directory."""
+
+
+def input_files(data_format: str, path: Path) -> list[Path]:
+    """The files ``examples_from(data_format, path)`` reads; a :class:`DataError` saying what ``path`` holds instead
+    when it has none of them."""
+    path = Path(path)
+    if data_format == "sft":
+        if not path.is_file():
+            raise DataError(str(path), None, None, _not_expected("sft", path))
+        return [path]
     if path.is_file():
         return [path]
-    if path.is_dir():
-        files = sorted(path.glob(pattern))
-        if files:
-            return files
-    raise DataError(str(path), None, None, f"expected a parquet file or a directory with {pattern} files")
+    files = sorted(path.glob(PATTERNS[data_format])) if path.is_dir() else []
+    if not files:
+        raise DataError(str(path), None, None, f"no {PATTERNS[data_format]} file: {_not_expected(data_format, path)}")
+    return files
 
 
-def _rows(file: Path, columns: Sequence[str]) -> Iterator[tuple[int, dict[str, Any]]]:
+def _rows(file: Path, columns: Sequence[str], data_format: str) -> Iterator[tuple[int, dict[str, Any]]]:
     parquet = pq.ParquetFile(file)
     missing = [column for column in columns if column not in parquet.schema_arrow.names]
     if missing:
-        raise DataError(str(file), None, missing[0], "column missing (not a file of the expected curated format)")
+        what = _not_expected(data_format, file.parent, str(file.parent))
+        raise DataError(str(file), None, missing[0], f"column missing: {what}")
     row = 0
     for batch in parquet.iter_batches(batch_size=_BATCH_ROWS, columns=list(columns)):
         for record in batch.to_pylist():
@@ -185,12 +203,12 @@ def scifibench_examples(
     ``*_Caption2Figure.parquet``), with the evaluation's standard prompt and the letter as the answer."""
     columns = ("ID", "Question", "Options", "Answer", "Images", "tier", "negatives")
     produced = 0
-    for file in _parquet_files(Path(path), "*_*2*.parquet"):
+    for file in input_files("scifibench", Path(path)):
         origin = str(file)
         caption_to_figure = file.stem.endswith("Caption2Figure")
         if not caption_to_figure and not file.stem.endswith("Figure2Caption"):
             raise DataError(origin, None, None, "file name must end with Figure2Caption or Caption2Figure")
-        for row, record in _rows(file, columns):
+        for row, record in _rows(file, columns, "scifibench"):
             if limit is not None and produced >= limit:
                 return
             if record["tier"] not in tiers or record["negatives"] not in negatives:
@@ -228,9 +246,9 @@ def grab_examples(path: Path, limit: int | None = None) -> Iterator[SftExample]:
     """SFT examples from GRAB generator output (``GRAB.parquet`` or its directory): the graph, the README prompt, the
     exact answer string."""
     produced = 0
-    for file in _parquet_files(Path(path), "GRAB.parquet"):
+    for file in input_files("grab", Path(path)):
         origin = str(file)
-        for row, record in _rows(file, ("pid", "question", "decoded_image", "answer")):
+        for row, record in _rows(file, ("pid", "question", "decoded_image", "answer"), "grab"):
             if limit is not None and produced >= limit:
                 return
             image = _image_bytes(record["decoded_image"], origin, row, "decoded_image")

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from curation.outputs import fail, out_problem
+from scifig_tasks.commands.outputs import run_handler
 
 TASK_ALIASES = {"functions": "function", "transforms": "transform"}
 HELP = "generate GRAB (default: the published 2,170-question composition)"
@@ -94,7 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="scifig curate", description="Build a benchmark's data locally.")
     register(parser.add_subparsers(dest="benchmark", required=True))
     args = parser.parse_args(argv)
-    return args.handler(args)
+    return run_handler(args.handler, args)  # a failed build removes the empty folders it made
 
 
 if __name__ == "__main__":

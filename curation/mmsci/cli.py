@@ -23,6 +23,7 @@ from curation.mmsci.articles import DEFAULT_PATTERN
 from curation.mmsci.sft import ABSTRACT_WORDS
 from curation.mmsci.splits import MIN_ARTICLES, RATIO
 from curation.outputs import BAD_INPUT, fail, out_problem
+from scifig_tasks.commands.outputs import run_handler
 from scifig_tasks.core.errors import DataError
 
 
@@ -220,7 +221,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     register(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)
-    return args.handler(args)
+    return run_handler(args.handler, args)  # a failed build removes the empty folders it made
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from curation.outputs import fail, out_problem
+from scifig_tasks.commands.outputs import run_handler
 from scifig_tasks.core.plot_twist.rules import ROBUSTNESS_VARIANTS
 
 HELP = "generate Plot Twist (Chart101): synthetic scatter/bar/pie charts, questions and robustness variants"
@@ -94,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = configure(argparse.ArgumentParser(prog="scifig curate plot-twist", description=HELP))
-    return run(parser.parse_args(argv))
+    return run_handler(run, parser.parse_args(argv))  # a failed build removes the empty folders it made
 
 
 if __name__ == "__main__":

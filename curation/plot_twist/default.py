@@ -2,7 +2,9 @@
 
 Rule: when ``SCIFIG_PLOT_TWIST_DATA`` is unset, :func:`ensure_default_data` returns
 ``<cache>/v<GENERATOR_VERSION>-seed<seed>/test.parquet``, building it first (paper composition, every robustness
-variant, with progress bars) if it is not there. ``<cache>`` is ``$SCIFIG_PLOT_TWIST_CACHE`` or
+variant, with progress bars) if it is not there; with ``base_only``, ``<cache>/v<GENERATOR_VERSION>-seed<seed>-base/
+test.parquet``: the same base charts and rows, without the robustness variants (what the tasks of the base charts
+read; :func:`scifig_tasks.core.plot_twist.source.reads_variants`). ``<cache>`` is ``$SCIFIG_PLOT_TWIST_CACHE`` or
 ``~/.cache/scifig/plot_twist``. A build goes to a temporary sibling directory
 (``.<name>.partial-<host>-<pid>-<random>``) and is renamed into place when complete, so an interrupted or concurrent
 build never leaves a half-written set where a later run looks. What an interrupted build leaves behind is cleared by
@@ -42,12 +44,16 @@ def ensure_default_data(
     plots_per_type: int | None = None,
     variants: Sequence[str] | None = None,
     workers: int | None = None,
+    base_only: bool = False,
 ) -> Path:
-    """The cached default set's parquet file, built on first use (arguments other than ``root`` are for tests)."""
+    """The cached default set's parquet file, built on first use: every row, or with ``base_only`` the base charts'
+    rows alone (arguments other than ``root`` and ``base_only`` are for tests)."""
     root = cache_root() if root is None else Path(root)
-    name = f"v{GENERATOR_VERSION}-seed{seed}"
+    if base_only and variants is not None:
+        raise ValueError("base_only builds no robustness variant: give no variants")
+    name = f"v{GENERATOR_VERSION}-seed{seed}" + ("-base" if base_only else "")
     if plots_per_type is not None or variants is not None:
-        name += f"-plots{plots_per_type}-variants{'+'.join(variants or ['all'])}"
+        name += f"-plots{plots_per_type}" + ("" if base_only else f"-variants{'+'.join(variants or ['all'])}")
     target = root / name
     data = target / "test.parquet"
     if data.is_file():
@@ -56,15 +62,17 @@ def ensure_default_data(
 
     root.mkdir(parents=True, exist_ok=True)
     _clear_stale(root, name)
+    what = "the base charts of the seeded synthetic set" if base_only else "the seeded synthetic set"
     print(
-        f"Plot Twist has no published copy and SCIFIG_PLOT_TWIST_DATA is not set: building the seeded synthetic set "
-        f"once into {target} (later runs reuse it)",
+        f"Plot Twist has no published copy and SCIFIG_PLOT_TWIST_DATA is not set: building {what} once into "
+        f"{target} (later runs reuse it)",
         file=sys.stderr,
         flush=True,
     )
     staging = Path(tempfile.mkdtemp(prefix=f"{_staging_prefix(name)}{os.getpid()}-", dir=root))
+    chosen = ["none"] if base_only else variants
     try:
-        build_plot_twist(staging, seed=seed, plots_per_type=plots_per_type, variants=variants, workers=workers)
+        build_plot_twist(staging, seed=seed, plots_per_type=plots_per_type, variants=chosen, workers=workers)
         if target.exists() and not data.is_file():  # left by an interrupted older build: not a set
             aside = Path(tempfile.mkdtemp(prefix=f"{_staging_prefix(name)}{os.getpid()}-", dir=root))
             os.replace(target, aside / "incomplete")

@@ -10,7 +10,9 @@ parsed namespace carries ``handler``, the function that runs it and returns the 
 
 Multi-GPU embedding: ``accelerate launch -m curation.scifibench.cli scifibench ...`` (every process embeds its
 shards, the main process does the rest). Bad input exits 2 with the file, row and column, an output path that cannot
-be written exits 2 before any work (:mod:`curation.outputs`), a write failing mid-build exits 1; each in one line.
+be written exits 2 before any work (:mod:`curation.outputs`), a write failing mid-build exits 1, and so do CLIP
+weights that cannot be had (not cached and offline, or the Hub unreachable); each in one line. ``--pretrained tiny``
+embeds with the tiny architecture shipped with scifig (random weights): a trial of the whole loop offline.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from curation.outputs import BAD_INPUT, fail, out_problem
 from curation.scifibench.embed import DEFAULT_BATCH_SIZE, DEFAULT_MODEL, DEFAULT_PRETRAINED, DEFAULT_SHARD_SIZE
 from curation.scifibench.neighbours import DEFAULT_EXACT_MAX, DEFAULT_K, DEFAULT_NPROBE
 from curation.scifibench.splits import GOLD_SIZE, POOL_FACTOR, SILVER_SIZE
-from scifig_tasks.core.errors import DataError
+from scifig_tasks.commands.outputs import run_handler
+from scifig_tasks.core.errors import CommandError, DataError
 
 
 def _gpu_flag(value: str) -> bool | None:
@@ -82,10 +85,11 @@ def _add_curate(subparsers: Any) -> None:
     clip.add_argument(
         "--pretrained",
         default=DEFAULT_PRETRAINED,
-        help=f"tag or checkpoint; 'none' = random (default {DEFAULT_PRETRAINED})",
+        help=f"tag or checkpoint; 'none' = random; 'tiny' = scifig's tiny model, random weights, to try the loop "
+        f"offline (default {DEFAULT_PRETRAINED})",
     )
     clip.add_argument("--model-config", type=Path, default=None, help="open_clip model-config JSON to register first")
-    clip.add_argument("--init-seed", type=int, default=0, help="initialisation seed with --pretrained none")
+    clip.add_argument("--init-seed", type=int, default=0, help="initialisation seed with --pretrained none or tiny")
     clip.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE, help="pairs per forward pass")
     clip.add_argument("--shard-size", type=int, default=DEFAULT_SHARD_SIZE, help="pairs per cached shard")
     clip.add_argument("--num-workers", type=int, default=0, help="image-decoding DataLoader workers")
@@ -177,8 +181,9 @@ def register(subparsers: Any) -> None:
 def settings_from(args: argparse.Namespace) -> Any:
     from curation.scifibench.embed import ClipSpec
     from curation.scifibench.pipeline import DEFAULT_HOME, Settings
+    from scifig_tasks.core.clip_baseline import clip_model
 
-    pretrained = None if str(args.pretrained).lower() in ("", "none") else args.pretrained
+    choice = clip_model(args.model, args.pretrained, args.model_config)
     home = args.home_archive
     if home is None:
         home = DEFAULT_HOME
@@ -192,7 +197,7 @@ def settings_from(args: argparse.Namespace) -> Any:
         home_archive=home,
         keep_subfigures=args.keep_subfigures,
         top_categories=args.top_categories,
-        clip=ClipSpec(args.model, pretrained, args.model_config, args.init_seed),
+        clip=ClipSpec(choice.model, choice.pretrained, choice.model_config, args.init_seed),
         batch_size=args.batch_size,
         shard_size=args.shard_size,
         num_workers=args.num_workers,
@@ -228,6 +233,8 @@ def run_curate(args: argparse.Namespace) -> int:
         return _fail("scifibench", "--knn-processes shares the on-disk search: add --vectors-on-disk (or drop it)")
     try:
         summary = curate(settings_from(args))
+    except CommandError as exc:  # CLIP weights that cannot be had now (core.clip_baseline.check_weights)
+        return _fail("scifibench", f"{exc.what} — {exc.todo}" if exc.todo else exc.what, exc.status)
     except (DataError, ValueError) as exc:
         return _fail("scifibench", exc)
     except OSError as exc:  # unreadable input or a write failing mid-build
@@ -284,7 +291,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     register(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)
-    return args.handler(args)
+    return run_handler(args.handler, args)  # a failed build removes the empty folders it made
 
 
 if __name__ == "__main__":

@@ -15,7 +15,10 @@ making it practical on ~10^5 figures:
   shards ``s`` with ``s % w == r`` on its own device, then all wait and the main process assembles ``joint.npy``.
   Batches never straddle shards, so the vectors do not depend on the number of processes;
 * for corpora whose vectors do not fit in memory (``on_disk``, ``--vectors-on-disk``): ``joint.npy`` is assembled one
-  shard at a time (free disk checked first) and returned memory-mapped read-only, for :mod:`.ondisk`.
+  shard at a time (free disk checked first) and returned memory-mapped read-only, for :mod:`.ondisk`;
+* weights the Hub would have to send are checked before the model is built
+  (:func:`scifig_tasks.core.clip_baseline.check_weights`): not in the local Hugging Face cache and offline, or the Hub
+  unreachable, is one line at once, not a minute of retries; a finished cache needs no weights at all.
 """
 
 from __future__ import annotations
@@ -39,6 +42,9 @@ DEFAULT_MODEL = "ViT-H-14-378-quickgelu"
 DEFAULT_PRETRAINED = "dfn5b"
 DEFAULT_BATCH_SIZE = 32
 DEFAULT_SHARD_SIZE = 2048
+PRETRAINED = "--pretrained "
+"""How ``scifig curate scifibench`` sets the weights, as the remedy of
+:func:`scifig_tasks.core.clip_baseline.check_weights` writes it before ``PATH`` / ``tiny``."""
 CACHE_VERSION = 1
 
 
@@ -105,6 +111,9 @@ class ClipEncoder:
     """An open_clip model that turns (pixels, tokens) batches into joint vectors."""
 
     def __init__(self, spec: ClipSpec, device: str) -> None:
+        from scifig_tasks.core.clip_baseline import ClipModel, check_weights
+
+        check_weights(ClipModel(spec.model, spec.pretrained, spec.model_config), option=PRETRAINED)
         import open_clip
         import torch
 

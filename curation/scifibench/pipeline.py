@@ -34,6 +34,7 @@ from curation.scifibench.categories import categorise, describe_rule, other_labe
 from curation.scifibench.embed import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_SHARD_SIZE,
+    PRETRAINED,
     ClipSpec,
     ProcessLayout,
     cache_dir_for,
@@ -49,6 +50,7 @@ from curation.scifibench.sheet import write_sheet
 from curation.scifibench.similarity import Threshold, choose_threshold, kept_neighbours
 from curation.scifibench.splits import GOLD_SIZE, POOL_FACTOR, SILVER_SIZE, Tiers, pool_size_for, split_tiers
 from curation.scifibench.writer import split_name, write_questions
+from scifig_tasks.core.clip_baseline import TINY, ClipModel, WeightsUnavailable, check_weights, tiny_config
 
 HOME_ARCHIVE = {"CS": "cs", "General": None}
 OUTPUT_TIERS = ("gold_candidates", "silver", "bronze", "random_negatives", "gold", "gold_random_negatives")
@@ -98,9 +100,13 @@ class Settings:
         parts = ["scifig", "curate", "scifibench", "--pairs", self.pairs, "--out", str(self.out)]
         if self.split:
             parts += ["--split", self.split]
-        parts += ["--domain", self.domain, "--model", self.clip.model, "--pretrained", self.clip.pretrained or "none"]
-        if self.clip.model_config:
-            parts += ["--model-config", str(self.clip.model_config)]
+        if self.clip.model_config is not None and self.clip.model_config == tiny_config():
+            parts += ["--domain", self.domain, "--pretrained", TINY]  # the shipped tiny model: wherever installed
+        else:
+            parts += ["--domain", self.domain, "--model", self.clip.model]
+            parts += ["--pretrained", self.clip.pretrained or "none"]
+            if self.clip.model_config:
+                parts += ["--model-config", str(self.clip.model_config)]
         if self.clip.pretrained is None:
             parts += ["--init-seed", str(self.clip.init_seed)]
         if self.home_archive != DEFAULT_HOME:
@@ -230,11 +236,26 @@ def write_outputs(
     return summary
 
 
+def weights_first(settings: Settings) -> None:
+    """Refuse before any work (reading a large corpus takes minutes) when the CLIP weights cannot be had now
+    (:func:`scifig_tasks.core.clip_baseline.check_weights`: not cached and offline, or the Hub unreachable), unless
+    the cache holds finished embeddings made with this model: those need no weights."""
+    try:
+        check_weights(ClipModel(settings.clip.model, settings.clip.pretrained, settings.clip.model_config), PRETRAINED)
+    except WeightsUnavailable:
+        identity = settings.clip.identity()
+        for meta in settings.cache.glob("embeddings/*/meta.json"):
+            if json.loads(meta.read_text(encoding="utf-8")).get("clip") == identity:
+                return
+        raise
+
+
 def curate(settings: Settings, layout: ProcessLayout | None = None) -> dict[str, Any] | None:
     """Run every step; returns the curation summary (``None`` on the non-main processes of a multi-GPU run)."""
     if settings.domain not in HOME_ARCHIVE:
         raise ValueError(f"unknown domain {settings.domain!r} (expected one of {', '.join(HOME_ARCHIVE)})")
     pool_size = pool_size_for(settings.gold_size, settings.pool_factor)
+    weights_first(settings)
     layout = layout or detect_layout(settings.device)
     out = settings.out
     out.mkdir(parents=True, exist_ok=True)

@@ -1,11 +1,13 @@
-"""``scifig config``: the effective settings, one line each -- name, value, where it came from.
+"""``scifig config``: the effective settings, one row each -- name, value, where it came from.
 
 Rule implemented: what scifig will use is shown from the same :class:`~scifig_tasks.core.settings.Settings` value
 scoring reads (:mod:`scifig_tasks.core.settings`), never from a second reading of the environment. A secret (an API
-key) is shown as ``<set>`` / ``<unset>``, never its value, in both forms; a value too long for its column is cut
-with ``…`` so that every line fits :data:`WIDTH` columns. ``--json`` gives every setting with its type, default,
-documentation and source, for machines. Values that do not parse and unknown ``SCIFIG_*`` variables are listed
-after the table (one line each); exit status 1 when a value does not parse.
+key) is shown as ``<set>`` / ``<unset>``, never its value, in both forms; every other value is shown whole: one too
+long for its column is wrapped at its spaces onto the lines below, within the column, and a word longer than the
+column (a path, a URL) gets a line of its own, whole, starting at the column, the only kind of line wider than
+:data:`WIDTH` columns. ``--json`` gives every setting with its type, default, documentation and source, for
+machines. Values that do not parse and unknown ``SCIFIG_*`` variables are listed after the table (one line each);
+exit status 1 when a value does not parse.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import textwrap
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
@@ -26,8 +29,10 @@ WIDTH = 100
 _SOURCE_WIDTH = len("command line")
 
 
-def _cut(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
+def _wrapped(text: str, width: int) -> list[str]:
+    """``text`` in lines of at most ``width`` columns, broken at spaces; a word longer than ``width`` whole on a line
+    of its own."""
+    return textwrap.wrap(text, width, break_long_words=False, break_on_hyphens=False) or [""]
 
 
 def listed() -> dict[str, Setting[Any]]:
@@ -54,8 +59,10 @@ def listed() -> dict[str, Setting[Any]]:
 
 
 def table(given: Settings, width: int = WIDTH) -> list[str]:
-    """One line per declared setting: name, value (secrets ``<set>`` / ``<unset>``; a default shown as documented),
-    source (``default``, ``environment``, ``command line``; ``deprecated`` marked)."""
+    """One row per declared setting: name, value (secrets ``<set>`` / ``<unset>``; a default shown as documented),
+    source (``default``, ``environment``, ``command line``; ``deprecated`` marked). A value too long for its column
+    goes on in the column on the lines below (:func:`_wrapped`); one word longer than the column starts below the
+    row's first line."""
     shown = listed()
     name_width = max(len(name) for name in shown)
     value_width = width - name_width - _SOURCE_WIDTH - len(" deprecated") - 4
@@ -63,7 +70,11 @@ def table(given: Settings, width: int = WIDTH) -> list[str]:
     for name, setting in shown.items():
         value = given.shown(setting)
         source = given.source(setting) + (" deprecated" if setting.deprecated else "")
-        lines.append(f"{name:<{name_width}}  {_cut(value, value_width):<{value_width}}  {source}".rstrip())
+        cells = _wrapped(value, value_width)
+        if len(cells[0]) > value_width:  # one long word (a path, a URL): whole, on the line below
+            cells.insert(0, "")
+        lines.append(f"{name:<{name_width}}  {cells[0]:<{value_width}}  {source}".rstrip())
+        lines += [f"{'':<{name_width}}  {cell}" for cell in cells[1:]]
     return lines
 
 
@@ -112,10 +123,10 @@ def register(commands: Any) -> None:
         "config",
         help=HELP["config"],
         description=(
-            "Every setting scifig reads, one line each: its variable, the value in effect (the documented default "
-            "when it is not set; API keys only as <set> or <unset>) and where it came from. Values "
-            "that do not parse and unknown SCIFIG_* variables are listed after the table; exit status 1 when a "
-            "value does not parse."
+            "Every setting scifig reads, one row each: its variable, the value in effect (the documented default "
+            "when it is not set; API keys only as <set> or <unset>) and where it came from; a long value is shown "
+            "whole, on the lines below. Values that do not parse and unknown SCIFIG_* variables are listed after "
+            "the table; exit status 1 when a value does not parse."
         ),
         epilog="examples:\n  scifig config\n  SCIFIG_JUDGE=gpt-4o-mini scifig config --json",
     )

@@ -19,12 +19,15 @@
   only what it has not answered.
   Before lmms-eval starts, every name of ``--tasks`` must be a task, group or tag of scifig or lmms-eval
   (:func:`scifig_tasks.commands.tasks.unknown_tasks_message`): an unknown one ends the command in one line with the
-  closest name, exit status 2.
+  closest name, exit status 2. A task that cannot be scored without the LLM judge is refused there too, in one line,
+  when none is configured (:func:`scifig_tasks.core.judge.required.judge_refusal`).
   The output folder (:mod:`scifig_tasks.lmms_eval.output_folder`): one ``scifig eval`` at a time per
   ``--output_path`` (a second one is refused in one line while the first runs), and a results or samples file that
   could not be written whole (a full disk) ends the run naming it, with nothing left under its name.
   A failure inside the run is said in one line, ``scifig eval: FAILED: ...``; lmms-eval's traceback of it only under
-  ``scifig --debug eval ...`` (:func:`tracking`).
+  ``scifig --debug eval ...`` (:func:`tracking`). The model phase draws one progress bar with a time estimate; on
+  success the run ends with two lines on stderr: the results file(s) and ``scifig report PATH --out
+  <output_path>/report``.
 * ``scifig demo --out DIR`` generates a small GRAB set with the generator (``--per-task`` questions per task,
   balanced over question types and complexity), scores it through the real lmms-eval CLI with the offline
   ``scifig_chance`` model, prints the results table and writes the report of ``scifig report`` (``DIR/report/``);
@@ -49,7 +52,8 @@ command does, each option, an example); these notes are not shown.
 
 Errors: :func:`main` is the boundary. An error that ends a command is printed as one line on stderr, ``scifig
 COMMAND: what happened — what to do`` (:func:`scifig_tasks.commands.format.error_line`), with a non-zero exit status;
-the traceback only under the global ``scifig --debug COMMAND ...``.
+the traceback only under the global ``scifig --debug COMMAND ...``. A command that fails removes the output folders
+it created and left empty (:mod:`scifig_tasks.commands.outputs`).
 """
 
 from __future__ import annotations
@@ -122,11 +126,12 @@ def failure_text(exc: Exception) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def run_lmms_eval(argv: Sequence[str], quiet: bool = False) -> list[dict[str, Any]]:
+def run_lmms_eval(argv: Sequence[str], quiet: bool = False, written: list[Path] | None = None) -> list[dict[str, Any]]:
     """Run lmms-eval's CLI in-process; return its results dicts or raise :class:`EvalFailed`. With ``--use_cache``
     the cache is scifig's (:mod:`scifig_tasks.lmms_eval.response_cache`: replies stored as they arrive, keys that
     hold what the model is sent). The results and samples files are whole or an error
-    (:func:`scifig_tasks.lmms_eval.output_folder.complete_files`); ``quiet``: lmms-eval prints no traceback of a
+    (:func:`scifig_tasks.lmms_eval.output_folder.complete_files`; the results files' paths appended to ``written``);
+    ``quiet``: lmms-eval prints no traceback of a
     failure (:func:`tracking`). The patches are checked against the installed lmms-eval before it runs: one that
     changed raises :class:`~scifig_tasks.lmms_eval.patches.LmmsEvalVersionError` (one line)."""
     from scifig_tasks.lmms_eval.output_folder import EVALUATION_TRACKER, complete_files
@@ -148,7 +153,7 @@ def run_lmms_eval(argv: Sequence[str], quiet: bool = False) -> list[dict[str, An
             during_run(
                 {
                     CLI_EVALUATE_SINGLE: functools.partial(tracking, outcomes, failures, quiet=quiet),
-                    EVALUATION_TRACKER: complete_files,
+                    EVALUATION_TRACKER: functools.partial(complete_files, written=written),
                 }
             ),
             _response_cache(_cache_option(argv) is not None),
@@ -231,9 +236,11 @@ def eval_command(argv: Sequence[str], debug: bool = False, cache: bool = True) -
     """``scifig eval``: run lmms-eval with keys masked and model replies cached (:func:`with_default_cache`,
     ``cache`` false for ``--no-cache``), holding the output folder (``run_lock`` of
     :mod:`scifig_tasks.lmms_eval.output_folder`: a folder another run holds is refused in one line); 1 when it failed
-    or any sample could not be judged, 2 when ``--tasks`` names a task that does not exist (said before lmms-eval
-    starts). A failure inside the run is one line; lmms-eval's traceback of it only with ``debug``."""
-    from scifig_tasks.commands.tasks import unknown_tasks_message
+    or any sample could not be judged or was counted wrong for want of a judge, 2 when ``--tasks`` names a task that
+    does not exist (said before lmms-eval starts); a task that cannot be scored without the LLM judge, none being
+    configured, is refused before lmms-eval starts (1). A failure inside the run is one line; lmms-eval's traceback of
+    it only with ``debug``."""
+    from scifig_tasks.commands.tasks import requested_tasks, unknown_tasks_message
     from scifig_tasks.core.errors import CommandError
     from scifig_tasks.core.presets import PresetError
     from scifig_tasks.lmms_eval.output_folder import run_lock
@@ -250,6 +257,11 @@ def eval_command(argv: Sequence[str], debug: bool = False, cache: bool = True) -
         problem = unknown_tasks_message(tasks, [include] if include else [])
         if problem is not None:
             raise CommandError(problem)
+        from scifig_tasks.core.judge.required import judge_refusal
+
+        refused = judge_refusal(requested_tasks(tasks))
+        if refused is not None:
+            raise CommandError(refused.what, refused.todo, status=1)
     argv, cache_line = with_default_cache(argv, cache)
     with run_lock(_option(argv, "--output_path")):  # held until the files are written and masked
         print(cache_line, file=sys.stderr, flush=True)
@@ -266,10 +278,11 @@ def _evaluate(argv: list[str], debug: bool) -> int:
     argv, parallel_line = with_judge_concurrency(argv)  # lmms-eval's --process_docs_parallel, sized for the judge
     if parallel_line is not None:
         print(parallel_line, file=sys.stderr, flush=True)
+    written: list[Path] = []  # the results files, named by the closing lines
     # the environment's keys and URL credentials, and those of URLs in the arguments (--model_args base_url=...)
     with masked_output(settings.process_secrets(command_line=argv), _option(argv, "--output_path")):
         try:
-            outcomes = run_lmms_eval(argv, quiet=not debug)
+            outcomes = run_lmms_eval(argv, quiet=not debug, written=written)
         except EvalFailed as exc:
             print(f"scifig eval: FAILED: {exc}", file=sys.stderr)
             return 1
@@ -279,15 +292,25 @@ def _evaluate(argv: list[str], debug: bool) -> int:
             else:
                 print(error_line("eval", exc)[0], file=sys.stderr)
             return 1
-        from scifig_tasks.core.judge import failure_summary, judge_failures
+        from scifig_tasks.core.judge import absent_summary, failure_summary, judge_absent, judge_failures
 
         failed: dict[str, int] = {}
+        absent: dict[str, int] = {}
         for results in outcomes:
             for task, count in judge_failures(results).items():
                 failed[task] = failed.get(task, 0) + count
+            for task, count in judge_absent(results).items():
+                absent[task] = absent.get(task, 0) + count
+        if absent:
+            print(absent_summary("scifig eval", absent), file=sys.stderr)
         if failed:
             print(failure_summary("scifig eval", failed), file=sys.stderr)
+        if failed or absent:
             return 1
+    from scifig_tasks.lmms_eval.output_folder import next_step_lines
+
+    for line in next_step_lines(written, _option(argv, "--output_path") or "."):
+        print(line, file=sys.stderr)
     return 0
 
 
@@ -667,10 +690,12 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace, rest: list[s
     if rest and not getattr(args, "passthrough", False):
         parser.error(f"unrecognised arguments: {' '.join(rest)}")
     args.rest = rest
+    from scifig_tasks.commands.outputs import run_handler  # a failed command removes the empty folders it made
+
     if args.command == "demo":
-        return demo(args.out, args.per_task, args.seed, args.workers, verbose=args.verbose)
+        return run_handler(lambda args: demo(args.out, args.per_task, args.seed, args.workers, args.verbose), args)
     if hasattr(args, "handler"):
-        return args.handler(args)
+        return run_handler(args.handler, args)
     print(tasks_path())
     return 0
 

@@ -9,10 +9,11 @@ from typing import Any
 from scifig_tasks.commands import HELP
 
 DESCRIPTION = """\
-Write a report of evaluation results: for each benchmark the tables and figures of its paper, every model's
-accuracy with its 95% interval next to the numbers the paper published. Reads lmms-eval results (the --output_path
-folder or its *_results.json files; several files of one model merge) and VLMEvalKit score files
-(*_scifig_scores.json in its work dir).
+Write a report of evaluation results: one headline table of every model and benchmark, then for each benchmark the
+tables and figures of its paper, every model's accuracy with its 95% interval next to the numbers the paper
+published. Reads lmms-eval results (the --output_path folder or its *_results.json files; several files of one model
+merge, but a scifig rescore output given with the run it re-scored stays a row of its own) and VLMEvalKit score files
+(*_scifig_scores.json in its work dir). Results of _paper tasks are shown as the model under the paper protocol.
 
 Writes OUT/report.html, OUT/report.md and OUT/figures/*.png and, when the run logged its samples (lmms-eval's
 --log_samples), OUT/samples.html: every sample with its figure, prompt, model output and how it was scored,

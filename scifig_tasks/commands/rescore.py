@@ -85,6 +85,7 @@ def rescore(
     ``judge_usage`` says what re-scoring would send (:func:`scifig_tasks.rescoring.dry_run_lines`)."""
     chosen = checked_protocol(protocol)
     results, predictions = find_runs(paths)
+    _refuse_without_judge(results, predictions, tasks, chosen)
     with rescoring_as(chosen), judge.dry_run() if dry else _nothing():
         runs = [rescore_lmms(path, out, tasks, chosen, allow_partial=allow_partial, dry=dry) for path in results]
         for path, model, dataset in predictions:
@@ -94,6 +95,32 @@ def rescore(
     if not dry:
         write_diffs(runs)
     return runs
+
+
+def _refuse_without_judge(
+    results: Sequence[Path],
+    predictions: Sequence[tuple[Path, str, str]],
+    tasks: Sequence[str] | None,
+    protocol: Protocol | None,
+) -> None:
+    """Refuse, before anything is scored, tasks that cannot be scored without the LLM judge under ``protocol`` when
+    none is configured (:func:`scifig_tasks.lmms_eval.environment.judge_refusal`; said as ``scifig eval`` says it)."""
+    from scifig_tasks.core.errors import CommandError
+    from scifig_tasks.core.judge.required import judge_refusal
+    from scifig_tasks.lmms_eval.rescore import selected_tasks
+
+    if judge.configured_concurrency() is not None:
+        return
+    names = [name for path in results for name in selected_tasks(path, tasks)]
+    names += [dataset for _, _, dataset in predictions if not tasks or dataset in tasks]
+    refused = judge_refusal(names, protocol, available=False)
+    if refused is not None:
+        if protocol:  # the tasks as the protocol scores them
+            from scifig_tasks.core.judged_hooks import JudgeRequired
+
+            named = JudgeRequired([f"{name} (--protocol {protocol})" for name in refused.tasks])
+            raise CommandError(named.what, f"{refused.todo}, or re-score without --protocol {protocol}", status=1)
+        raise CommandError(refused.what, refused.todo, status=1)
 
 
 @contextlib.contextmanager
@@ -151,12 +178,37 @@ def _rescore_command(args: argparse.Namespace) -> int:
     partial = [line for run in runs for line in run.partial]
     for line in partial:
         print(f"scifig rescore: PARTIAL: {line}", file=sys.stderr)
+    absent = _judge_absent(runs)
+    if absent:
+        print(judge.absent_summary("scifig rescore", absent), file=sys.stderr)
     failed = {task: count for run in runs for task, count in run.judge_failed.items()}
     if failed:
         from scifig_tasks.core.judge import failure_summary
 
         print(failure_summary("scifig rescore", failed), file=sys.stderr)
-    return 1 if failed or partial else 0
+    return 1 if failed or partial or absent else 0
+
+
+def _judge_absent(runs: Sequence[RescoredRun]) -> dict[str, int]:
+    """Outputs that needed the LLM judge when none was configured, per task, in the files re-scoring wrote
+    (:func:`scifig_tasks.core.judge.judge_absent`)."""
+    import json
+
+    from scifig_tasks.commands.vlmeval import scores_as_results
+    from scifig_tasks.core.run_files import SCORES_SUFFIX
+
+    absent: dict[str, int] = {}
+    for run in runs:
+        for path in run.written:
+            if path.name.endswith(RESULTS_SUFFIX):
+                results: dict[str, Any] | None = json.loads(path.read_text(encoding="utf-8"))
+            elif path.name.endswith(SCORES_SUFFIX):
+                results = scores_as_results(json.loads(path.read_text(encoding="utf-8")))
+            else:
+                continue
+            for task, count in judge.judge_absent(results or {}).items():
+                absent[task] = absent.get(task, 0) + count
+    return absent
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -211,32 +211,50 @@ def _check(work_dir: Path, models: list[str], datasets: list[str], mode: str) ->
     return problems
 
 
-def judge_failures_since(work_dir: Path, started: float) -> dict[str, int]:
-    """Samples the LLM judge could not score, per dataset, in the scores files written under ``work_dir`` since
-    ``started`` (counted as ``scifig eval`` counts them: :func:`scifig_tasks.core.judge.judge_failures` over each
-    file's metrics and details; a captioning dataset's details are its ``caption_report``)."""
-    from scifig_tasks.core.judge import judge_failures
+def scores_as_results(data: Any) -> dict[str, Any] | None:
+    """A scifig ``*_scifig_scores.json`` (``{"dataset", "metrics", "breakdown"}``) as an lmms-eval results dict of
+    one task, for the counts of :mod:`scifig_tasks.core.judge.usage` (a captioning dataset's details are its
+    ``caption_report``); None for any other file."""
+    if not isinstance(data, dict) or not {"dataset", "metrics", "breakdown"} <= set(data):
+        return None
+    entries = {f"{name},none": value for name, value in data["metrics"].items()}
+    entries |= {"breakdown,none": data["breakdown"], "caption_report,none": data["breakdown"]}
+    return {"results": {str(data["dataset"]): entries}}
+
+
+def judge_counts_since(work_dir: Path, started: float) -> tuple[dict[str, int], dict[str, int]]:
+    """Samples the LLM judge could not score, and outputs that needed it when none was configured, per dataset, in
+    the scores files written under ``work_dir`` since ``started`` (counted as ``scifig eval`` counts them:
+    :func:`scifig_tasks.core.judge.judge_failures`, :func:`scifig_tasks.core.judge.judge_absent`)."""
+    from scifig_tasks.core.judge import judge_absent, judge_failures
 
     failed: dict[str, int] = {}
+    absent: dict[str, int] = {}
     for path in sorted(work_dir.rglob(f"*{SCORES_SUFFIX}")):
         if path.stat().st_mtime < started:
             continue
-        data = json.loads(path.read_text(encoding="utf-8"))
-        if not isinstance(data, dict) or not {"dataset", "metrics", "breakdown"} <= set(data):
+        results = scores_as_results(json.loads(path.read_text(encoding="utf-8")))
+        if results is None:
             continue
-        entries = {f"{name},none": value for name, value in data["metrics"].items()}
-        entries |= {"breakdown,none": data["breakdown"], "caption_report,none": data["breakdown"]}
-        for _, count in judge_failures({"results": {path.name: entries}}).items():
-            name = str(data["dataset"])
-            failed[name] = failed.get(name, 0) + count
-    return failed
+        for counts, found in ((failed, judge_failures(results)), (absent, judge_absent(results))):
+            for name, count in found.items():
+                counts[name] = counts.get(name, 0) + count
+    return failed, absent
 
 
-def run_vlmeval(argv: Sequence[str]) -> dict[str, int]:
+def judge_failures_since(work_dir: Path, started: float) -> dict[str, int]:
+    """Samples the LLM judge could not score, per dataset, since ``started`` (:func:`judge_counts_since`)."""
+    return judge_counts_since(work_dir, started)[0]
+
+
+def run_vlmeval(argv: Sequence[str]) -> tuple[dict[str, int], dict[str, int]]:
     """Register the scifig datasets and run VLMEvalKit's ``run.py`` main; raise :class:`VlmevalFailed` when a
-    requested dataset has no metrics. Returns the samples the judge could not score, per task."""
+    requested dataset has no metrics, and :class:`~scifig_tasks.core.errors.CommandError` before VLMEvalKit runs when
+    a requested dataset cannot be scored without the LLM judge and none is chosen. Returns the samples the judge could
+    not score and the outputs that needed it when none was configured, per task (:func:`judge_counts_since`)."""
     from scifig_tasks.vlmeval import register
 
+    _refuse_without_judge(list(argv))
     try:
         import vlmeval  # noqa: F401 -- imports torch and much more: only here
     except ImportError as exc:
@@ -267,25 +285,73 @@ def run_vlmeval(argv: Sequence[str]) -> dict[str, int]:
     problems = _check(work_dir, models, datasets, args.mode)
     if problems:
         raise VlmevalFailed("; ".join(problems))
-    return judge_failures_since(work_dir, started)
+    return judge_counts_since(work_dir, started)
+
+
+def _requested_data(argv: list[str]) -> list[str]:
+    """The dataset names ``argv`` asks for, read before VLMEvalKit is imported: ``--data`` values and the ``data``
+    entries (and their ``"dataset"``) of a ``--config`` file."""
+    found = renamed_data(argv)
+    data = [value for index, value in enumerate(found) if index and _in_data(found, index)]
+    for name in _values(argv, "--config"):
+        if Path(name).is_file():
+            entries = json.loads(Path(name).read_text()).get("data")
+            if isinstance(entries, dict):
+                data += [str(key) for key in entries]
+                data += [str(e["dataset"]) for e in entries.values() if isinstance(e, dict) and e.get("dataset")]
+    return names.expand(data)
+
+
+def _in_data(argv: list[str], index: int) -> bool:
+    """Whether ``argv[index]`` is one of the values that follow ``--data``."""
+    for previous in reversed(argv[:index]):
+        if previous.startswith("-"):
+            return previous == "--data"
+    return False
+
+
+def _refuse_without_judge(argv: list[str]) -> None:
+    """The refusal of :func:`scifig_tasks.lmms_eval.environment.judge_refusal` for the requested datasets (the
+    lmms-eval task names), said as ``scifig eval`` says it, before VLMEvalKit is imported; VLMEvalKit's judge options
+    (:mod:`scifig_tasks.vlmeval.judging`) or the ``SCIFIG_JUDGE_*`` settings give a judge."""
+    from scifig_tasks.core.judge.required import judge_refusal
+    from scifig_tasks.vlmeval.judging import NO_LLM
+
+    models = _values(argv, "--judge")
+    options = any(_values(argv, option) for option in ("--judge", "--judge-base-url", "--judge-key"))
+    chosen = options and not (models and models[-1] in NO_LLM)
+    refused = judge_refusal(_requested_data(argv), available=chosen or None)
+    if refused is not None:
+        raise CommandError(refused.what, refused.todo, status=1)
 
 
 def _vlmeval(args: argparse.Namespace) -> int:
     data_folder("vlmeval")
     try:
-        failed = run_vlmeval(args.rest)
+        failed, absent = run_vlmeval(args.rest)
     except VlmevalFailed as exc:
         print(f"scifig vlmeval: FAILED: {exc}", file=sys.stderr)
         return 1
-    if failed:
-        from scifig_tasks.core.judge import failure_summary
+    from scifig_tasks.core.judge import absent_summary, failure_summary
 
+    if absent:
+        print(absent_summary("scifig vlmeval", absent), file=sys.stderr)
+    if failed:
         print(failure_summary("scifig vlmeval", failed), file=sys.stderr)
-        return 1
-    return 0
+    return 1 if failed or absent else 0
 
 
 def _export(args: argparse.Namespace) -> int:
+    """:func:`_write_tsvs`; VLMEvalKit's data folder is removed again when the command created it and failed
+    (:mod:`scifig_tasks.commands.outputs`; an ``--out`` folder is handled as every command's)."""
+    from scifig_tasks.commands.outputs import run_handler
+
+    given = os.environ.get("LMUData")  # noqa: SIM112 - VLMEvalKit spells it so
+    default = None if args.out else Path(given).expanduser() if given else tsv.lmu_data_root()
+    return run_handler(_write_tsvs, args, default)
+
+
+def _write_tsvs(args: argparse.Namespace) -> int:
     """Write the TSVs; an unknown name or data that cannot be read ends it with one line saying what to do."""
     out = args.out or data_folder("export-tsv") or tsv.lmu_data_root()
     wanted = names.expand(args.data) if args.data else list(names.DATASETS)
@@ -345,7 +411,8 @@ requested dataset ends without metrics (VLMEvalKit exits 0) or any sample could 
 _VLMEVAL_EPILOG = """\
 examples:
   scifig vlmeval --data {data} --model Qwen2-VL-2B-Instruct --work-dir outputs
-  scifig vlmeval --config my_models.json --work-dir outputs"""
+  scifig vlmeval --config my_models.json --work-dir outputs
+  scifig vlmeval --data grab --model scifig_chance --work-dir outputs   # offline: no API, no weights"""
 
 EXPORT_TSV_DESCRIPTION = """\
 Write the VLMEvalKit TSV file of each scifig dataset (questions, answers and images) into VLMEvalKit's data folder,

@@ -54,10 +54,17 @@ def answer_space(source: str) -> Guesser:
     return rule
 
 
+def salt(task: str, split: str, doc_id: int) -> str:
+    """What identifies a question to its draw: its lmms-eval task, split and document index (the index lmms-eval gives
+    the document in its split, after the task's own row selection). Both frameworks' ``scifig_chance`` salt with it,
+    so a question gets the same guess in either."""
+    return f"{task}/{split}/{doc_id}"
+
+
 def guess(prompt: str, source: str, seed: int = 0, salt: str = "") -> str:
     """A uniform guess in the answer space of ``prompt``, a question of benchmark ``source``; raises ``ValueError``
     when the source has no chance rule or the prompt lacks what its rule reads (options, a precision sentence).
 
-    ``salt`` identifies the question (e.g. task and row), so identical prompts still get independent draws.
+    ``salt`` identifies the question (:func:`salt`), so identical prompts still get independent draws.
     """
     return answer_space(source)(prompt, _rng(seed, prompt, salt))

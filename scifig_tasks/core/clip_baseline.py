@@ -3,14 +3,29 @@
 SciFIBench (paper §4, VLM baselines): Figure→Caption scores the one image against each option's caption;
 Caption→Figure scores the caption against each option's image. The prediction is the option with the highest
 image–text cosine similarity.
+
+Which open_clip model and weights (shared by ``scifig_clip`` and ``scifig curate scifibench``, whose CLIP embeddings
+follow the same paper's §3.3):
+
+* :func:`clip_model` reads the user's ``model`` / ``pretrained`` / model-config choice: ``pretrained=none`` builds
+  random weights; ``pretrained=tiny`` the tiny architecture shipped with the package (:func:`tiny_config`, an
+  open_clip model-config JSON, no weights: random weights from the caller's seed), to try a whole loop offline;
+* :func:`check_weights` runs before open_clip is asked for Hub weights: weights in the local Hugging Face cache go
+  ahead; otherwise, under ``HF_HUB_OFFLINE=1`` (or ``TRANSFORMERS_OFFLINE=1``), or when the Hub cannot be reached
+  (one request, no retries), it raises :class:`WeightsUnavailable` at once, one line naming the model and what to do,
+  instead of huggingface_hub retrying for a minute.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from importlib.resources import files
+from pathlib import Path
 from typing import Any, Literal
 
+from scifig_tasks.core.errors import CommandError
 from scifig_tasks.core.multiple_choice import strip_label
 from scifig_tasks.core.scifibench.rules import caption_of
 
@@ -34,3 +49,116 @@ def choice_query(doc: Mapping[str, Any], n_images: int) -> ChoiceQuery:
     if n_images == len(options):
         return ChoiceQuery("text_to_images", text=caption_of(doc["Question"]))
     raise ValueError(f"{n_images} images for {len(options)} options: not an image↔text multiple-choice row")
+
+
+# ---- which model and weights ---------------------------------------------------------------------------------------
+
+TINY = "tiny"
+"""The ``pretrained`` value that picks the shipped tiny architecture (random weights)."""
+TINY_MODEL = "scifig_tiny_clip"
+"""Its open_clip model name (the configuration file's stem, as ``open_clip.add_model_config`` registers it)."""
+HUB_PROBE_TIMEOUT_S = 10.0
+"""How long the one reachability request to the Hub may take (connect and answer)."""
+# open_clip's file names on the Hub (open_clip.constants): the weights, their safetensors twin, an hf-hub: config
+_HUB_WEIGHTS = "open_clip_pytorch_model.bin"
+_HUB_SAFE_WEIGHTS = "open_clip_model.safetensors"
+_HUB_CONFIG = "open_clip_config.json"
+
+
+class WeightsUnavailable(CommandError):
+    """Hub weights that cannot be had now (not cached, and offline or the Hub unreachable): one line, exit 1."""
+
+    def __init__(self, what: str, todo: str) -> None:
+        super().__init__(what, todo, status=1)
+
+
+def tiny_config() -> Path:
+    """The shipped tiny open_clip model configuration (package data ``scifig_tasks/data/clip/``)."""
+    return Path(str(files("scifig_tasks").joinpath("data", "clip", f"{TINY_MODEL}.json")))
+
+
+@dataclass(frozen=True)
+class ClipModel:
+    """An open_clip model to build: its name, its weights (a tag or a checkpoint file; ``None``: random) and an
+    open_clip model-config JSON registered first (a custom architecture)."""
+
+    model: str
+    pretrained: str | None
+    model_config: Path | None = None
+
+
+def clip_model(model: str, pretrained: str | None, model_config: Path | str | None = None) -> ClipModel:
+    """The model the user's choice names: ``pretrained`` empty or ``none`` -> random weights; ``tiny`` -> the shipped
+    tiny architecture with random weights (its configuration replaces ``model`` and ``model_config``)."""
+    value = "" if pretrained is None else str(pretrained).strip()
+    if value.lower() == TINY:
+        return ClipModel(TINY_MODEL, None, tiny_config())
+    weights = None if value.lower() in ("", "none") else value
+    return ClipModel(model, weights, Path(model_config) if model_config else None)
+
+
+def hub_files(choice: ClipModel) -> tuple[str, tuple[str, ...]] | None:
+    """The Hub repository open_clip downloads ``choice`` from and the files it looks for there (any one will do), as
+    open_clip resolves them (an ``hf-hub:`` model name; a pretrained tag with an ``hf_hub`` entry, safetensors
+    first); ``None`` when nothing comes from the Hub (random weights, a checkpoint file, a tag with a plain URL)."""
+    if choice.model.startswith("hf-hub:"):
+        return choice.model.removeprefix("hf-hub:"), (_HUB_CONFIG,)
+    if choice.pretrained is None or os.path.isfile(choice.pretrained):
+        return None
+    import open_clip
+
+    config = open_clip.get_pretrained_cfg(choice.model.replace("/", "-"), choice.pretrained)
+    location = config.get("hf_hub") if config else None
+    if not location:
+        return None
+    repo, name = os.path.split(location)  # open_clip's form: "org/name/file", or "org/name/" for its default file
+    name = name or _HUB_WEIGHTS
+    safe = _HUB_SAFE_WEIGHTS if name == _HUB_WEIGHTS else None
+    if safe is None and name.endswith((".bin", ".pth")):
+        safe = name[:-4] + ".safetensors"
+    return repo, (safe, name) if safe else (name,)
+
+
+def _hub_problem(repo: str, name: str) -> str | None:
+    """Why the Hub cannot be reached (one request, no retries), or ``None`` when it answers (any HTTP status)."""
+    from huggingface_hub import hf_hub_url
+    from huggingface_hub.utils import get_session
+
+    try:
+        get_session().head(hf_hub_url(repo, name), timeout=HUB_PROBE_TIMEOUT_S, follow_redirects=False)
+    except Exception as exc:  # httpx's transport errors (refused, DNS, timeout), a proxy refusing, ...
+        return " ".join(f"{type(exc).__name__}: {exc}".split())
+    return None
+
+
+def check_weights(choice: ClipModel, option: str = "--model_args pretrained=") -> None:
+    """Go ahead when open_clip will not need the Hub for ``choice`` (random weights, a file, weights in the local
+    Hugging Face cache) or the Hub answers; raise :class:`WeightsUnavailable` at once otherwise. ``option`` is how the
+    caller's command line sets ``pretrained`` (written before ``PATH`` / ``tiny`` in the remedy)."""
+    found = hub_files(choice)
+    if found is None:
+        return
+    repo, names = found
+    from huggingface_hub import constants, try_to_load_from_cache
+
+    if any(isinstance(try_to_load_from_cache(repo, name), str) for name in names):
+        return
+    name = choice.model if choice.pretrained is None else f"{choice.model} / {choice.pretrained}"
+    what = f"open_clip weights {name} (Hugging Face Hub: {repo})"
+    instead = f"pass a checkpoint file ({option}PATH), or try the shipped tiny model, random weights ({option}{TINY})"
+    if constants.is_offline_mode():
+        variable = (
+            "TRANSFORMERS_OFFLINE"
+            if os.environ.get("TRANSFORMERS_OFFLINE") and not os.environ.get("HF_HUB_OFFLINE")
+            else "HF_HUB_OFFLINE"
+        )  # huggingface_hub reads either
+        raise WeightsUnavailable(
+            f"{what} are not in the local Hugging Face cache and {variable} is set",
+            f"download them once with network (unset {variable}), {instead}",
+        )
+    problem = _hub_problem(repo, names[-1])
+    if problem is not None:
+        raise WeightsUnavailable(
+            f"cannot reach the Hugging Face Hub ({constants.ENDPOINT}: {problem}) to download {what}",
+            f"set HF_HUB_OFFLINE=1 and {instead}",
+        )

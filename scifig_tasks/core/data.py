@@ -29,19 +29,21 @@ the results files (:func:`scifig_tasks.core.provenance.note_data`): origin ``hub
 ``local`` with the digest of the files (:func:`scifig_tasks.core.validated.data_digest`), and the rows of each split.
 
 A benchmark without a published copy (``hub_path`` empty) may name a ``default_data`` builder: when the env var is
-unset, it builds the benchmark's seeded synthetic set once into a cache and returns its path, loaded like local data.
-Builders live with the curation code, above this package; the core finds them by name among the ``scifig.builders``
-entry points (:func:`registered_default_data`), so it only validates and loads.
+unset, it builds the benchmark's seeded synthetic set once into a cache and returns its path, loaded like local data;
+given the task that reads the rows, it may build only the part that task reads (:func:`default_data`). Builders live
+with the curation code, above this package; the core finds them by name among the ``scifig.builders`` entry points
+(:func:`registered_default_data`), so it only validates and loads.
 """
 
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import os
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -66,13 +68,16 @@ def registered_default_data(name: str) -> Path:
     return builder()
 
 
-def load_benchmark(source: BenchmarkSource, split: str | None = None, hub_path: str | None = None) -> datasets.Dataset:
-    """One validated split of ``source``: from ``$<env_var>`` when set, else from the Hub.
+def load_benchmark(
+    source: BenchmarkSource, split: str | None = None, hub_path: str | None = None, *, reader: str | None = None
+) -> datasets.Dataset:
+    """One validated split of ``source``: from ``$<env_var>`` when set, else from the Hub (else its default data).
 
     ``hub_path`` overrides the published dataset id (e.g. a task YAML's ``dataset_path`` pointing at a fork).
     A split missing under its Hub name is looked up under its older names. The split is checked once per process
     (the tasks of one benchmark share it) and not again in later runs while its files are unchanged
-    (:mod:`scifig_tasks.core.validated`).
+    (:mod:`scifig_tasks.core.validated`). ``reader`` names the task or VLMEvalKit dataset the rows are for: a default
+    data builder that takes it builds only what that reader reads (:func:`default_data`; ``None``: everything).
     """
     split = split or source.default_split
     local = source.local_path()
@@ -86,7 +91,7 @@ def load_benchmark(source: BenchmarkSource, split: str | None = None, hub_path: 
                 or f"{source.name} has no published copy: set {source.env_var} to your data"
                 + (f" (`{source.build_command}` builds it)" if source.build_command else ""),
             )
-        local = source.default_data()
+        local = default_data(source, reader)
     if local is not None and not local.exists():
         raise DataError(str(local), None, None, f"does not exist ({source.name} data); {source.remedy()}")
     hub = hub_path or source.hub_path
@@ -98,6 +103,21 @@ def load_benchmark(source: BenchmarkSource, split: str | None = None, hub_path: 
     if loaded_key not in _LOADED:
         _LOADED[loaded_key] = (source, _load_validated(source, split, hub, local, revision))
     return _LOADED[loaded_key][1]
+
+
+def default_data(source: BenchmarkSource, reader: str | None = None) -> Path:
+    """The path of ``source``'s default data (built on first use) for ``reader``.
+
+    Rule: a builder whose signature has a ``reader`` parameter is given the task or VLMEvalKit dataset that reads the
+    rows, so it builds only the part that reader reads (Plot Twist: the base charts, or the robustness variants
+    too; :mod:`scifig_tasks.core.plot_twist.source`); any other builder, or no reader, builds everything. The data
+    record (:func:`scifig_tasks.core.provenance.note_data`) is that of the files read."""
+    build = source.default_data
+    if build is None:
+        raise ValueError(f"{source.name} has no default data")
+    if reader is not None and "reader" in inspect.signature(build).parameters:
+        return build(reader=reader)
+    return build()
 
 
 _LOADED: dict[tuple[Any, ...], tuple[BenchmarkSource, datasets.Dataset]] = {}
@@ -260,7 +280,8 @@ def _local_split(path: Path, source: BenchmarkSource, split: str) -> tuple[datas
         splits = json.loads((path / "dataset_dict.json").read_text(encoding="utf-8")).get("splits", [])
         found = next((name for name in names if name in splits), None)
         if found is None:
-            raise DataError(str(path), None, None, f"has no split {split!r} (found: {', '.join(splits)})")
+            found_in = f"found: {', '.join(splits)}"
+            raise DataError(str(path), None, None, f"has no split {split!r} ({found_in}){_runnable(source, splits)}")
         return _load_saved(path / found), str(path / found)
     files = {file.stem: file for file in sorted(path.glob("*.parquet"))}
     if not files:
@@ -269,8 +290,37 @@ def _local_split(path: Path, source: BenchmarkSource, split: str) -> tuple[datas
         raise DataError(str(path), None, None, f"holds no <split>.parquet file{hint}; {_LAYOUTS}")
     found = next((name for name in names if name in files), None)
     if found is None:
-        raise DataError(str(path), None, None, f"has no {split}.parquet (found: {', '.join(files)})")
+        found_in = f"found: {', '.join(files)}"
+        raise DataError(str(path), None, None, f"has no {split}.parquet ({found_in}){_runnable(source, files)}")
     return _read_parquet(files[found]), str(files[found])
+
+
+def _runnable(source: BenchmarkSource, present: Iterable[str]) -> str:
+    """What a folder holding only some of ``source``'s splits can still run, from the benchmark's own description:
+    the largest group (:attr:`~scifig_tasks.core.benchmark.Vlmeval.groups`, named as the lmms-eval group) whose
+    every task reads a split that is present, else the tasks that do; empty when none does."""
+    from scifig_tasks.core import registry
+
+    present = set(present)
+    have = {split for split in source.splits if present.intersection(source.split_names(split))}
+    for described in registry.benchmarks().values():
+        key = next((key for key, known in described.sources.items() if known == source), None)
+        if key is None or described.vlmeval is None or not have:
+            continue
+        reads = {dataset.name: dataset.split for dataset in described.vlmeval.datasets if dataset.source == key}
+        shown = {dataset.name for dataset in described.vlmeval.datasets if dataset.shown}
+        fits = [
+            (len({reads[name] for name in members}), group)
+            for group, members in described.vlmeval.groups.items()
+            if members and all(reads.get(name) in have for name in members)
+        ]
+        if fits:
+            group = max(fits, key=lambda fit: fit[0])[1]  # the first declared of the widest
+            return f"; this data holds only the splits of {group}: run --tasks {group} (VLMEvalKit: --data {group})"
+        tasks = [name for name, split in reads.items() if split in have and name in shown]
+        if tasks:
+            return f"; this data holds only the splits of {', '.join(tasks)}: run --tasks {','.join(tasks)}"
+    return ""
 
 
 _LAYOUTS = "a directory of <split>.parquet files or a save_to_disk directory"

@@ -11,24 +11,34 @@ bound (the most requests a run can send, said before the model runs) reads the d
   (MMSci captioning's FActScore and G-Eval).
 
 A hook without a declaration never asks the judge.
+
+``required=True`` adds that the hook cannot score at all without the judge (the ``_paper`` multiple-choice protocols
+send every output the rules do not read to it, GRAB's LLM extraction every output): a run of such a task with no judge
+configured is refused before the model is asked anything (:class:`JudgeRequired`, one line naming the tasks and the
+settings to give). A hook that may use the judge but scores without it (the rules read what they can, Plot Twist's
+answer sentence) is not required; its outputs counted wrong for want of a judge are counted as ``judge_off``
+(:func:`scifig_tasks.core.judge.judge_absent`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any, Literal, TypeVar
 
 HookJudging = Literal["per_output", "audited", "at_aggregation"]
 F = TypeVar("F", bound=Callable[..., Any])
 _ATTRIBUTE = "scifig_asks_judge"
+_REQUIRED = "scifig_requires_judge"
 
 
-def asks_judge(use: HookJudging) -> Callable[[F], F]:
-    """Declare how the decorated hook may ask the judge."""
+def asks_judge(use: HookJudging, *, required: bool = False) -> Callable[[F], F]:
+    """Declare how the decorated hook may ask the judge; ``required``: it cannot score without one."""
 
     def declare(function: F) -> F:
         setattr(function, _ATTRIBUTE, use)
+        if required:
+            setattr(function, _REQUIRED, True)
         return function
 
     return declare
@@ -40,3 +50,65 @@ def declared_judging(hook: Any) -> HookJudging | None:
     while getattr(hook, _ATTRIBUTE, None) is None and isinstance(hook, partial):
         hook = hook.func
     return getattr(hook, _ATTRIBUTE, None)
+
+
+def requires_judge(hook: Any) -> bool:
+    """Whether a hook declares it cannot score without the judge (on a ``functools.partial`` or the function it
+    wraps)."""
+    while not getattr(hook, _REQUIRED, False) and isinstance(hook, partial):
+        hook = hook.func
+    return bool(getattr(hook, _REQUIRED, False))
+
+
+JUDGE_SETTINGS = "set SCIFIG_JUDGE_BASE_URL and SCIFIG_JUDGE_MODEL (or SCIFIG_JUDGE=<preset>)"
+"""What to set for a judge, as every refusal and flag says it."""
+_PLAIN_TWINS = ("_paper", "_llm_extract")
+"""Name parts of the tasks whose plain-name twin scores without requiring the judge."""
+
+
+def _plain_twin(task: str) -> str | None:
+    for part in _PLAIN_TWINS:
+        if part in task:
+            return task.replace(part, "", 1)
+    return None
+
+
+class JudgeRequired(SystemExit):
+    """Tasks that cannot be scored without the LLM judge were asked for and none is configured: said in one line
+    (:attr:`what` — :attr:`todo`) before the model is asked anything.
+
+    A :class:`SystemExit` (status 1, the line printed as the process's last words, as argparse ends a bad command
+    line): lmms-eval's CLI catches every ``Exception`` of a run, prints its traceback and goes on, and its tenacity
+    retries around data loading and ``process_results`` repeat any ``Exception`` for up to a minute; neither touches a
+    ``SystemExit``. ``scifig`` commands check first and print the same line with their own name."""
+
+    def __init__(self, tasks: Sequence[str]) -> None:
+        self.tasks = list(tasks)
+        self.what = f"{', '.join(self.tasks)} cannot be scored without an LLM judge, and none is configured"
+        twins = [twin for task in self.tasks if (twin := _plain_twin(task)) is not None]
+        unique = list(dict.fromkeys(twins))
+        self.todo = JUDGE_SETTINGS + (f", or run {', '.join(unique)} (scored without requiring one)" if unique else "")
+        super().__init__(f"scifig: {self.sentence}")
+
+    @property
+    def sentence(self) -> str:
+        """``WHAT — TODO``, without a command's name."""
+        return f"{self.what} — {self.todo}"
+
+    def line(self, command: str) -> str:
+        """The refusal as ``command`` says it: ``scifig eval: WHAT — TODO``."""
+        return f"{command}: {self.sentence}"
+
+
+def judge_configured() -> bool:
+    """Whether the settings configure a usable judge (``SCIFIG_JUDGE_*``; off, unset or misconfigured: no)."""
+    from scifig_tasks.core.judge.config import configured_concurrency
+
+    return configured_concurrency() is not None
+
+
+def refuse_without_judge(tasks: Sequence[str], available: bool | None = None) -> None:
+    """Raise :class:`JudgeRequired` for ``tasks`` (those that require the judge) when no judge is ``available``
+    (default: :func:`judge_configured`)."""
+    if tasks and not (judge_configured() if available is None else available):
+        raise JudgeRequired(tasks)

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from scifig_tasks.core.judge.replies import says_something
+from scifig_tasks.core.judged_hooks import JudgeRequired
 from scifig_tasks.core.multiple_choice import (
     JUDGE_MAX_TOKENS,
     Resolution,
@@ -47,12 +48,10 @@ MMSCI_LABELS = string.ascii_uppercase
 
 
 def _needs_judge(judge: JudgeClient | None, benchmark: str) -> JudgeClient:
+    """``judge``; :class:`~scifig_tasks.core.judged_hooks.JudgeRequired` when there is none (the run's tasks are
+    checked before the model runs; this is for a scoring call that was not)."""
     if judge is None:
-        raise RuntimeError(
-            f"the {benchmark} paper protocol sends outputs to an LLM judge, and none is configured: set "
-            "SCIFIG_JUDGE_BASE_URL and SCIFIG_JUDGE_MODEL (or SCIFIG_JUDGE=<preset>), or run the plain-name task for "
-            "scifig's rules-first resolution"
-        )
+        raise JudgeRequired([f"the {benchmark} paper protocol"])
     return judge
 
 

@@ -103,7 +103,7 @@ class ScifigChance(lmms):
         # the document's index in its split on every rank (the evaluator shards by index, it does not renumber)
         prompt, task, split, doc_id = request.args[0], request.task_name, request.args[5], request.doc_id
         try:
-            return chance.guess(prompt, task_sources()[task], self.seed, salt=f"{task}/{split}/{doc_id}")
+            return chance.guess(prompt, task_sources()[task], self.seed, salt=chance.salt(task, split, doc_id))
         except ValueError as exc:
             raise ValueError(f"scifig_chance: task {task!r}, split {split!r}, doc {doc_id}: {exc}") from None
 

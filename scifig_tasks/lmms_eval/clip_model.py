@@ -3,9 +3,14 @@
 For each multiple-choice row it embeds the image(s) and text(s) with open_clip, L2-normalises them and answers with
 the letter of the option of highest cosine similarity (see :mod:`scifig_tasks.core.clip_baseline`).
 Model args: ``model`` (default the paper's ``ViT-H-14-378-quickgelu``), ``pretrained`` (default ``dfn5b``; a tag,
-a checkpoint path, or ``none`` for random weights), ``model_config`` (path to an open_clip model-config JSON to
-register first, e.g. a small custom architecture), lmms-eval's ``--batch_size`` (texts or images embedded per forward
-pass), ``device`` (default cuda when available), ``seed`` (initialisation seed when ``pretrained=none``).
+a checkpoint path, ``none`` for random weights, or ``tiny`` for the tiny architecture shipped with the package, random
+weights: a whole run offline in seconds, scores of no meaning), ``model_config`` (path to an open_clip model-config
+JSON to register first, e.g. a small custom architecture), lmms-eval's ``--batch_size`` (texts or images embedded per
+forward pass), ``device`` (default cuda when available), ``seed`` (initialisation seed of random weights).
+
+Weights from the Hub are looked up in the local Hugging Face cache first
+(:func:`scifig_tasks.core.clip_baseline.check_weights`): not there and offline (``HF_HUB_OFFLINE=1``), or the Hub
+unreachable, the model refuses at once in one line naming the weights and what to do.
 
 Data parallel (``accelerate launch --num_processes N -m lmms_eval``): lmms-eval shards the documents by rank and
 gathers the results on rank 0 (see :mod:`scifig_tasks.lmms_eval.chance_model`); each process loads the model on
@@ -16,7 +21,6 @@ the rank that made it.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from lmms_eval.api.instance import Instance
@@ -24,7 +28,7 @@ from lmms_eval.api.model import lmms
 from loguru import logger
 from tqdm import tqdm
 
-from scifig_tasks.core.clip_baseline import choice_query
+from scifig_tasks.core.clip_baseline import check_weights, choice_query, clip_model
 from scifig_tasks.lmms_eval.chance_model import join_data_parallel
 
 
@@ -42,22 +46,23 @@ class ScifigClip(lmms):
         max_batch_size: Any = None,
     ) -> None:
         super().__init__()
+        choice = clip_model(model, pretrained, model_config)
+        check_weights(choice)  # before anything is built: no Hub retries for weights that cannot come
         import open_clip
         import torch
 
-        if model_config:
-            open_clip.add_model_config(Path(model_config))
+        if choice.model_config:
+            open_clip.add_model_config(choice.model_config)
         self.device = self._placement(device, join_data_parallel(self))
         torch.manual_seed(int(seed))
-        weights = None if str(pretrained).lower() in ("", "none") else pretrained
         self.model, _, self.preprocess = open_clip.create_model_and_transforms(
-            model,
-            pretrained=weights,
+            choice.model,
+            pretrained=choice.pretrained,
             device=self.device,
             precision="fp16" if self.device.startswith("cuda") else "fp32",
         )
         self.model.eval()
-        self.tokenizer = open_clip.get_tokenizer(model)
+        self.tokenizer = open_clip.get_tokenizer(choice.model)
         self.batch_size = max(1, int(batch_size))
 
     def _placement(self, asked: str | None, own: Any) -> str:

@@ -25,6 +25,16 @@ built each task's requests (``--limit`` applied), every output of a task whose `
 when the rules cannot read it or, for multiple choice, as one of the audit's share (``SCIFIG_JUDGE_AUDIT``) of those
 they can. Retries are not counted; MMSci captioning's judged metrics are asked at aggregation, two requests per judged
 caption (FActScore's split and G-Eval) plus one per atomic fact, which is not known in advance.
+
+A task whose hook declares it cannot score without the judge (``required``, :mod:`scifig_tasks.core.judged_hooks`: the
+``_paper`` multiple-choice tasks, GRAB's LLM extraction) is refused before the model runs when no judge is configured:
+:func:`scifig_tasks.core.judge.required.tasks_requiring_judge` reads the declarations of requested task and group
+names from the task YAMLs (``scifig eval``, ``scifig vlmeval`` and ``scifig rescore`` check before they start), and a
+plain ``lmms-eval`` run is checked
+once its tasks are known (:func:`wrap_get_task_list`), ending with the refusal as its last line. lmms-eval retries a
+failing ``process_results`` for up to 20 minutes (tenacity, 2 s apart) and then says only ``RetryError``; a scifig
+hook asks the judge through a client with its own retries, so scifig tasks are scored without that retry
+(:func:`wrap_process_results`) and a scoring error is said as itself.
 """
 
 from __future__ import annotations
@@ -36,7 +46,7 @@ from functools import wraps
 from typing import Any
 
 from scifig_tasks.core import judge, registry, settings
-from scifig_tasks.core.judged_hooks import HookJudging, declared_judging
+from scifig_tasks.core.judged_hooks import HookJudging, declared_judging, refuse_without_judge, requires_judge
 from scifig_tasks.core.provenance import DATA, KEY, environment, loaded_data
 
 USAGE_KEY = "judge_usage"
@@ -69,6 +79,11 @@ def data_origins(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def _judging(task: Any) -> HookJudging | None:
     """How a task's ``process_results`` hook declares it may ask the judge (None: it never does)."""
     return declared_judging(getattr(getattr(task, "config", None), "process_results", None))
+
+
+def _requires_judge(task: Any) -> bool:
+    """Whether a built task's ``process_results`` hook declares it cannot score without the judge."""
+    return requires_judge(getattr(getattr(task, "config", None), "process_results", None))
 
 
 def _outputs(task: Any) -> int:
@@ -183,12 +198,17 @@ def wrap_save_results_aggregated(save: Any) -> Any:
 
 
 def wrap_process_results(process_results: Any) -> Any:
-    """``ConfigurableTask.process_results`` charging the judge calls it makes to the task."""
+    """``ConfigurableTask.process_results`` charging the judge calls it makes to the task; a scifig task's is called
+    without lmms-eval's tenacity retry (module docstring)."""
+    from scifig_tasks.lmms_eval.plugin import scifig_source
+
+    unretried = process_results.__wrapped__ if hasattr(process_results, "retry_with") else process_results
 
     @wraps(process_results)
     def process_results_charged(self: Any, *args: Any, **kwargs: Any) -> Any:
+        score = unretried if scifig_source(self.config) is not None else process_results
         with judge.task_scope(getattr(self.config, "task", None)):
-            return process_results(self, *args, **kwargs)
+            return score(self, *args, **kwargs)
 
     return process_results_charged
 
@@ -221,12 +241,18 @@ def wrap_build_all_requests(build: Any) -> Any:
 
 
 def wrap_get_task_list(get_task_list: Any) -> Any:
-    """``evaluator_utils.get_task_list`` noting the run's tasks (for the judge bound)."""
+    """``evaluator_utils.get_task_list`` noting the run's tasks (for the judge bound), and refusing them before any
+    request is built when one cannot be scored without the judge and none is configured
+    (:class:`~scifig_tasks.core.judged_hooks.JudgeRequired`)."""
 
     @wraps(get_task_list)
     def task_list_expected(task_dict: dict[Any, Any]) -> Any:
         outputs = get_task_list(task_dict)
-        _pending.expect(output for output in outputs if getattr(output, "task", None) is not None)
+        built = [output for output in outputs if getattr(output, "task", None) is not None]
+        needing = [output.task_name for output in built if _requires_judge(output.task)]
+        if needing:
+            refuse_without_judge(needing)
+        _pending.expect(built)
         return outputs
 
     return task_list_expected

@@ -19,6 +19,8 @@ or an error.
   line per sample), copied beside its final name under a name no reader matches (``.<name>.<random>.partial``),
   flushed to disk and renamed onto its final name. A file that could not be written whole, in the staging folder or
   in the output folder, ends the run with :class:`OutputWriteError` naming it; nothing is left under its name.
+  The final paths of the results files written are noted (``complete_files``'s ``written``): ``scifig eval`` ends
+  by naming them, with the ``scifig report`` command that reads them (:func:`next_step_lines`).
 """
 
 from __future__ import annotations
@@ -115,13 +117,14 @@ def _holder(descriptor: int) -> str:
     return ""
 
 
-def complete_files(tracker: type) -> type:
+def complete_files(tracker: type, written: list[Path] | None = None) -> type:
     """lmms-eval's ``EvaluationTracker`` (``tracker``) whose results and samples files are whole or an error
-    (:class:`OutputWriteError`): written aside, checked, then renamed into place (the module's rule)."""
+    (:class:`OutputWriteError`): written aside, checked, then renamed into place (the module's rule). The final path
+    of each results file put in place is appended to ``written``."""
 
     class CompleteFilesTracker(tracker):  # type: ignore[misc, valid-type]
         def save_results_aggregated(self, results: Any, samples: Any, datetime_str: str, *args: Any, **kw: Any) -> Any:
-            with _written_aside(self, results_file_name(datetime_str), _results_whole):
+            with _written_aside(self, results_file_name(datetime_str), _results_whole, written):
                 return super().save_results_aggregated(results, samples, datetime_str, *args, **kw)
 
         def save_results_samples(self, task_name: str, samples: Any, *args: Any, **kw: Any) -> Any:
@@ -133,9 +136,12 @@ def complete_files(tracker: type) -> type:
 
 
 @contextlib.contextmanager
-def _written_aside(tracker: Any, name: str, whole: Callable[[Path], str | None]) -> Iterator[None]:
+def _written_aside(
+    tracker: Any, name: str, whole: Callable[[Path], str | None], published: list[Path] | None = None
+) -> Iterator[None]:
     """Within the block ``tracker`` writes under a staging folder; afterwards its file ``name`` is checked with
-    ``whole`` (the problem, or ``None``) and published (:func:`_publish`), or :class:`OutputWriteError` is raised."""
+    ``whole`` (the problem, or ``None``) and published (:func:`_publish`; its path appended to ``published``), or
+    :class:`OutputWriteError` is raised."""
     output_path = tracker.output_path
     if not output_path:
         yield
@@ -154,6 +160,8 @@ def _written_aside(tracker: Any, name: str, whole: Callable[[Path], str | None])
             raise OutputWriteError(final, logged[-1] if logged else problem, folder)
         if staged.exists():
             _publish(staged, final, folder)
+            if published is not None:
+                published.append(final)
     finally:
         tracker.output_path = output_path
         shutil.rmtree(staging, ignore_errors=True)
@@ -216,3 +224,19 @@ def _publish(staged: Path, final: Path, folder: Path) -> None:
         with contextlib.suppress(OSError):
             temporary.unlink(missing_ok=True)
         raise OutputWriteError(final, repr(exc), folder) from exc
+
+
+REPORT_FOLDER = "report"
+"""The report folder the closing line of ``scifig eval`` suggests: ``<--output_path>/report``."""
+
+
+def next_step_lines(written: list[Path], output_path: str | Path) -> list[str]:
+    """The closing lines of a ``scifig eval`` that wrote the results files ``written``: where they are, and the
+    ``scifig report`` command that reads them (no line when none was written)."""
+    import shlex
+
+    if not written:
+        return []
+    paths = " ".join(shlex.quote(str(path)) for path in written)
+    out = shlex.quote(str(Path(output_path) / REPORT_FOLDER))
+    return [f"scifig eval: results in {', '.join(map(str, written))}", f"next: scifig report {paths} --out {out}"]

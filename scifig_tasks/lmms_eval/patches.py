@@ -132,8 +132,10 @@ PATCHES: tuple[Patch, ...] = (
     Patch(
         "lmms_eval.api.task.ConfigurableTask.process_results",
         {"": ("self", "doc", "results")},
-        "charges the judge calls made while scoring a document to its task",
-        "process_results hooks are called without the task's name; no per-task context",
+        "charges the judge calls made while scoring a document to its task, and scores a scifig task's document "
+        "without lmms-eval's tenacity retry (its judge client retries on its own; an error is said as itself)",
+        "process_results hooks are called without the task's name; no per-task context; the retry (5 tries, 2 s "
+        "apart, then RetryError hiding the error) is a decorator of the method, with no option",
         make="scifig_tasks.lmms_eval.environment:wrap_process_results",
     ),
     Patch(
@@ -153,7 +155,8 @@ PATCHES: tuple[Patch, ...] = (
     Patch(
         "lmms_eval.evaluator_utils.get_task_list",
         {"": ("task_dict",)},
-        "notes the tasks of the run, so that the judge-bound line is said after the last one is built",
+        "notes the tasks of the run, so that the judge-bound line is said after the last one is built, and refuses "
+        "them before any request is built when one cannot be scored without the judge and none is configured",
         "same as build_all_requests",
         make="scifig_tasks.lmms_eval.environment:wrap_get_task_list",
         aliases=("lmms_eval.evaluator",),
@@ -193,8 +196,11 @@ PATCHES: tuple[Patch, ...] = (
             "_log_to_audit": ("self", "request_type", "task_name", "doc_id", "idx", "gen_kwargs", "response"),
         },
         "during scifig eval with --use_cache: scifig's response cache (replies stored as they arrive, keys holding "
-        "what the model is sent, no failures stored, secrets masked)",
-        "simple_evaluate builds ResponseCache.create(...) itself; no option to give another cache class",
+        "what the model is sent, no failures stored, secrets masked) and one progress bar for the model phase: "
+        "during each call it makes to the model, the tqdm class the model's module imported draws nothing "
+        "(scifig_tasks.lmms_eval.response_cache.model_bars_silenced)",
+        "simple_evaluate builds ResponseCache.create(...) itself; no option to give another cache class; a model "
+        "draws a bar per generate_until call (one per chunk the cache sends) and has no option to turn it off",
         scope="run",
         signature_checked=("0.7.1", "0.7.2"),  # 0.7 has no ResponseCache.create
     ),

@@ -184,7 +184,7 @@ def load_task_data(task: Any) -> None:
     config = task.config
     split = config.test_split
     source = registry.sources()[scifig_source(config)]
-    evaluated = undecoded(load_benchmark(source, split=split, hub_path=task.DATASET_PATH))
+    evaluated = undecoded(load_benchmark(source, split=split, hub_path=task.DATASET_PATH, reader=config.task))
     if config.process_docs is not None:
         evaluated = config.process_docs(evaluated)
     task.dataset = datasets.DatasetDict({split: evaluated})

@@ -111,6 +111,14 @@ def _select(results: Mapping[str, Any], wanted: Sequence[str] | None, path: Path
     return list(wanted)
 
 
+def selected_tasks(path: Path, wanted: Sequence[str] | None) -> list[str]:
+    """The tasks of the results file ``path`` that re-scoring ``wanted`` (None: all) scores, groups left out."""
+    results = read_results(path)
+    selected = set().union(*(_members(results, name) for name in _select(results, wanted, path)))
+    groups = results.get("group_subtasks") or {}
+    return sorted(name for name in selected if name in results["results"] and not groups.get(name))
+
+
 def _samples_files(results_path: Path) -> dict[str, Path]:
     prefix = results_path.name[: -len(RESULTS_SUFFIX)]
     return {

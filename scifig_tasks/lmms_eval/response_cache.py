@@ -28,10 +28,23 @@ Rules implemented (:class:`ScifigResponseCache`, the class ``scifig eval`` gives
   A stopped run loses at most the replies of the chunk in flight.
 * One run folder per cache (``runs/scifig/``, lmms-eval's ``LMMS_CACHE_RUN_ID``; :data:`RUN_ID`), reopened by the
   next run, whose crash recovery replays the JSONL log into the SQLite file.
-* The key also holds a digest of what the model is sent (:func:`request_digest`): every text and every image pixel
-  of ``doc_to_messages`` (or of the text and ``doc_to_visual`` of a plain model), the copy number of a repeated
-  request, and the model's endpoint when ``OPENAI_API_BASE`` is set. Two requests share a reply only when the model
-  would be sent the same thing.
+* The key also holds a digest of what the model is sent (:func:`request_digest`): every text of ``doc_to_messages``
+  (or of the text and ``doc_to_visual`` of a plain model), every image, the copy number of a repeated request, and
+  the model's endpoint when ``OPENAI_API_BASE`` is set. Two requests share a reply only when the model would be sent
+  the same thing. A stored image (a data cell ``{"bytes", "path"}``, as the scifig tasks keep them) counts by its
+  encoded bytes, never by its pixels: what the model is sent of it is a function of those bytes alone (the bytes
+  themselves, :func:`scifig_tasks.core.images.for_upload`, or their pixels, :func:`~scifig_tasks.core.images.to_rgb`),
+  so the key is made without decoding it (a 1000-dpi GRAB figure takes longer to decode than an instant endpoint
+  takes to answer). The hooks are called with each stored image replaced by a small stand-in image whose pixels are
+  the digest of its bytes (:func:`stand_ins`), so the digest holds the texts they build and which image goes where;
+  the digests of the document's images, in its order, are added as well (a hook that fails on a stand-in, reading a
+  cell's bytes itself, is called with the document as it is). An image the document holds decoded (a task whose
+  data decodes its images) counts by its pixels. The key format carries a version (:data:`KEY_VERSION`):
+  entries written under another format are never read as replies.
+* One progress bar for the model phase, with its time estimate: the requests answered, from the cache or by the
+  model, over all of them (:func:`progress_bar`). The model's own bar, drawn per call (one per chunk: a "1/1" bar per
+  request for a model that takes one at a time), draws nothing during the calls made here
+  (:func:`model_bars_silenced`).
 * Failure markers and empty replies are neither stored nor logged with a key (lmms-eval's crash recovery would
   store them on the next start).
 * Nothing is stored in clear that :func:`scifig_tasks.core.secrets.secrets_of` calls a secret: replies are masked
@@ -113,19 +126,76 @@ def _update(digest: Any, value: Any) -> None:
         digest.update(f"{type(value).__qualname__}:{value!r}".encode())
 
 
+KEY_VERSION = "scifig-reply-key/2"
+"""The format of :func:`request_digest`, part of every key: 2 counts a stored image by its encoded bytes (1, the
+unversioned format, by its decoded pixels)."""
+STAND_IN_SIZE = (8, 4)
+"""A stand-in image (:func:`stand_ins`): 32 grey-level pixels, the SHA-256 digest of the stored image's bytes."""
+
+
+def _stored_bytes(cell: Any) -> bytes | None:
+    """The encoded bytes of a stored image cell (``{"bytes", "path"}``: the bytes, else the file the path names);
+    ``None`` for anything else, or a file that cannot be read (the hooks then see the cell itself)."""
+    if not isinstance(cell, Mapping) or set(cell) != {"bytes", "path"}:
+        return None
+    data = cell["bytes"]
+    if isinstance(data, bytes | bytearray | memoryview) and len(data):
+        return bytes(data)
+    if data is None and isinstance(cell["path"], str) and cell["path"]:
+        try:
+            return Path(cell["path"]).read_bytes()
+        except OSError:
+            return None
+    return None
+
+
+def _stand_in(data: bytes, images: list[bytes]) -> Any:
+    from PIL import Image
+
+    stored = hashlib.sha256(data).digest()
+    images.append(stored)
+    return Image.frombytes("L", STAND_IN_SIZE, stored)
+
+
+def stand_ins(doc: Any) -> tuple[Any, list[bytes]]:
+    """``doc`` with every stored image cell (a value, or an item of a list value) replaced by its stand-in image, and
+    the digests of those images' bytes in the document's order. Nothing is decoded."""
+    images: list[bytes] = []
+    if not isinstance(doc, Mapping):
+        return doc, images
+    shown: dict[str, Any] = {}
+    for key, value in doc.items():
+        if (data := _stored_bytes(value)) is not None:
+            shown[key] = _stand_in(data, images)
+        elif isinstance(value, list) and any(_stored_bytes(item) is not None for item in value):
+            items = [(_stored_bytes(item), item) for item in value]
+            shown[key] = [item if data is None else _stand_in(data, images) for data, item in items]
+        else:
+            shown[key] = value
+    return shown, images
+
+
 def request_digest(lm: Any, request: Any, copy: int, endpoint: str = "") -> str:
-    """What the model is sent for ``request``: its text arguments, what its callables (``doc_to_messages``,
-    ``doc_to_visual``) build from the document, the copy number among the request's ``repeats`` and the endpoint.
-    Raises ``LookupError`` when the document is not in ``lm.task_dict``."""
+    """What the model is sent for ``request`` (the module's rule): its text arguments, what its callables
+    (``doc_to_messages``, ``doc_to_visual``) build from the document, its stored images by their bytes
+    (:func:`stand_ins`), the copy number among the request's ``repeats`` and the endpoint, under
+    :data:`KEY_VERSION`. Raises ``LookupError`` when the document is not in ``lm.task_dict``."""
     digest = hashlib.sha256()
-    doc = None
+    _update(digest, KEY_VERSION)
+    doc = shown = None
     for argument in request.args:
         if isinstance(argument, dict):  # the generation arguments: already in lmms-eval's key
             continue
         if callable(argument):
             if doc is None:
                 doc = lm.task_dict[request.task_name][request.args[-1]][request.doc_id]
-            _update(digest, argument(doc))
+                shown, images = stand_ins(doc)
+                _update(digest, images)
+            try:
+                built = argument(shown)
+            except Exception:  # a hook that reads a stored cell itself, not through PIL: it gets the document
+                built = argument(doc)
+            _update(digest, built)
         else:
             _update(digest, argument)
     _update(digest, copy)
@@ -141,6 +211,48 @@ def _copies(requests: Sequence[Any]) -> list[int]:
         numbers.append(seen.get(id(request), 0))
         seen[id(request)] = numbers[-1] + 1
     return numbers
+
+
+PROGRESS_LABEL = "Model Responding"
+"""The label of the model phase's bar (lmms-eval's models label theirs so)."""
+
+
+def progress_bar(lm: Any, total: int) -> Any:
+    """The one bar of a model phase of ``total`` requests, with tqdm's rate and time estimate; drawn on rank 0 only,
+    as lmms-eval's models draw theirs."""
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=PROGRESS_LABEL, disable=getattr(lm, "rank", 0) != 0)
+
+
+@contextlib.contextmanager
+def model_bars_silenced(lm: Any, reqtype: str) -> Iterator[None]:
+    """Within the block the bar the model's ``reqtype`` method draws for each call draws nothing: the ``tqdm`` class
+    the method's module imported (``from tqdm import tqdm``, as every lmms-eval model does) is replaced there by a
+    subclass whose bars are disabled, and put back afterwards. A module that names tqdm otherwise is left as it is
+    (its bars are drawn). Listed with the run patch of ``ResponseCache`` (:mod:`scifig_tasks.lmms_eval.patches`)."""
+    import sys
+
+    from tqdm import tqdm
+
+    owner = next((cls for cls in type(lm).__mro__ if reqtype in vars(cls)), None)
+    module = sys.modules.get(owner.__module__) if owner is not None else None
+    drawn = getattr(module, "tqdm", None)
+    if module is None or not (isinstance(drawn, type) and issubclass(drawn, tqdm)):
+        yield
+        return
+
+    class Silent(drawn):  # type: ignore[misc, valid-type]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            kwargs["disable"] = True
+            super().__init__(*args, **kwargs)
+
+    module.tqdm = Silent  # type: ignore[union-attr]
+    try:
+        yield
+    finally:
+        if getattr(module, "tqdm", None) is Silent:
+            module.tqdm = drawn  # type: ignore[union-attr]
 
 
 CACHE_REMEDY = "run with --no-cache, or give --use_cache another folder"
@@ -295,22 +407,26 @@ class ScifigResponseCache(ResponseCache):
             for request, copy in zip(requests, _copies(requests), strict=True)
         ]
         hits_before = self._hits
-        for start in self._chunks(len(requests), chunk_size(lm)):
-            missing = []
-            for index in start:
-                cached = self._lookup(keys[index]) if keys[index] else None
-                if cached is not None:
-                    results[index] = cached
-                    self._hits += 1
-                else:
-                    missing.append(index)
-                    self._misses += bool(keys[index])
-                    self._skipped += not keys[index]
-            if missing:
-                replies = getattr(lm, reqtype)([requests[index] for index in missing])
-                for index, reply in zip(missing, replies, strict=True):
-                    results[index] = reply
-                    self._record(reqtype, requests[index], keys[index], reply)
+        with progress_bar(lm, len(requests)) as bar:
+            for start in self._chunks(len(requests), chunk_size(lm)):
+                missing = []
+                for index in start:
+                    cached = self._lookup(keys[index]) if keys[index] else None
+                    if cached is not None:
+                        results[index] = cached
+                        self._hits += 1
+                    else:
+                        missing.append(index)
+                        self._misses += bool(keys[index])
+                        self._skipped += not keys[index]
+                bar.update(len(start) - len(missing))
+                if missing:
+                    with model_bars_silenced(lm, reqtype):
+                        replies = getattr(lm, reqtype)([requests[index] for index in missing])
+                    for index, reply in zip(missing, replies, strict=True):
+                        results[index] = reply
+                        self._record(reqtype, requests[index], keys[index], reply)
+                    bar.update(len(missing))
         if self._hits > hits_before:
             logger.info(f"ResponseCache: {self._hits - hits_before}/{len(requests)} replies from the cache")
         return results

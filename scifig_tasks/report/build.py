@@ -7,9 +7,13 @@ logged their samples, ``samples.html``: every sample with its figure, prompt, ou
 Each registered benchmark is one section, in registry order (:mod:`scifig_tasks.core.registry`): the module its
 description names (``report.section``, with ``section(runs, figdir) -> Section | None``; ``None``: not run), or the
 generic section (:mod:`scifig_tasks.report.generic`: accuracy with intervals per task and per category) when it
-names none. Rule: this module holds no list of benchmarks; they come from the registry. The page
-opens with the summary (:mod:`scifig_tasks.report.summary`); with two or more models a "Comparison" section follows
-the benchmarks: each later model against the first on the questions both answered (:mod:`scifig_tasks.report.compare`).
+names none. Rule: this module holds no list of benchmarks; they come from the registry. The sections and the summary
+see each run once per scoring protocol it holds (:mod:`scifig_tasks.report.protocols`: ``_paper`` results beside
+the published rows, labelled), and a section whose outputs went without their judge opens with a note saying so
+(:mod:`scifig_tasks.report.judge_notes`). The page opens with the summary (:mod:`scifig_tasks.report.summary`): one
+headline table of every model and benchmark, what made the numbers collapsed below it; with two or more models a
+"Comparison" section follows the benchmarks: each later model against the first on the questions both answered
+(:mod:`scifig_tasks.report.compare`); the environment of each results file closes the page, collapsed.
 No machine path is written: results files are named relative to the report (or by file name when far from it), and
 any absolute path left in a note is shortened the same way (:mod:`scifig_tasks.report.paths`).
 """
@@ -27,8 +31,11 @@ from scifig_tasks.core import provenance, registry
 from scifig_tasks.core.raw_outputs import OutputStatus
 from scifig_tasks.report import generic
 from scifig_tasks.report.compare import comparison_section
-from scifig_tasks.report.document import Note, Section, Table, to_html, to_markdown
+from scifig_tasks.report.document import Details, Note, Section, Table, to_html, to_markdown
+from scifig_tasks.report.headline import headline_table
+from scifig_tasks.report.judge_notes import judge_off_note
 from scifig_tasks.report.paths import shown, shown_path
+from scifig_tasks.report.protocols import protocol_views
 from scifig_tasks.report.runs import Run, load_runs
 from scifig_tasks.report.samples import write_samples_page
 from scifig_tasks.report.summary import summary_section
@@ -61,31 +68,39 @@ class Report:
 
 def build_report(results: Iterable[Path], out: Path) -> Report:
     runs = load_runs(results)
+    views = protocol_views(runs)  # one row per model and protocol: _paper tasks under their plain names
     figdir = out / "figures"
     figdir.mkdir(parents=True, exist_ok=True)
     sections: list[Section] = []
-    for build in section_builders():
-        built = build(runs, figdir)
+    for described, build in zip(registry.benchmarks().values(), section_builders(), strict=True):
+        built = build(views, figdir)
         if built is not None:
+            note = judge_off_note(described, views)
+            if note is not None:
+                built.blocks.insert(0, note)
             sections.append(built)
     if not sections:
         tasks = sorted({task for run in runs for task in run.entries})
         raise ValueError(f"no benchmark of this package in the results (tasks found: {', '.join(tasks) or 'none'})")
-    top = summary_section(runs, [section.title for section in sections], sum(len(run.sources) for run in runs))
+    files = sum(len(run.sources) for run in runs)
+    titles = [section.title for section in sections]
+    top = summary_section(views, titles, files, [run.model for run in runs], headline_table(views))
     if len(runs) > 1:  # every later model against the first, question by question
         sections.append(comparison_section(runs))
     flagged = _flagged(runs)
     if flagged is not None:
         sections.append(flagged)
     sections.append(environment_section(runs))
+    details = next(block for block in top.blocks if isinstance(block, Details))
     for run in runs:
-        files = ", ".join(shown_path(path, out) for path in run.sources)
-        top.blocks.append(Note(f"{run.model}: {files}."))
-        top.blocks += [Note(f"{run.model}: {note}.") for note in run.notes]
+        named = ", ".join(shown_path(path, out) for path in run.sources)
+        details.blocks.append(Note(f"{run.model}: {named}."))
+        details.blocks += [Note(f"{run.model}: {note}.") for note in run.notes]
     top.blocks.append(
         Note(
             "Accuracies are percentages; brackets give 95% Wilson score intervals. Rows marked (published) are the "
-            "papers' reported numbers, cited below each table."
+            "papers' reported numbers, cited below each table. A model's results under the paper's own protocol (its "
+            "_paper tasks) are shown as the model with (paper protocol)."
         )
     )
     page_sections = without_machine_paths([top, *sections], out)
@@ -109,19 +124,21 @@ def without_machine_paths(sections: list[Section], out: Path) -> list[Section]:
     def clean(text: str) -> str:
         return shown(text, out)
 
-    cleaned = []
-    for section in sections:
+    def cleaned_blocks(given: list[Any]) -> list[Any]:
         blocks: list[Any] = []
-        for block in section.blocks:
+        for block in given:
             if isinstance(block, Note):
                 blocks.append(Note(clean(block.text), block.kind))
             elif isinstance(block, Table):
                 rows = [[clean(cell) for cell in row] for row in block.rows]
-                blocks.append(Table(clean(block.caption), block.header, rows, block.empty))
+                blocks.append(Table(clean(block.caption), block.header, rows, block.empty, block.kind))
+            elif isinstance(block, Details):
+                blocks.append(Details(clean(block.summary), cleaned_blocks(block.blocks)))
             else:
                 blocks.append(block)
-        cleaned.append(Section(section.title, blocks, section.anchor))
-    return cleaned
+        return blocks
+
+    return [Section(section.title, cleaned_blocks(section.blocks), section.anchor) for section in sections]
 
 
 def environment_section(runs: list[Run]) -> Section:
@@ -142,10 +159,18 @@ def environment_section(runs: list[Run]) -> Section:
     blocks: list[Any] = [Table("Results files", header, rows)]
     recorded = [provenance.flat(block) for run in runs for block in run.environments.values() if block]
     differing = sorted({name for flat in recorded for name in flat if len({f.get(name) for f in recorded}) > 1})
+    shown_first: list[Any] = []
     if differing:
-        blocks.append(Note(f"The results files were made in different environments ({', '.join(differing)} differ)."))
+        shown_first.append(
+            Note(f"The results files were made in different environments ({', '.join(differing)} differ).")
+        )
     blocks.append(Note(f"This report: {provenance.summary(provenance.environment(None))}."))
-    return Section("Environment: what made these numbers", blocks)
+    files = f"{len(rows)} results file{'s' if len(rows) != 1 else ''}"
+    collapsed = Details(f"{ENVIRONMENT_DETAILS} ({files})", blocks)
+    return Section("Environment: what made these numbers", [*shown_first, collapsed])
+
+
+ENVIRONMENT_DETAILS = "Task versions, data revisions and environments"
 
 
 SAMPLES_TEXT = "Every sample (figure, prompt, output, how it was scored), filterable:"

@@ -57,7 +57,7 @@ def _n(value: Any) -> int | None:
 
 def _data_counts(run: Run, published: PublishedSet, task: str) -> tuple[int | None, int | None]:
     """``(original, effective)`` summed over the task's ``n-samples`` entries (``None`` when not recorded)."""
-    tasks = published.subtasks.get(task, (task,))
+    tasks = published.subtasks.get(task) or run.group_tasks.get(task) or (task,)
     entries = [run.data_counts[t] for t in tasks if t in run.data_counts]
     if not entries or len(entries) != len(tasks):
         return None, None
@@ -85,15 +85,16 @@ def coverage(run: Run, benchmark: str, task: str, scored: int | None) -> Coverag
     published = published_set(benchmark)
     size = published.questions.get(task)
     count = "-" if scored is None else f"{scored:,} questions"
-    if published.unpublished:
-        return Coverage(scored, False, f"{count}, locally generated data ({published.unpublished})")
-    origin = data_origin(run, task, published.source)
     original, effective = _data_counts(run, published, task)
+    limited = original is not None and effective is not None and effective < original
+    if published.unpublished:
+        subset = f"; {effective:,} of the {original:,} in the data (a --limit subset)" if limited else ""
+        return Coverage(scored, False, f"{count}, locally generated data ({published.unpublished}){subset}")
+    origin = data_origin(run, task, published.source)
     of_published = f"the published {published.name} {published.unit}" + (f" of {size:,}" if size else "")
     if origin == "local":
         held = f"; the data held {original:,}" if original is not None else ""
         return Coverage(scored, False, f"{count} of locally built data, not {of_published}{held}")
-    limited = original is not None and effective is not None and effective < original
     if size is None or scored is None:
         if limited:
             return Coverage(scored, False, f"{count}: {effective:,} of the {original:,} in the data (a --limit subset)")
@@ -124,12 +125,22 @@ def coverage(run: Run, benchmark: str, task: str, scored: int | None) -> Coverag
 
 
 def coverage_note(benchmark: str, covered: Sequence[tuple[str, Coverage]]) -> Note | None:
-    """One visible note for a table with published rows: what each run covered that is not the full published set,
-    and that the published rows are on the full set; ``None`` when every run scored the full set."""
+    """One visible note for a table with published rows: what the runs covered that is not the full published set,
+    each distinct statement once with the runs it is true of, and that the published rows are on the full set;
+    ``None`` when every run scored the full set."""
     partial = [(model, item) for model, item in covered if not item.full]
     if not partial:
         return None
-    runs = "; ".join(f"{model}: {item.text}" for model, item in partial)
+    by_text: dict[str, list[str]] = {}
+    for model, item in partial:
+        by_text.setdefault(item.text, []).append(model)
+    if len(by_text) == 1 and len(partial) == 1:
+        runs = f"{partial[0][0]}: {partial[0][1].text}"
+    else:  # each distinct statement once, with the models (and parts) it is true of
+        every = len(by_text) == 1 and len(partial) == len(covered)
+        runs = ". ".join(
+            f"{text} ({'every model' if every else '; '.join(models)})" for text, models in by_text.items()
+        )
     return Note(
         f"Not the published data. {runs}. The published rows are on {published_set(benchmark).full}: "
         "the numbers are not directly comparable.",

@@ -1,6 +1,7 @@
 """The papers' figure types, drawn with matplotlib (Agg, no display): grouped bars with 95% Wilson error bars,
 accuracy against complexity with Wilson bands (GRAB Fig. 6), radar charts by question type (Plot Twist) and
-signed bars for alignment deltas (SciFIBench Fig. 7). Every function writes one PNG and returns its path.
+signed bars for alignment deltas (SciFIBench Fig. 7). Every function writes one PNG and returns its path; legends
+stand outside the plotting area (right of it), so none covers the data.
 """
 
 from __future__ import annotations
@@ -22,6 +23,11 @@ Interval = tuple[float, float] | None
 def _colours(n: int) -> list[tuple[float, float, float, float]]:
     cmap = plt.get_cmap("tab10")
     return [cmap(i % 10) for i in range(n)]
+
+
+def _legend(ax: plt.Axes) -> None:
+    """The legend outside the plot, right of it: it never covers a bar, a line or an error bar."""
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
 
 
 def _save(fig: plt.Figure, path: Path) -> Path:
@@ -66,7 +72,7 @@ def grouped_bars(
         ax.set_ylabel(ylabel)
         ax.set_title(title)
         ax.grid(axis="y", alpha=0.3)
-        ax.legend(fontsize=8, loc="upper right")
+        _legend(ax)
     fig.tight_layout()
     return _save(fig, path)
 
@@ -95,7 +101,7 @@ def accuracy_vs_level(
         ax.set_ylim(-2, 102)
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("accuracy (%)")
-    axes[0][-1].legend(fontsize=8, loc="upper right")
+    _legend(axes[0][-1])
     fig.tight_layout()
     return _save(fig, path)
 
@@ -157,7 +163,7 @@ def signed_bars(path: Path, series: Mapping[str, Mapping[str, float]], ylabel: s
     ax.set_xticklabels(variants, fontsize=8)
     ax.set_ylabel(ylabel)
     ax.grid(axis="y", alpha=0.3)
-    ax.legend(fontsize=8)
+    _legend(ax)
     fig.tight_layout()
     return _save(fig, path)
 
@@ -176,6 +182,6 @@ def simple_bars(path: Path, values: Mapping[str, Mapping[str, float]], ylabel: s
     ax.set_ylim(*ylim)
     ax.set_ylabel(ylabel)
     ax.grid(axis="y", alpha=0.3)
-    ax.legend(fontsize=8)
+    _legend(ax)
     fig.tight_layout()
     return _save(fig, path)

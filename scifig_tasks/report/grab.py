@@ -2,8 +2,9 @@
 precision class as the paper counts them (Table 1: integer — list and equation questions included —, 1 d.p.,
 nearest 10; the finer answer formats beside them), and accuracy against complexity 0-9 with 95% Wilson
 intervals (Fig. 6), from the ``accuracy`` and ``breakdown`` metrics of the ``grab`` tasks (exact match) and, when
-run, ``grab_llm_extract`` and ``grab_properties_mc``. Published rows: ``references.yaml`` (overall, properties).
-This module is GRAB's ``report.section``; its published sizes and tasks are read from GRAB's description.
+run, ``grab_llm_extract`` and ``grab_properties_mc``; a VLMEvalKit run (one dataset for the whole group) gets its
+complexity curves from its scored records. Published rows: ``references.yaml`` (overall, properties). This module
+is GRAB's ``report.section``; its published sizes and tasks are read from GRAB's description.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from scifig_tasks.core.grab import benchmark as described
+from scifig_tasks.core.stats import Tally
 from scifig_tasks.report import figures
 from scifig_tasks.report.coverage import coverage, coverage_note
 from scifig_tasks.report.document import Figure, Note, Section, Table, percent_ci
@@ -27,7 +29,10 @@ DIMENSIONS = (
     ("precision", "per precision class (paper Table 1: integer, 1 d.p., nearest 10)"),
     ("answer_format", "per answer format (integer, 1dp, nearest10, list, equation)"),
 )
-VARIANTS = {"grab": ("exact match", ""), "grab_llm_extract": ("LLM extraction, then exact match", "_llm_extract")}
+VARIANTS = {
+    "grab": ("exact match", ""),
+    "grab_llm_extract": ("LLM extraction, then exact match (the paper's protocol, §4.5)", "_llm_extract"),
+}
 
 
 def _overall(breakdown: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -138,17 +143,29 @@ def _bars(runs: list[Run], group: str, figdir: Path) -> str:
     return figures.grouped_bars(figdir / f"{group}_bars.png", panels).name
 
 
+def _complexity_of(run: Run, group: str, suffix: str, task: str) -> dict[str, Any]:
+    """One task's accuracy per complexity level: from its subtask's breakdown (lmms-eval logs one per task), else
+    tallied from the group's scored records (a VLMEvalKit run: one dataset for the whole group, its records carry
+    ``task``, ``complexity`` and ``correct``)."""
+    breakdown = run.metric(SUBTASKS[task] + suffix, "breakdown")
+    if isinstance(breakdown, dict):
+        return breakdown.get("complexity", {})
+    tally = Tally()
+    for sample in run.samples.get(group, []):
+        record = sample.get("breakdown")
+        if isinstance(record, dict) and record.get("task") == task and record.get("complexity") is not None:
+            tally.add(bool(record.get("correct")), {"complexity": record["complexity"]})
+    return tally.to_dict().get("complexity", {}) if tally.counts else {}
+
+
 def _complexity_figure(runs: list[Run], group: str, suffix: str, figdir: Path) -> str | None:
     """Panels per task with complexity levels (function, series, transform); properties are all level 0."""
     panels: dict[str, dict[str, dict[int, Any]]] = {}
     for task in ("function", "series", "transform"):
         for run in runs:
-            breakdown = run.metric(SUBTASKS[task] + suffix, "breakdown")
-            if not isinstance(breakdown, dict):
-                continue
             levels = {
                 int(level): (cell["accuracy"], tuple(cell["ci95"]))
-                for level, cell in breakdown.get("complexity", {}).items()
+                for level, cell in _complexity_of(run, group, suffix, task).items()
             }
             if levels:
                 panels.setdefault(TASKS[task], {})[run.model] = levels

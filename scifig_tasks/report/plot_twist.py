@@ -1,7 +1,9 @@
 """Plot Twist section (Razeghi et al. 2024): the standard, relaxed and range-based accuracies and their collective
 forms per chart type, radar charts by question type for each metric (the paper's radar figures), the robustness
 variants' changes against the base charts, and the ChartQA subset. Values are means over repeats (± standard
-deviation when lmms-eval ran ``--repeats``). Published rows: ``references.yaml``.
+deviation when lmms-eval ran ``--repeats``). The open-ended runs of the synthetic charts (``plot_twist_open``,
+``plot_twist_open_pali``: the paper's protocol) stand beside the default rows, each named with its task. Published
+rows: ``references.yaml``.
 """
 
 from __future__ import annotations
@@ -36,55 +38,75 @@ def _rate(cell: dict[str, Any] | None, metric: str) -> str:
     return text if rate.get("std") is None else f"{text} ± {100 * rate['std']:.1f}"
 
 
-def _cells(run: Run) -> dict[str, dict[str, Any]]:
+OPEN = ("plot_twist_open", "plot_twist_open_pali")
+"""The synthetic charts asked open-ended, as the paper does (the paper's protocol; the PaLI prompt style): shown
+beside the default rows, each row named with its task."""
+
+
+def _chart_tasks(group: str) -> dict[str, str]:
+    return {chart: f"{group}_{chart}" for chart in CHARTS}
+
+
+def _cells(run: Run, group: str = GROUP) -> dict[str, dict[str, Any]]:
     """``all`` and per chart type cells (from the group's breakdown, else from each chart task's own)."""
-    breakdown = run.metric(GROUP, "breakdown")
+    breakdown = run.metric(group, "breakdown")
     if isinstance(breakdown, dict):
         return {"all": breakdown["overall"], **breakdown.get("chart_type", {})}
     return {
         chart: run.metric(task, "breakdown")["overall"]
-        for chart, task in CHARTS.items()
+        for chart, task in _chart_tasks(group).items()
         if isinstance(run.metric(task, "breakdown"), dict)
     }
 
 
-def _questions(run: Run) -> int | None:
+def _questions(run: Run, group: str = GROUP) -> int | None:
     """Questions scored on the synthetic charts (the group's, else the chart tasks' summed)."""
-    cells = _cells(run)
+    cells = _cells(run, group)
     if "all" in cells:
         return cells["all"].get("questions")
     return sum(cell.get("questions", 0) for cell in cells.values()) or None
 
 
-def _question_types(run: Run) -> dict[str, dict[str, Any]]:
-    breakdown = run.metric(GROUP, "breakdown")
+def _question_types(run: Run, group: str = GROUP) -> dict[str, dict[str, Any]]:
+    breakdown = run.metric(group, "breakdown")
     if isinstance(breakdown, dict):
         return breakdown.get("question_type", {})
     found: dict[str, dict[str, Any]] = {}
-    for task in CHARTS.values():
+    for task in _chart_tasks(group).values():
         part = run.metric(task, "breakdown")
         if isinstance(part, dict):
             found.update(part.get("question_type", {}))
     return found
 
 
+def _has(run: Run, group: str) -> bool:
+    return run.has(group) or any(run.has(task) for task in _chart_tasks(group).values())
+
+
 def section(runs: list[Run], figdir: Path) -> Section | None:
-    main = [run for run in runs if run.has(GROUP) or any(run.has(t) for t in CHARTS.values())]
+    shown = [
+        (run, group, run.model if group == GROUP else f"{run.model}, {group}")
+        for run in runs
+        for group in (GROUP, *OPEN)
+        if _has(run, group)
+    ]
     robust = [run for run in runs if run.has(ROBUSTNESS)]
     chartqa = [run for run in runs if run.has(CHARTQA)]
-    if not (main or robust or chartqa):
+    if not (shown or robust or chartqa):
         return None
     out = Section("Plot Twist (Chart101)")
-    if main:
+    if shown:
         refs = references("plot_twist")
         rows = []
-        for run in main:
-            for chart, cell in _cells(run).items():
-                rows.append([run.model, chart, str(cell.get("questions", "-")), *(_rate(cell, m) for m in METRICS)])
+        for run, group, label in shown:
+            for chart, cell in _cells(run, group).items():
+                rows.append([label, chart, str(cell.get("questions", "-")), *(_rate(cell, m) for m in METRICS)])
         rows += [[ref.label(), "all", "-", *(ref_cell(ref, m) for m in METRICS)] for ref in refs]
         header = ["model", "charts", "questions", *METRICS.values()]
         if refs:
-            covered = [(run.model, coverage(run, "plot_twist", GROUP, _questions(run))) for run in main]
+            covered = [
+                (label, coverage(run, "plot_twist", group, _questions(run, group))) for run, group, label in shown
+            ]
             if (note := coverage_note("plot_twist", covered)) is not None:
                 out.blocks.append(note)
         out.blocks.append(Table("Plot Twist accuracies (%) on the synthetic charts", header, rows))
@@ -92,18 +114,18 @@ def section(runs: list[Run], figdir: Path) -> Section | None:
             out.blocks.append(Note(citations_note(refs)))
         grid: dict[str, dict[str, dict[str, dict[str, float]]]] = {}
         for metric in QUESTION_METRICS:
-            for run in main:
-                for chart, types in _question_types(run).items():
+            for run, group, label in shown:
+                for chart, types in _question_types(run, group).items():
                     values = {t: cell[metric]["mean"] for t, cell in types.items() if metric in cell}
-                    grid.setdefault(METRICS[metric], {}).setdefault(chart, {})[run.model] = values
+                    grid.setdefault(METRICS[metric], {}).setdefault(chart, {})[label] = values
         if grid:
             rows = []
-            for run in main:
-                for chart, types in _question_types(run).items():
+            for run, group, label in shown:
+                for chart, types in _question_types(run, group).items():
                     for kind, cell in types.items():
                         rows.append(
                             [
-                                run.model,
+                                label,
                                 chart,
                                 kind,
                                 str(cell["questions"]),

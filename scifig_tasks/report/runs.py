@@ -6,7 +6,10 @@ also appear under ``groups``). The model's name is the results' ``model_name`` (
 arguments, e.g. ``model_version``), falling back to ``config.model`` plus its ``model_args``.
 
 Several results files of one model (e.g. GRAB and SciFIBench run separately) merge into one :class:`Run`; when two
-files hold the same task, the later ``date`` wins and the report says so.
+files hold the same task, the later ``date`` wins and the report says so. A ``scifig rescore`` output (its
+``scifig_rescore`` record) is never merged into another file of the model: given alone it keeps the model's name, with
+a note saying it was re-scored; given with the run it re-scored (both carry the same timestamped name) it is the model
+``<name> (re-scored[, <protocol> protocol])`` (:func:`rescored_name`), so both stand side by side.
 
 VLMEvalKit runs of this package's datasets write ``<work-dir>/<model>/<model>_<dataset>_scifig_scores.json``
 (``{"dataset", "metrics", "breakdown"}``, the breakdown identical to the lmms-eval ``breakdown`` metric) and
@@ -21,25 +24,27 @@ them and the metric their details are stored under are read from the registered 
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from scifig_tasks.core import registry, settings
+from scifig_tasks.core import registry, scoring_protocol, settings, task_files
 from scifig_tasks.core.benchmark import VlmevalDataset
 from scifig_tasks.core.errors import DataError
 from scifig_tasks.core.provenance import KEY
 from scifig_tasks.core.run_files import RECORDS_SUFFIX, RESULTS_SUFFIX, SCORES_SUFFIX, read_jsonl, read_results
 from scifig_tasks.core.sample_logs import report_note, scores_note
+from scifig_tasks.core.scoring_protocol import PAPER_SUFFIX, PROTOCOLS
 from scifig_tasks.core.secrets import mask, mask_value
 
 
 def shown_datasets() -> dict[str, VlmevalDataset]:
     """Every VLMEvalKit dataset the report shows (``shown``: a test-set dataset under the default protocol), by name,
-    over the registered benchmarks in registry order. Dev-split, reasoning-prompt and ``_paper`` datasets are not
-    shown: the report compares models on the papers' test questions under one protocol."""
+    over the registered benchmarks in registry order. Dev-split and reasoning-prompt datasets are not shown, and
+    ``_paper`` datasets only as the twins of shown ones (:func:`paper_twins`)."""
     return {
         dataset.name: dataset
         for described in registry.benchmarks().values()
@@ -49,21 +54,36 @@ def shown_datasets() -> dict[str, VlmevalDataset]:
     }
 
 
+def paper_twins() -> dict[str, str]:
+    """Each registered VLMEvalKit ``_paper`` dataset whose plain twin the report shows -> that twin (the same
+    questions under the paper's protocol: shown too, labelled with its protocol)."""
+    shown = shown_datasets()
+    return {
+        dataset.name: dataset.name[: -len(PAPER_SUFFIX)]
+        for described in registry.benchmarks().values()
+        if described.vlmeval is not None
+        for dataset in described.vlmeval.datasets
+        if dataset.name.endswith(PAPER_SUFFIX) and dataset.name[: -len(PAPER_SUFFIX)] in shown
+    }
+
+
 def vlmeval_tasks() -> dict[str, str]:
     """VLMEvalKit dataset name -> the lmms-eval task or group whose section shows it: the same name
-    (:mod:`scifig_tasks.vlmeval.names`), or a name of the dataset in an earlier release (its ``old_names``: the
-    ``SciFig_*`` name of a file written by an earlier release)."""
+    (:mod:`scifig_tasks.vlmeval.names`; a ``_paper`` twin of a shown dataset too), or a name of the dataset in an
+    earlier release (its ``old_names``: the ``SciFig_*`` name of a file written by an earlier release)."""
     shown = shown_datasets()
     return {
         **{name: name for name in shown},
+        **{name: name for name in paper_twins()},
         **{old: name for name, dataset in shown.items() for old in dataset.old_names},
     }
 
 
 def detail_metric(task: str) -> str:
     """The lmms-eval metric holding ``task``'s per-task details (``breakdown`` unless its description says otherwise,
-    e.g. ``caption_report``): a VLMEvalKit scores file's ``breakdown`` is stored under this name."""
-    dataset = shown_datasets().get(task)
+    e.g. ``caption_report``; a ``_paper`` twin's is its plain twin's): a VLMEvalKit scores file's ``breakdown`` is
+    stored under this name."""
+    dataset = shown_datasets().get(paper_twins().get(task, task))
     return dataset.detail_metric if dataset is not None else "breakdown"
 
 
@@ -85,6 +105,10 @@ class Run:
     data_counts: dict[str, dict[str, int]] = field(default_factory=dict)
     """Task -> lmms-eval's ``n-samples`` entry: ``original`` (questions in the data the run read) and ``effective``
     (questions evaluated, fewer under ``--limit``); absent for VLMEvalKit runs."""
+    group_tasks: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Group -> its tasks, as lmms-eval's ``group_subtasks`` lists them (the tasks ``n-samples`` counts)."""
+    protocols: dict[str, str] = field(default_factory=dict)
+    """Task (or group) -> the scoring protocol that produced its numbers (:func:`task_protocol`)."""
     _dates: dict[str, str] = field(default_factory=dict)
 
     def has(self, task: str) -> bool:
@@ -124,6 +148,57 @@ def model_name(results: Mapping[str, Any], path: Path) -> str:
     return f"{config['model']}({args})" if args else str(config["model"])
 
 
+RESCORED = "re-scored"
+
+
+def rescored_name(name: str, record: Mapping[str, Any]) -> str:
+    """The model name of a ``scifig rescore`` output (its ``scifig_rescore`` record) given together with the run it
+    re-scored or another re-score of it: the run's own name with ``(re-scored)`` and the protocol when one was forced
+    (``--protocol``). Both files carry the run's timestamped model name; merged, the later file's numbers would
+    silently replace the other's, so they stay rows of their own, each named for what it is."""
+    protocol = record.get("protocol")
+    forced = f", {protocol} protocol" if protocol in PROTOCOLS else ""
+    return f"{name} ({RESCORED}{forced})"
+
+
+def rescore_note(record: Mapping[str, Any]) -> str:
+    """What a re-scored results file says of itself, in words (a note of its run)."""
+    protocol = record.get("protocol") or "each task's own"
+    when = f" on {record['rescored_at']}" if record.get("rescored_at") else ""
+    return f"re-scored by scifig rescore{when} from the logged outputs (protocol: {protocol})"
+
+
+@functools.cache
+def declared_protocols() -> dict[str, str]:
+    """Task or group -> the protocol its task YAML declares (``metadata.scifig_protocol``; a group's tasks inherit
+    the group's), over the registered benchmarks' task folders (:func:`scifig_tasks.core.task_files.scifig_tasks`)."""
+    tasks = task_files.scifig_tasks()
+    found: dict[str, str] = {}
+    for info in tasks.values():
+        protocol = info.metadata.get("scifig_protocol")
+        if protocol in PROTOCOLS:
+            found[info.name] = str(protocol)
+            for member in info.members:
+                if tasks.get(member) is None or tasks[member].metadata.get("scifig_protocol") not in PROTOCOLS:
+                    found.setdefault(member, str(protocol))
+    return found
+
+
+def task_protocol(task: str, data: Mapping[str, Any]) -> str:
+    """The protocol that scored ``task`` in a results file: the one ``scifig rescore --protocol`` forced, else the
+    task's ``metadata.scifig_protocol`` in the file's ``configs``, else the one its task YAML declares
+    (:func:`declared_protocols`), else the one its name selects (:func:`scifig_tasks.core.scoring_protocol.of_task`)."""
+    record = data.get("scifig_rescore")
+    if isinstance(record, Mapping) and record.get("protocol") in PROTOCOLS:
+        return str(record["protocol"])
+    config = (data.get("configs") or {}).get(task)
+    metadata = config.get("metadata") if isinstance(config, Mapping) else None
+    declared = metadata.get("scifig_protocol") if isinstance(metadata, Mapping) else None
+    if declared in PROTOCOLS:
+        return str(declared)
+    return declared_protocols().get(task) or scoring_protocol.of_task(task)
+
+
 def _samples(results_path: Path) -> dict[str, list[dict[str, Any]]]:
     prefix = results_path.name[: -len(RESULTS_SUFFIX)]
     found: dict[str, list[dict[str, Any]]] = {}
@@ -154,6 +229,7 @@ def _vlmeval(path: Path, runs: dict[str, Run]) -> None:
         run.notes.append(f"{task}: {path.name} replaces {run.sources[-1].name}")
     run.sources.append(path)
     run.task_files[task] = path
+    run.protocols[task] = declared_protocols().get(dataset) or scoring_protocol.of_task(dataset)
     run.environments[path] = data.get(KEY)
     run.task_versions[path] = {task: str(data.get("version", "-"))}
     run.entries[task] = {f"{name},none": value for name, value in data["metrics"].items()}
@@ -179,13 +255,21 @@ def load_runs(paths: Iterable[Path]) -> list[Run]:
     shows a key, not even in part: a plain lmms-eval run masks nothing, and a server echoing a key puts it in the
     samples."""
     runs: dict[str, Run] = {}
+    plain_names: dict[str, str] = {}  # key of a re-scored run -> the model name its file carries
     for path in results_files(list(paths)):
         if path.name.endswith(SCORES_SUFFIX):
             _vlmeval(path, runs)
             continue
         data = read_results(path)
         name = model_name(data, path)
-        run = runs.setdefault(name, Run(name))
+        key = name
+        record = data.get("scifig_rescore")
+        if isinstance(record, Mapping):  # a re-score is never merged into the run it re-scored
+            key = rescored_name(name, record)
+            plain_names[key] = name
+        run = runs.setdefault(key, Run(name))
+        if isinstance(record, Mapping) and (note := rescore_note(record)) not in run.notes:
+            run.notes.append(note)
         run.sources.append(path)
         run.environments[path] = data.get(KEY)
         date = str(data.get("date", ""))
@@ -201,6 +285,10 @@ def load_runs(paths: Iterable[Path]) -> list[Run]:
             run.entries[task] = dict(metrics)
             run._dates[task] = date
             run.task_files[task] = path
+            run.protocols[task] = task_protocol(task, data)
+            subtasks = (data.get("group_subtasks") or {}).get(task)
+            if isinstance(subtasks, list):
+                run.group_tasks[task] = tuple(str(name) for name in subtasks)
             counts = (data.get("n-samples") or {}).get(task)
             if isinstance(counts, dict):
                 run.data_counts[task] = {k: int(v) for k, v in counts.items() if isinstance(v, int | float)}
@@ -210,6 +298,10 @@ def load_runs(paths: Iterable[Path]) -> list[Run]:
                 run.samples[task] = samples[task]
                 if note := report_note(task, samples[task], data, path):  # a damaged log says "partial"
                     run.notes.append(note)
+    taken = [key for key in runs if key not in plain_names]
+    for key, name in plain_names.items():  # a re-score given with its run (or another re-score) is named for it
+        if name in taken or sum(other == name for other in plain_names.values()) > 1:
+            runs[key].model = key
     secrets = settings.process_secrets()
     for run in runs.values():
         run.model, run.notes = mask(run.model, secrets), mask_value(run.notes, secrets)

@@ -1,9 +1,11 @@
 """``samples.html``: the per-sample viewer written beside ``report.html`` by ``scifig report``.
 
-One row per evaluated document: thumbnails of its image(s), the prompt, the expected answer and, for every model
-(one column each, the same document of several models in one row), the raw output, the answer read from it, how it
-was read and whether it counted as correct. Every benchmark keeps its own scoring rule (the per-sample records its
-scorer logged, nothing is re-scored here); the page renders them by the records' shape, whatever the benchmark:
+One row per evaluated document: thumbnails of its image(s) (several images are the question's options, each labelled
+with its letter A, B, C... in the order the document lists them: SciFIBench Caption→Figure), the prompt, the
+expected answer and, for every model (one column each, the same document of several models in one row), the raw
+output, the answer read from it, how it was read and whether it counted as correct. Every benchmark keeps its own
+scoring rule (the per-sample records its scorer logged, nothing is re-scored here); the page renders them by the
+records' shape, whatever the benchmark:
 
 * SciFIBench (Roberts et al. 2024) and MMSci multiple choice (Li et al. 2025): the letter resolved from the output by
   rule, by the judge, or left unresolved (counted wrong), with the reason;

@@ -7,6 +7,7 @@ size is read from SciFIBench's description (:mod:`scifig_tasks.core.scifibench.b
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -52,11 +53,15 @@ def section(runs: list[Run], figdir: Path) -> Section | None:
         header = ["model", *(heading for _, heading in columns.values())]
         covered = []
         for run in main:
-            for key in ("cs_f2c", "cs_c2f"):
-                task, heading = SPLITS[key]
-                if run.has(task):
-                    item = coverage(run, "scifibench", task, (_overall(run, task) or {}).get("n"))
-                    covered.append((f"{run.model}, {heading}", item))
+            items = [
+                (heading, coverage(run, "scifibench", task, (_overall(run, task) or {}).get("n")))
+                for task, heading in (SPLITS["cs_f2c"], SPLITS["cs_c2f"])
+                if run.has(task)
+            ]
+            if len(items) == 2 and items[0][1].text == items[1][1].text:  # one statement for both splits
+                covered.append((run.model, replace(items[0][1], text=f"both CS splits, {items[0][1].text}")))
+            else:
+                covered += [(f"{run.model}, {heading}", item) for heading, item in items]
         if refs and (note := coverage_note("scifibench", covered)) is not None:
             out.blocks.append(note)
         out.blocks.append(Table("SciFIBench accuracy (%, 95% Wilson interval)", header, rows))

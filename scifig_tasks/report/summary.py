@@ -3,7 +3,8 @@ each run scored, on which data (:mod:`scifig_tasks.report.coverage`) and how the
 
 Judge use is read from the breakdowns' ``flags``: GRAB's ``judge`` (``not_used``, ``judged``, ``judge_failed``,
 ``judge_off``), the multiple-choice ``resolution`` (``rule``, ``judge``, ``unresolved``), Plot Twist's
-``answer_source`` (``rule``, ``judge``, ``not_provided``, one per output of every repeat) and the captioning
+``answer_source`` (``rule``, ``judge``, ``not_provided``, one per output of every repeat; its ``judge`` statuses
+count the same outputs, so the outputs are the answer sources' total, never the two added) and the captioning
 ``caption_report.judged`` statuses; the judge's model is the one the results file's environment block names. What
 the judge did and cost (requests, cache hits, tokens, cost or "no price configured") comes from the block's
 ``judge_usage`` (:func:`scifig_tasks.core.judge.usage_report`), summed over the row's tasks.
@@ -24,7 +25,8 @@ from scifig_tasks.core import registry
 from scifig_tasks.core.benchmark import SummaryRow
 from scifig_tasks.core.judge import usage_words
 from scifig_tasks.report.coverage import coverage
-from scifig_tasks.report.document import Note, Section, Table
+from scifig_tasks.report.document import Details, Note, Section, Table
+from scifig_tasks.report.protocols import protocol_of
 from scifig_tasks.report.runs import Run
 
 
@@ -141,8 +143,17 @@ def caption_judge_words(counts: Mapping[str, int], model: str) -> str:
     return "; ".join(parts)
 
 
+def outputs(table: Mapping[str, Any]) -> int | None:
+    """The outputs a Plot Twist breakdown counts (every output of every repeat: its ``answer_source`` counts)."""
+    flags = table.get("flags") if isinstance(table.get("flags"), dict) else {}
+    sources = flags.get("answer_source")
+    return sum(int(count) for count in sources.values()) if isinstance(sources, dict) else None
+
+
 def _judge_counts(table: Mapping[str, Any]) -> tuple[dict[str, int], str]:
-    """Counts of judge use from a breakdown's flags, and what they count."""
+    """Counts of judge use from a breakdown's flags, and what they count. Plot Twist's answer sources and judge
+    statuses both count every output: the outputs are the answer sources' total (:func:`outputs`), the judge's
+    failures and absences are counted among them."""
     flags = table.get("flags") if isinstance(table.get("flags"), dict) else {}
     if isinstance(flags.get("answer_source"), dict):  # Plot Twist: every output of every repeat
         counts = dict(flags["answer_source"])
@@ -178,6 +189,8 @@ def _row(run: Run, entry: Entry) -> tuple[list[str], int] | None:
         for name, count in found.items():
             counts[name] = counts.get(name, 0) + int(count)
     total = scored if unit == "questions" else None
+    if unit == "outputs":
+        total = sum(n for table in tables if (n := outputs(table)) is not None)
     if unit == "judged scores":
         judge = caption_judge_words(counts, judge_model(run, present[0]))
     else:
@@ -196,19 +209,45 @@ def _row(run: Run, entry: Entry) -> tuple[list[str], int] | None:
     return [run.model, entry.label, "-" if scored is None else f"{scored:,}", data, judge], scored or 0
 
 
-def summary_section(runs: Sequence[Run], benchmarks: Sequence[str], files: int) -> Section:
-    """The summary: counts in one sentence, then one row per model and benchmark part."""
-    rows, total = [], 0
+RUNS_DETAILS = "Runs: data, protocol and judge use per model and benchmark"
+
+
+def summary_section(
+    runs: Sequence[Run],
+    benchmarks: Sequence[str],
+    files: int,
+    models: Sequence[str] | None = None,
+    headline: Table | None = None,
+) -> Section:
+    """The summary: counts in one sentence, the ``headline`` table (:mod:`scifig_tasks.report.headline`), then,
+    collapsed, one row per model and benchmark part (data covered, protocol, judge use). Questions are counted once per
+    benchmark part (the most any model scored), beside the model x question scores when there are several models;
+    ``models``: the models the results files name (``runs`` may show a model once per protocol)."""
+    rows, pairs = [], 0
+    most: dict[str, int] = {}
     for run in runs:
         for entry in entries():
             found = _row(run, entry)
             if found is not None:
-                rows.append(found[0])
-                total += found[1]
-    models = ", ".join(run.model for run in runs)
+                held = {task for alternative in entry.alternatives for task in alternative if run.has(task)}
+                protocols = sorted({protocol_of(run, task) for task in held})
+                rows.append([*found[0][:2], ", ".join(protocols), *found[0][2:]])
+                pairs += found[1]
+                most[entry.label] = max(most.get(entry.label, 0), found[1])
+    questions = sum(most.values())
+    named = list(models) if models is not None else [run.model for run in runs]
+    count = len(named)
+    scored = f"{questions:,} questions scored"
+    if len(runs) > 1:
+        rows_are = "model x question" if len(runs) == count else "model x protocol x question"
+        scored += f" ({pairs:,} {rows_are} scores)"
     sentence = (
-        f"{files} results file{'s' if files != 1 else ''} (runs) of {len(runs)} model{'s' if len(runs) != 1 else ''} "
-        f"({models}); benchmarks: {', '.join(benchmarks) or 'none'}; {total:,} questions scored in all."
+        f"{files} results file{'s' if files != 1 else ''} (runs) of {count} model{'s' if count != 1 else ''} "
+        f"({', '.join(named)}); benchmarks: {', '.join(benchmarks) or 'none'}; {scored}."
     )
-    header = ["model", "benchmark", "questions scored", "data", "judge"]
-    return Section("Summary", [Note(sentence), Table("Runs", header, rows)], anchor="summary")
+    header = ["model", "benchmark", "protocol", "questions scored", "data", "judge"]
+    blocks: list[Any] = [Note(sentence)]
+    if headline is not None:
+        blocks.append(headline)
+    blocks.append(Details(RUNS_DETAILS, [Table("Runs", header, rows)]))
+    return Section("Summary", blocks, anchor="summary")

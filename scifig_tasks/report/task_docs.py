@@ -43,6 +43,10 @@ def documents(config: Mapping[str, Any]) -> Sequence[Mapping[str, Any]]:
     from scifig_tasks.core.image_cells import undecoded
 
     source = registry.sources()[config["metadata"]["scifig_source"]]
-    loaded = undecoded(load_benchmark(source, split=config.get("test_split"), hub_path=config.get("dataset_path")))
+    loaded = undecoded(
+        load_benchmark(
+            source, split=config.get("test_split"), hub_path=config.get("dataset_path"), reader=config.get("task")
+        )
+    )
     process = config.get("process_docs")
     return process.resolve()(loaded) if isinstance(process, task_files.FunctionTag) else loaded

@@ -10,7 +10,9 @@
 * :mod:`scifig_tasks.commands.vlmeval` adds ``scifig vlmeval`` (VLMEvalKit's own runner after ``register()``) and
   ``scifig export-tsv``.
 * :mod:`scifig_tasks.vlmeval.rescore` reads a work dir's prediction files for ``scifig rescore`` and scores them
-  again with the dataset classes.
+  again with the dataset classes;
+* :mod:`scifig_tasks.vlmeval.chance_model` is ``scifig_chance``, the chance baseline as a VLMEvalKit model (the
+  lmms-eval model's answers), which :func:`register` adds too: ``scifig vlmeval`` without an API or weights.
 
 Which datasets and classes there are is read from the registered benchmark descriptions
 (:mod:`scifig_tasks.core.registry`, their ``vlmeval`` block); no module of this package lists the benchmarks.
@@ -47,8 +49,19 @@ def register() -> list[str]:
     attribute of ``vlmeval.dataset`` (config files name classes by attribute: ``"class": "SciFigGRAB"``). The
     deprecated ``SciFig_*`` names still build their datasets (each class's ``supported_datasets``), under the new
     name with a one-line warning; VLMEvalKit's listing shows today's names only.
+
+    The model ``scifig_chance`` (:class:`~scifig_tasks.vlmeval.chance_model.SciFigChance`) is added the same way:
+    to ``vlmeval.config.supported_VLM`` (``--model scifig_chance``) and as an attribute of ``vlmeval.vlm`` (a config
+    file's ``"class": "SciFigChance"``).
     """
+    import vlmeval.config as vlmeval_config
     import vlmeval.dataset as vlmeval_dataset
+    import vlmeval.vlm as vlmeval_vlm
+
+    from scifig_tasks.vlmeval.chance_model import MODEL_NAME, SciFigChance
+
+    vlmeval_config.supported_VLM.setdefault(MODEL_NAME, SciFigChance)
+    setattr(vlmeval_vlm, SciFigChance.__name__, SciFigChance)
 
     names: list[str] = []
     for cls in dataset_classes():

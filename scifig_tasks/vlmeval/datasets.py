@@ -58,6 +58,8 @@ from scifig_tasks.core import registry, settings, task_files
 from scifig_tasks.core.benchmark import VlmevalDataset
 from scifig_tasks.core.grab import rules as grab
 from scifig_tasks.core.judge import JudgeClient, get_judge
+from scifig_tasks.core.judge.required import judge_refusal
+from scifig_tasks.core.judged_hooks import JudgeRequired
 from scifig_tasks.core.plot_twist import rules as plot_twist
 from scifig_tasks.core.provenance import DATA, KEY, environment
 from scifig_tasks.core.run_files import RECORDS_SUFFIX, SCORES_SUFFIX
@@ -105,6 +107,12 @@ class SciFigDataset(ImageBaseDataset):
         return in_force(self.BENCHMARK, self.options.get("protocol", "default"))
 
     def load_data(self, dataset: str) -> pd.DataFrame:
+        """The dataset's TSV; a dataset that cannot be scored without the LLM judge is refused first when none is
+        chosen (:func:`scifig_tasks.lmms_eval.environment.judge_refusal`, the declaration of the lmms-eval task of the
+        same name)."""
+        refused = judge_refusal([dataset], available=judging.declared() or get_judge() is not None)
+        if refused is not None:
+            raise RuntimeError(refused.sentence)
         path = tsv.ensure_tsv(dataset, Path(LMUDataRoot()))
         self.data_path = str(path)
         return tsv.read_tsv(path)
@@ -228,11 +236,6 @@ class SciFigGRAB(SciFigDataset):
     NAMES = served("grab", lambda dataset: True)
     BENCHMARK = "grab"
 
-    def load_data(self, dataset: str) -> pd.DataFrame:
-        if task_files.options(dataset).get("llm_extract") and not judging.declared() and get_judge() is None:
-            raise RuntimeError(grab.LLM_EXTRACT_NEEDS_JUDGE)
-        return super().load_data(dataset)
-
     def build_prompt(self, line: int | Mapping[str, Any]) -> Message:
         line = self._row(line)
         text = {"type": "text", "value": grab.build_prompt(line["question"])}
@@ -241,7 +244,7 @@ class SciFigGRAB(SciFigDataset):
     def score(self, line: Mapping[str, Any], reply: str | None) -> dict[str, Any]:
         doc, llm_extract = self.doc(line), bool(self.options.get("llm_extract", False))
         if llm_extract and self.judge is None:
-            raise RuntimeError(grab.LLM_EXTRACT_NEEDS_JUDGE)
+            raise RuntimeError(JudgeRequired([self.dataset_name]).sentence)
         score = grab.score_doc(doc, reply, self.judge if llm_extract else None, llm_extract=llm_extract)
         return grab.sample_record(doc, score)
 

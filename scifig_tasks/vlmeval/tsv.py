@@ -5,11 +5,13 @@ base64 in ``image`` (a JSON list of base64 strings for multi-image rows, with th
 ``image_path``) and the question fields. The rows come from :func:`scifig_tasks.core.data.load_benchmark` (the
 published Hub dataset, or local data through ``SCIFIG_<BENCH>_DATA``), so they are validated exactly as for lmms-eval.
 
-Images: the stored bytes are written unchanged (same file, same pixels). An image with transparency (or another pixel
-mode than RGB, grey or opaque palette) is written as the PNG of :func:`scifig_tasks.core.images.to_rgb` instead
-(composited on white, as the lmms-eval adapters give pixel models), because VLMEvalKit drops the alpha channel without
-compositing. File names in ``image_path`` carry a hash
-of the bytes, so VLMEvalKit's image cache can never serve a stale image after the data changed.
+Images: the stored bytes are written unchanged (same file, same pixels), so a TSV's image bytes are the data's own
+(base64 adds its third). That includes an alpha channel that is opaque everywhere (matplotlib's RGBA figures): dropping
+it, as VLMEvalKit does, gives the pixels compositing gives. An image with transparency (or another pixel mode than
+RGB, grey or palette) is written as the PNG of :func:`scifig_tasks.core.images.to_rgb` instead (composited on white,
+as the lmms-eval adapters give pixel models), because VLMEvalKit drops the alpha channel without compositing. File
+names in ``image_path`` carry a hash of the bytes, so VLMEvalKit's image cache can never serve a stale image after the
+data changed. Writing shows a progress bar on stderr, one row at a time.
 
 Every other column is text; the dataset classes read the file back with every cell as a string, so answers such as
 ``"2.50"`` keep their exact text (pandas would otherwise turn them into the number 2.5). Structured fields
@@ -35,13 +37,15 @@ import hashlib
 import io
 import json
 import os
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 from PIL import Image
+from tqdm.auto import tqdm
 
 from scifig_tasks.core import provenance, registry
 from scifig_tasks.core.benchmark import VlmevalDataset
@@ -54,9 +58,12 @@ from scifig_tasks.core.schema import BenchmarkSource
 from scifig_tasks.core.validated import files_identity
 from scifig_tasks.vlmeval import names
 
-FORMAT_VERSION = 2
+if TYPE_CHECKING:
+    import datasets
+
+FORMAT_VERSION = 3
 """Bumped whenever the TSV layout changes, so cached TSVs are rewritten (2: rows end in CRLF, so a field holding a
-carriage return is quoted)."""
+carriage return is quoted; 3: images with an opaque alpha channel are written as stored, not re-encoded)."""
 
 Row = Mapping[str, Any]
 Keep = Callable[[Row], bool] | None
@@ -247,9 +254,15 @@ def row_of(name: str, line: Row) -> dict[str, Any]:
 
 
 def _stored_bytes_usable(image: Image.Image) -> bool:
-    """Whether the stored file can go to VLMEvalKit as it is: opaque RGB, grey or palette pixels (any other mode —
-    transparency, 16-bit, CMYK — is converted by :func:`to_rgb`, as the lmms-eval adapters do for pixel models)."""
-    return image.mode in ("RGB", "L") or (image.mode == "P" and "transparency" not in image.info)
+    """Whether the stored file can go to VLMEvalKit as it is: RGB, grey or palette pixels, or RGBA / grey-alpha pixels
+    whose alpha is opaque everywhere (VLMEvalKit's ``convert("RGB")`` then gives what :func:`to_rgb`'s compositing
+    gives). Any other image — transparency, 16-bit, CMYK — is converted by :func:`to_rgb`, as the lmms-eval adapters
+    do for pixel models."""
+    if image.mode in ("RGB", "L"):
+        return True
+    if image.mode == "P":
+        return "transparency" not in image.info
+    return image.mode in ("RGBA", "LA") and image.getchannel("A").getextrema() == (255, 255)
 
 
 _EXTENSIONS = {"PNG": "png", "JPEG": "jpg", "GIF": "gif", "BMP": "bmp", "TIFF": "tif", "WEBP": "webp"}
@@ -286,17 +299,26 @@ def _image_columns(index: int, cells: list[Any]) -> dict[str, str]:
 # ---- building and caching ------------------------------------------------------------------------------------------
 
 
-def rows(spec: TsvSpec) -> Iterator[dict[str, str]]:
-    """The TSV rows of ``spec`` (validated source rows; images undecoded until written)."""
-    dataset = undecoded(load_benchmark(spec.source, spec.split))
-    index = 0
-    for row in dataset:
-        if spec.keep is not None and not spec.keep(row):
-            continue
+def rows(spec: TsvSpec, progress: bool = False) -> Iterator[dict[str, str]]:
+    """The TSV rows of ``spec`` (validated source rows; images undecoded until written), with a progress bar on stderr
+    named after the dataset when ``progress``."""
+    dataset = undecoded(load_benchmark(spec.source, spec.split, reader=spec.name))
+    kept = _kept(spec, dataset)
+    bar = tqdm(kept, desc=f"{spec.name} TSV", unit="row", disable=not progress, file=sys.stderr)
+    for index, position in enumerate(bar):
+        row = dataset[position]
         cells = row[spec.format.image_column]
         cells = list(cells) if isinstance(cells, list) else [cells]
         yield {"index": str(index), **_image_columns(index, cells), **spec.format.columns(row)}
-        index += 1
+
+
+def _kept(spec: TsvSpec, dataset: datasets.Dataset) -> list[int]:
+    """The positions of the source rows ``spec`` keeps, read without their images (so the bar knows its total)."""
+    if spec.keep is None:
+        return list(range(len(dataset)))
+    keep = spec.keep
+    texts = dataset.remove_columns([spec.format.image_column])
+    return [position for position, row in enumerate(texts) if keep(row)]
 
 
 def fingerprint(spec: TsvSpec, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
@@ -317,7 +339,7 @@ def write_tsv(name: str, directory: Path) -> tuple[Path, int]:
     """Write ``<directory>/<name>.tsv`` (and its source record); return the path and the number of rows."""
     found = spec(name)
     directory.mkdir(parents=True, exist_ok=True)
-    table = pd.DataFrame(list(rows(found)), dtype=str)
+    table = pd.DataFrame(list(rows(found, progress=True)), dtype=str)
     path = directory / f"{name}.tsv"
     partial = path.with_suffix(".tsv.partial")
     # a field is quoted when it holds a line terminator character: with "\r\n", a bare carriage return in a question

@@ -187,11 +187,13 @@ def test_a_non_finite_model_answer_is_never_right_in_plot_twist(
 ) -> None:
     """Golds near the top of the float range: 1.05 g and g + margin overflow to inf, so ``inf`` (or ``1e309``, which
     reads as inf) would fall inside the relaxed and range-based bounds. A non-finite answer is wrong whatever the
-    gold; ``nan`` too."""
-    rows = plot_twist_records(["1.75e308", "1.75e308", "1.7e308", "3"], y_range=1e308)
+    gold; ``nan`` too. A fifth reply lacks the answer sentence: with no judge configured it is counted wrong, and the
+    run ends with a line counting it and exit status 1."""
+    rows = plot_twist_records(["1.75e308", "1.75e308", "1.7e308", "3", "80"], y_range=1e308)
     path = write_plot_twist(rows, tmp_path / "plot_twist" / "test.parquet")
     said = ["inf", "1e309", "nan", "3"]
-    replies = {row["question"]: SENTENCE.format(answer) for row, answer in zip(rows, said, strict=True)}
+    replies = {row["question"]: SENTENCE.format(answer) for row, answer in zip(rows, said, strict=False)}
+    replies[rows[4]["question"]] = "It is 80."
     server = openai_server(by_question(replies, default=Reply(status=404)))
     env = {**lmms_env, "SCIFIG_PLOT_TWIST_DATA": str(path.parent), "OPENAI_API_BASE": server.base_url}
     env["OPENAI_API_KEY"] = "sk-test"
@@ -199,9 +201,15 @@ def test_a_non_finite_model_answer_is_never_right_in_plot_twist(
     args = ["eval", *OPENAI, "--tasks", "plot_twist_bar", "--log_samples"]
     run = run_cli("scifig", args, env, tmp_path / "out")
 
-    assert run.returncode == 0, run.output[-4000:]
+    assert run.returncode == 1, run.output[-4000:]
+    assert run.output.splitlines()[-1] == (
+        "scifig eval: 1 outputs needed the LLM judge and none is configured (judge_off: plot_twist_bar 1) — those the "
+        "rules could not read are counted wrong; set SCIFIG_JUDGE_BASE_URL and SCIFIG_JUDGE_MODEL (or "
+        "SCIFIG_JUDGE=<preset>) and run again"
+    )
     results = run.results()["results"]["plot_twist_bar"]
-    assert (results["standard_acc,none"], results["relaxed_acc,none"], results["range_acc,none"]) == (0.25,) * 3
+    assert (results["standard_acc,none"], results["relaxed_acc,none"], results["range_acc,none"]) == (0.2,) * 3
+    assert results["breakdown,none"]["flags"]["judge"]["judge_off"] == 1
     by_question_id = {sample["breakdown"]["q_id"]: sample["breakdown"] for sample in run.samples("plot_twist_bar")}
     for index, answer in enumerate(said):
         record = by_question_id[f"b{index}"]

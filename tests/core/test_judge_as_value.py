@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from scifig_tasks.core import settings
-from scifig_tasks.core.grab import rules as grab
 from scifig_tasks.core.judge import JudgeClient, JudgeConfig
+from scifig_tasks.core.judged_hooks import JudgeRequired, refuse_without_judge
 from scifig_tasks.core.scifibench import rules as scifibench
 
 DOC = {
@@ -50,8 +50,7 @@ def test_two_judges_in_one_process_each_decide_their_own_call(openai_server, tmp
     assert len(says_b.requests) == 1 and len(says_c.requests) == 1
 
 
-def test_llm_extraction_needs_the_judge_it_is_handed() -> None:
-    with pytest.raises(RuntimeError, match="needs a judge"):
-        grab.require_judge(None)
-    handed = JudgeClient(JudgeConfig(base_url="http://127.0.0.1:9/v1", model="judge"))
-    assert grab.require_judge(handed) is handed
+def test_a_required_judge_is_refused_only_when_absent() -> None:
+    with pytest.raises(JudgeRequired, match="grab_properties_llm_extract cannot be scored without an LLM judge"):
+        refuse_without_judge(["grab_properties_llm_extract"], available=False)
+    refuse_without_judge(["grab_properties_llm_extract"], available=True)

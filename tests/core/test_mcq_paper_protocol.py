@@ -12,6 +12,7 @@ from scifig_tasks.core import deprecation
 from scifig_tasks.core import multiple_choice_paper as mcq_paper
 from scifig_tasks.core import scoring_protocol as protocol
 from scifig_tasks.core.judge import JudgeResult, replies
+from scifig_tasks.core.judged_hooks import JudgeRequired
 from tests.harness.mmsci_data import Caption, Mcq, row_of_request, write
 from tests.harness.openai_server import ChatRequest, Reply
 from tests.harness.scifibench_data import Question, build, options_for, write_splits
@@ -113,7 +114,7 @@ def test_mmsci_bare_labels_skip_the_judge_and_the_rest_reach_it_with_the_authors
 
 
 def test_the_paper_protocol_without_a_judge_says_what_to_set() -> None:
-    with pytest.raises(RuntimeError, match="SCIFIG_JUDGE_BASE_URL and SCIFIG_JUDGE_MODEL"):
+    with pytest.raises(JudgeRequired, match="SCIFIG_JUDGE_BASE_URL and SCIFIG_JUDGE_MODEL"):
         mcq_paper.resolve_scifibench("C", options_for(0), None)
 
 

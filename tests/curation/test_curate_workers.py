@@ -9,7 +9,6 @@ after which torch's DataLoader workers notice a dead parent by themselves. ``sci
 from __future__ import annotations
 
 import io
-import json
 import os
 import signal
 import subprocess
@@ -21,7 +20,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from tests.curation.test_scifibench_curation_pipeline import MODEL, TINY
+from scifig_tasks.core.clip_baseline import TINY_MODEL, tiny_config
 from tests.harness.lmms import _executable
 
 pytestmark = [
@@ -139,9 +138,7 @@ def _pairs(path: Path, count: int) -> Path:
 
 @pytest.mark.cli
 def test_killed_scifibench_curation_takes_its_dataloader_workers_with_it(tmp_path: Path) -> None:
-    config = tmp_path / f"{MODEL}.json"
-    config.write_text(json.dumps(TINY))
-    clip = ["--model", MODEL, "--model-config", str(config), "--pretrained", "none", "--device", "cpu"]
+    clip = ["--model", TINY_MODEL, "--model-config", str(tiny_config()), "--pretrained", "none", "--device", "cpu"]
     pairs = ["--pairs", str(_pairs(tmp_path / "pairs.parquet", 500)), "--out", str(tmp_path / "scifibench")]
     _kill_and_watch(["scifibench", *pairs, *clip, "--batch-size", "1", "--num-workers", str(WORKERS)], tmp_path)
 

@@ -1,4 +1,4 @@
-"""SciFIBench curation end to end with a tiny randomly initialised open_clip model built from a config (no weights):
+"""SciFIBench curation end to end with the tiny open_clip model scifig ships (a config, no weights: random ones):
 a SciCap-layout release converted, a CS and a General corpus curated, the gold split accepted, the output validated
 against the published schema and scored through the real ``lmms-eval`` CLI; reruns, resumable and multi-process
 embedding, and loud errors for bad input."""
@@ -28,16 +28,12 @@ from curation.scifibench.embed import ClipSpec, ProcessLayout, embed_pairs
 from curation.scifibench.gold import accept
 from curation.scifibench.pairs import read_pairs
 from curation.scifibench.questions import TASKS
+from scifig_tasks.core.clip_baseline import TINY_MODEL, tiny_config
 from scifig_tasks.core.data import load_benchmark
 from scifig_tasks.core.errors import DataError
 from scifig_tasks.core.scifibench.source import SCIFIBENCH
 
-TINY = {
-    "embed_dim": 16,
-    "vision_cfg": {"image_size": 32, "layers": 1, "width": 32, "patch_size": 8, "head_width": 16},
-    "text_cfg": {"context_length": 77, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 1},
-}
-MODEL = "scifig_tiny_clip"
+MODEL = TINY_MODEL
 WORDS = [
     "loss",
     "accuracy",
@@ -160,8 +156,7 @@ def read(path: Path) -> list[dict[str, Any]]:
 @pytest.fixture(scope="module")
 def curated(tmp_path_factory: pytest.TempPathFactory) -> Curated:
     root = tmp_path_factory.mktemp("scifibench-curation")
-    config = root / f"{MODEL}.json"
-    config.write_text(json.dumps(TINY))
+    config = tiny_config()  # the shipped configuration, as --pretrained tiny registers it
     write_scicap(root / "scicap")
     scicap_pairs = root / "scicap-train.parquet"
     assert main(["scifibench-from-scicap", "--root", str(root / "scicap"), "--out", str(scicap_pairs)]) == 0
@@ -409,7 +404,7 @@ def test_an_interrupted_embedding_resumes_at_the_first_missing_shard(curated: Cu
     vectors = embed_pairs(pairs, spec, tmp_path, batch_size=8, shard_size=16, layout=layout, on_shard=resumed.append)
     assert resumed == [1, 2, 3]  # 51 pairs in shards of 16: only the missing ones are embedded
     np.testing.assert_array_equal(vectors, reference_vectors(curated))
-    assert vectors.shape == (len(pairs), 2 * TINY["embed_dim"])
+    assert vectors.shape == (len(pairs), 2 * json.loads(tiny_config().read_text())["embed_dim"])
     np.testing.assert_allclose(np.linalg.norm(vectors[:, :16], axis=1), 1.0, rtol=1e-5)
     again: list[int] = []
     np.testing.assert_array_equal(

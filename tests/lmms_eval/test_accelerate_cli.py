@@ -14,7 +14,6 @@ ONE process unless an MPI hostfile is given.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import socket
@@ -24,6 +23,7 @@ from typing import Any
 import pytest
 
 from curation.plot_twist.build import build_plot_twist
+from scifig_tasks.core.clip_baseline import tiny_config
 from tests.harness.grab_data import Row
 from tests.harness.grab_data import write_parquet as write_grab
 from tests.harness.lmms import CliRun, offline_env, run
@@ -33,7 +33,7 @@ from tests.harness.openai_server import ChatRequest, FakeOpenAIServer, Reply
 from tests.harness.scifibench_data import Question, write_splits
 from tests.harness.scifibench_data import build as build_scifibench
 from tests.lmms_eval.test_chance_all_tasks import BENCHMARKS, leaf_tasks
-from tests.lmms_eval.test_scifibench_clip_baseline import TINY, expected_letters
+from tests.lmms_eval.test_scifibench_clip_baseline import expected_letters
 
 PROCESSES = 2
 AUDITED_QUESTIONS = 25  # more than the audit's minimum sample (20): the audit draws a seeded sample of them
@@ -214,12 +214,10 @@ def test_two_processes_audit_the_same_sample_with_the_same_judge_requests(
 def test_clip_baseline_in_two_processes_predicts_as_one(tmp_path: Path) -> None:
     """Every process builds the same seeded weights on its own device; the gathered predictions are those open_clip
     gives in this process."""
-    config = tmp_path / "scifig_tiny_clip.json"
-    config.write_text(json.dumps(TINY))
     f2c = build_scifibench([Question("f2c", "ABCDE"[index % 5]) for index in range(5)])
     c2f = build_scifibench([Question("c2f", "ABCDE"[index % 5]) for index in range(3)], first_id=50)
     data = write_splits({"CS_Figure2Caption": f2c, "CS_Caption2Figure": c2f}, tmp_path / "data")
-    model_args = f"model=scifig_tiny_clip,model_config={config},pretrained=none,device=cpu,seed=3"
+    model_args = "pretrained=tiny,device=cpu,seed=3"
     args = ["--model", "scifig_clip", "--model_args", model_args, "--batch_size", "4", "--tasks", "scifibench_cs"]
     env = cpu_env(tmp_path, {"SCIFIG_SCIFIBENCH_DATA": str(data)})
 
@@ -231,4 +229,4 @@ def test_clip_baseline_in_two_processes_predicts_as_one(tmp_path: Path) -> None:
         samples = completed.samples(task)
         assert sorted(sample["doc_id"] for sample in samples) == list(range(len(samples))), task
         predicted |= {(kind, sample["breakdown"]["ID"]): sample["breakdown"]["predicted"] for sample in samples}
-    assert predicted == expected_letters(config, f2c, c2f)
+    assert predicted == expected_letters(tiny_config(), f2c, c2f)

@@ -1,4 +1,5 @@
-"""``scifig_clip`` through the real lmms-eval CLI with a tiny randomly initialised open_clip model built here.
+"""``scifig_clip`` through the real lmms-eval CLI with the tiny open_clip model scifig ships (``pretrained=tiny``: its
+configuration from the package data, random weights from the seed).
 
 The expected predictions are computed in the test with open_clip directly (same architecture, same seed): the
 option of highest cosine similarity between L2-normalised image and text embeddings.
@@ -6,26 +7,20 @@ option of highest cosine similarity between L2-normalised image and text embeddi
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import open_clip
 import torch
 
+from scifig_tasks.core.clip_baseline import TINY_MODEL, tiny_config
 from tests.harness.scifibench_data import Question, build, write_splits
-
-TINY = {
-    "embed_dim": 16,
-    "vision_cfg": {"image_size": 32, "layers": 1, "width": 32, "patch_size": 8, "head_width": 16},
-    "text_cfg": {"context_length": 77, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 1},
-}
 
 
 def expected_letters(config: Path, f2c, c2f) -> dict[tuple[str, int], str]:
     open_clip.add_model_config(config)
     torch.manual_seed(3)
-    model, _, preprocess = open_clip.create_model_and_transforms("scifig_tiny_clip", pretrained=None)
-    tokenizer = open_clip.get_tokenizer("scifig_tiny_clip")
+    model, _, preprocess = open_clip.create_model_and_transforms(TINY_MODEL, pretrained=None)
+    tokenizer = open_clip.get_tokenizer(TINY_MODEL)
     model.eval()
     letters = {}
     with torch.no_grad():
@@ -42,19 +37,17 @@ def expected_letters(config: Path, f2c, c2f) -> dict[tuple[str, int], str]:
 
 
 def test_clip_baseline_picks_the_most_similar_option(tmp_path: Path, lmms_env, run_cli) -> None:
-    config = tmp_path / "scifig_tiny_clip.json"
-    config.write_text(json.dumps(TINY))
     f2c = build([Question("f2c", "ABCDE"[i % 5]) for i in range(8)])
     c2f = build([Question("c2f", "ABCDE"[i % 5]) for i in range(6)], first_id=50)
     data = write_splits({"CS_Figure2Caption": f2c, "CS_Caption2Figure": c2f}, tmp_path / "data")
-    model_args = f"model=scifig_tiny_clip,model_config={config},pretrained=none,device=cpu,seed=3"
+    model_args = "pretrained=tiny,device=cpu,seed=3"  # the shipped configuration, no weights to download
     args = ["--model", "scifig_clip", "--model_args", model_args, "--batch_size", "4", "--tasks", "scifibench_cs"]
     args += ["--log_samples"]
 
     run = run_cli("lmms-eval", args, {**lmms_env, "SCIFIG_SCIFIBENCH_DATA": str(data)}, tmp_path / "out")
 
     assert run.returncode == 0, run.output[-4000:]
-    expected = expected_letters(config, f2c, c2f)
+    expected = expected_letters(tiny_config(), f2c, c2f)
     predicted = {
         (kind, sample["breakdown"]["ID"]): sample["breakdown"]["predicted"]
         for kind, task in (("f2c", "scifibench_cs_figure2caption"), ("c2f", "scifibench_cs_caption2figure"))

@@ -51,6 +51,7 @@ def test_wheel_ships_tasks_templates_presets_and_entry_points(wheel: Path) -> No
     assert task_files and task_files <= names, task_files - names
     assert "scifig_tasks/lmms_eval/grab/_default_template_yaml" in names
     assert "scifig_model_configs/judges/gpt-4o-mini.yaml" in names
+    assert "scifig_tasks/data/clip/scifig_tiny_clip.json" in names
     assert {f"scifig_tasks/report/templates/samples.{kind}" for kind in ("html", "css", "js")} <= names
     entry_points = next(name for name in names if name.endswith("entry_points.txt"))
     text = zipfile.ZipFile(wheel).read(entry_points).decode()

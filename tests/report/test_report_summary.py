@@ -23,7 +23,7 @@ from PIL import Image
 from scifig_tasks.core.grab import rules as grab
 from scifig_tasks.report.build import build_report
 from scifig_tasks.report.coverage import coverage, coverage_note
-from scifig_tasks.report.document import Section, Table, to_html, to_markdown
+from scifig_tasks.report.document import Details, Section, Table, to_html, to_markdown
 from scifig_tasks.report.paths import shown, shown_path
 from scifig_tasks.report.runs import Run
 from scifig_tasks.report.summary import judge_words
@@ -135,6 +135,7 @@ window.addEventListener("load", () => {
   const found = {
     headings: headings.map((h) => [h.textContent, h.getBoundingClientRect().top]),
     summary: document.querySelector("section#summary") ? document.querySelector("section#summary").innerText : null,
+    collapsed: [...document.querySelectorAll("section#summary details")].map((d) => [d.open, d.textContent]),
     note: note ? {text: note.innerText, visible: visible(note), top: note.getBoundingClientRect().top} : null,
     table_after_note: next ? next.innerText : null,
     empty: [...document.querySelectorAll("p.empty")].map((p) => [p.innerText, visible(p)]),
@@ -171,15 +172,15 @@ window.addEventListener("load", () => {
 """
 
 
-def probe(page: Path, script: str, profile: Path) -> object:
+def probe(page: Path, script: str, profile: Path, width: int = 1280) -> object:
     """Render a copy of ``page`` (beside it, so relative links resolve) with ``script`` appended, in headless
-    Chromium, and return what the script wrote."""
+    Chromium ``width`` pixels wide, and return what the script wrote."""
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     assert chromium, "chromium is not installed (bash .ci/setup installs it)"
     copy = page.with_name(f"probe-{page.name}")
     copy.write_text(page.read_text(encoding="utf-8").replace("</body>", script + "</body>"), encoding="utf-8")
     command = [chromium, "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={profile}"]
-    command += ["--window-size=1280,2000", "--virtual-time-budget=10000", "--dump-dom", copy.as_uri()]
+    command += [f"--window-size={width},2000", "--virtual-time-budget=10000", "--dump-dom", copy.as_uri()]
     completed = subprocess.run(command, capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL)
     copy.unlink()
     found = re.search(r'<pre id="probe">(.*?)</pre>', completed.stdout, re.S)
@@ -205,7 +206,10 @@ def test_demo_report_opens_with_the_summary_and_says_the_run_is_not_the_publishe
     assert found["headings"][0][1] < 300  # at the top of the first screen
     summary = found["summary"]
     assert "1 results file (runs) of 1 model (scifig_chance(seed=0)); benchmarks: GRAB; 40 questions scored" in summary
-    assert "not used (40 questions)" in summary and "not_used" not in summary
+    assert "Accuracy per model and benchmark" in summary  # the headline table is on the first screen
+    # what made the numbers (data, protocol, judge use) is collapsed below it
+    ((opened, runs),) = found["collapsed"]
+    assert not opened and "not used (40 questions)" in runs and "not_used" not in runs + summary
     note = found["note"]
     assert note is not None and note["visible"], note
     assert (  # the results file records that the data were local (SCIFIG_GRAB_DATA), not the Hub's
@@ -252,7 +256,9 @@ def test_the_environment_section_lists_each_results_files_data_revision_beside_i
     recorded.task_versions[Path("runs/1_results.json")] = {"grab": "2.4"}
     older = _grab_run(4, None, None)
     older.model = "older-vlm"
-    table = environment_section([recorded, older]).blocks[0]
+    collapsed = environment_section([recorded, older]).blocks[0]  # below the numbers, collapsed
+    assert isinstance(collapsed, Details) and collapsed.summary.endswith("(2 results files)")
+    table = collapsed.blocks[0]
     assert isinstance(table, Table) and table.header[2:4] == ["task versions", "data revision"]
     assert table.rows[0][2:4] == ["grab 2.4", "grab 6ad380242274"]
     assert table.rows[1][3] == "unknown"  # a results file written before data revisions were recorded

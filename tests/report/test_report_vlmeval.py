@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from scipy.stats import binomtest
 
 from scifig_tasks.core.grab import rules as grab
@@ -85,3 +86,32 @@ def test_vlmeval_scores_files_become_a_model_row(tmp_path: Path) -> None:
     assert "| my-vlm (VLMEvalKit) | SciFig_GRAB | 6 | 1 |" not in markdown  # tasks are named as in lmms-eval
     assert "| my-vlm (VLMEvalKit) | grab | 6 | 1 |" in markdown
     assert "SciFig_SciFIBench_CS_Figure2Caption_Reasoning: not shown in this report" in markdown
+
+
+def test_the_complexity_figure_draws_a_vlmeval_model_from_its_records(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A VLMEvalKit run is one dataset for the whole GRAB group (no per-task breakdowns): its complexity curve is
+    tallied from its scored records, so the figure does not leave the model out."""
+    from scifig_tasks.report import figures
+
+    work = tmp_path / "vlmeval-out" / "my-vlm"
+    work.mkdir(parents=True)
+    records = _records()
+    scores = {"dataset": "grab", "metrics": {"accuracy": 3 / 6}, "breakdown": grab.breakdown(records)}
+    (work / "my-vlm_grab_scifig_scores.json").write_text(json.dumps(scores))
+    (work / "my-vlm_grab_scifig_records.jsonl").write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    drawn: dict = {}
+    original = figures.accuracy_vs_level
+
+    def capture(path: Path, panels: dict, *args: object) -> Path:
+        drawn.update(panels)
+        return original(path, panels, *args)
+
+    monkeypatch.setattr(figures, "accuracy_vs_level", capture)
+    report = build_report([tmp_path / "vlmeval-out"], tmp_path / "report")
+    # function questions 3, 4, 5: complexity 1, 0, 1; right, wrong (empty), wrong
+    assert list(drawn) == ["Functions"] and list(drawn["Functions"]) == ["my-vlm (VLMEvalKit)"]
+    levels = drawn["Functions"]["my-vlm (VLMEvalKit)"]
+    assert {level: value for level, (value, _) in levels.items()} == {0: 0.0, 1: 0.5}
+    assert "grab_complexity.png" in report.markdown.read_text()

@@ -393,12 +393,11 @@ def test_vlmeval_and_lmms_eval_give_the_same_numbers(tmp_path: Path, openai_serv
 
 def test_scifig_vlmeval_fails_loudly_on_bad_data(tmp_path: Path, lmms_env) -> None:
     """VLMEvalKit logs a failed dataset and exits 0; ``scifig vlmeval`` exits 1 naming the file, row and column of
-    bad data, and the LLM-extraction dataset refuses to start without a judge."""
+    bad data. (The LLM-extraction dataset without a judge is refused before VLMEvalKit starts:
+    ``tests/cli/test_judge_needs_cli.py``.)"""
     bad = write_parquet([Row("properties", "1"), Row("spline", "2")], tmp_path / "bad" / "GRAB.parquet")
     env = {**lmms_env, "SCIFIG_GRAB_DATA": str(bad)}
-    data = {"grab": "SciFigGRAB", "grab_llm_extract": "SciFigGRAB"}
-    completed, _ = run_vlmeval(tmp_path, "http://127.0.0.1:9/v1", env, data)
+    completed, _ = run_vlmeval(tmp_path, "http://127.0.0.1:9/v1", env, {"grab": "SciFigGRAB"})
     assert completed.returncode == 1
     assert "scifig vlmeval: FAILED: fake-vlm x grab: " in completed.stderr
     assert f"{bad}, row 1 (0-based), column 'task': unknown value 'spline'" in completed.stderr
-    assert "fake-vlm x grab_llm_extract: GRAB LLM-extraction scoring needs a judge" in completed.stderr

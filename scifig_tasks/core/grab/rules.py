@@ -245,20 +245,6 @@ def extraction_reply_readable(reply: str, answer_format: Precision) -> bool:
     return text.lower() == "none" or extraction_shape(answer_format).fullmatch(text) is not None
 
 
-LLM_EXTRACT_NEEDS_JUDGE = (
-    "GRAB LLM-extraction scoring needs a judge: set SCIFIG_JUDGE_BASE_URL and SCIFIG_JUDGE_MODEL "
-    "(or SCIFIG_JUDGE=<preset>); SCIFIG_JUDGE=off disables it."
-)
-
-
-def require_judge(judge: JudgeClient | None) -> JudgeClient:
-    """``judge`` for the LLM-extraction protocol; raises before any question is asked when there is none (without a
-    judge every question would be scored wrong)."""
-    if judge is None:
-        raise RuntimeError(LLM_EXTRACT_NEEDS_JUDGE)
-    return judge
-
-
 def sample_record(doc: Mapping[str, Any], score: GrabScore) -> dict[str, Any]:
     """The per-question record kept in sample logs and tallied into the breakdown."""
     return {

@@ -34,7 +34,14 @@ if TYPE_CHECKING:
     from scifig_tasks.core.judge.client import JudgeClient, dry_run, get_judge
     from scifig_tasks.core.judge.config import BREAKER_THRESHOLD, JudgeConfig, configured_concurrency, endpoint_host
     from scifig_tasks.core.judge.replies import Accept, JudgeResult, has_text
-    from scifig_tasks.core.judge.usage import failure_summary, judge_failures, usage_report, usage_words
+    from scifig_tasks.core.judge.usage import (
+        absent_summary,
+        failure_summary,
+        judge_absent,
+        judge_failures,
+        usage_report,
+        usage_words,
+    )
 
 _WHERE = {
     "accounting": ("NO_TASK", "USAGE_COUNTS", "USAGE_TOKENS", "current_task", "task_scope"),
@@ -42,7 +49,7 @@ _WHERE = {
     "client": ("JudgeClient", "dry_run", "get_judge"),
     "config": ("BREAKER_THRESHOLD", "JudgeConfig", "configured_concurrency", "endpoint_host"),
     "replies": ("Accept", "JudgeResult", "has_text"),
-    "usage": ("failure_summary", "judge_failures", "usage_report", "usage_words"),
+    "usage": ("absent_summary", "failure_summary", "judge_absent", "judge_failures", "usage_report", "usage_words"),
 }
 _MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
 """Each name of :data:`__all__` -> the module defining it. The names are looked up when first used (PEP 562), so
@@ -74,6 +81,7 @@ __all__ = [
     "JudgeClient",
     "JudgeConfig",
     "JudgeResult",
+    "absent_summary",
     "configured_concurrency",
     "current_task",
     "dry_run",
@@ -81,6 +89,7 @@ __all__ = [
     "failure_summary",
     "get_judge",
     "has_text",
+    "judge_absent",
     "judge_failures",
     "task_scope",
     "usage_report",

@@ -7,6 +7,9 @@
   its rows in words.
 * :func:`judge_failures` counts the samples the judge could not score in a results file, per task, and
   :func:`failure_summary` is the closing line of a command that left some.
+* :func:`judge_absent` counts the outputs that needed the judge when none was configured (``judge_off``: Plot Twist's
+  outputs without the answer sentence, counted wrong), per task, and :func:`absent_summary` is the closing line of a
+  command that left some: a run flagged, exit status 1.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Any
 from scifig_tasks.core.judge.accounting import USAGE_COUNTS, USAGE_TOKENS
 from scifig_tasks.core.judge.client import JudgeClient, _all_clients
 from scifig_tasks.core.judge.config import JudgeConfig, endpoint_host
+from scifig_tasks.core.judged_hooks import JUDGE_SETTINGS
 
 
 def _totals(rows: Iterable[Mapping[str, float]]) -> dict[str, float]:
@@ -112,6 +116,42 @@ def failure_summary(command: str, failed: Mapping[str, int]) -> str:
         "need the judge are incomplete; check SCIFIG_JUDGE_BASE_URL, SCIFIG_JUDGE_MODEL and the judge's API key, then "
         "rerun (judged replies are cached, so only these are asked again)"
     )
+
+
+def absent_summary(command: str, absent: Mapping[str, int]) -> str:
+    """The last line of a command whose outputs needed a judge that was not configured: how many, per task, and the
+    fix."""
+    per_task = ", ".join(f"{task} {count}" for task, count in sorted(absent.items()))
+    return (
+        f"{command}: {sum(absent.values())} outputs needed the LLM judge and none is configured (judge_off: {per_task})"
+        f" — those the rules could not read are counted wrong; {JUDGE_SETTINGS} and run again"
+    )
+
+
+def scored_without_judge(breakdown: Mapping[str, Any]) -> int:
+    """Outputs one ``breakdown`` metric counts as needing the judge when none was configured
+    (``flags.judge.judge_off``)."""
+    return _count(breakdown.get("flags"), "judge", "judge_off")
+
+
+def judge_absent(results: Mapping[str, Any]) -> dict[str, int]:
+    """Outputs that needed the LLM judge when none was configured, per task (groups skipped, as in
+    :func:`judge_failures`): ``flags.judge.judge_off`` of each task's ``breakdown`` metric, the one place every
+    benchmark records it (Plot Twist's outputs without the answer sentence, counted wrong; GRAB's LLM extraction,
+    which is refused without a judge). Tasks without any are left out: ``{task: count}``."""
+    groups = set(results.get("groups", {}))
+    counts: dict[str, int] = {}
+    for task, metrics in results.get("results", {}).items():
+        if task in groups or not isinstance(metrics, Mapping):
+            continue
+        found = [
+            scored_without_judge(value)
+            for key, value in metrics.items()
+            if key.split(",")[0] == "breakdown" and isinstance(value, dict)
+        ]
+        if found and max(found):
+            counts[task] = max(found)
+    return counts
 
 
 def judge_failures(results: Mapping[str, Any]) -> dict[str, int]:

@@ -5,11 +5,18 @@ reads as one), ``x_range``, ``y_range`` (floats > 0), ``image``, optional ``vari
 the seeded synthetic set is built once into a cache (the ``plot_twist_default_data`` builder of the
 ``scifig.builders`` entry points); ``SCIFIG_PLOT_TWIST_DATA`` overrides it. Its ChartQA subset has no default:
 ``SCIFIG_PLOT_TWIST_CHARTQA_DATA``.
+
+The default set comes in two cached parts, built when a task first reads them (:func:`reads_variants`): the base
+charts alone, for ``plot_twist`` and its chart-type tasks (every protocol) and the VLMEvalKit datasets of the same
+names; the base charts with every robustness variant, for every other reader (the robustness tasks and datasets). The
+rows of the first are the base rows of the second, in the same order. Once the set with the variants is read in a
+process, a base-chart reader of that process reads it too, so a run records one Plot Twist data revision.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -53,9 +60,27 @@ _PLOT_TWIST_COLUMNS = (
 )
 
 
-def _plot_twist_default() -> Path:
-    build: Callable[[], Path] = installed_entry_point("scifig.builders", "plot_twist_default_data")
-    return build()  # curation.plot_twist.default.ensure_default_data
+_BASE_READERS = re.compile(r"plot_twist(_open(_pali)?)?(_(scatter|bar|pie))?")
+"""The tasks (and VLMEvalKit datasets) that read only the base charts: ``plot_twist``, ``plot_twist_open``,
+``plot_twist_open_pali`` and their ``_scatter`` / ``_bar`` / ``_pie`` tasks."""
+
+_VARIANTS_READ: list[bool] = []
+"""Whether this process has read the default set with its robustness variants (one entry once it has)."""
+
+
+def reads_variants(reader: str | None) -> bool:
+    """Whether the task or VLMEvalKit dataset ``reader`` reads the robustness variants: every reader but those of the
+    base charts (:data:`_BASE_READERS`); ``None`` (a caller that names no task) reads everything."""
+    return reader is None or _BASE_READERS.fullmatch(reader) is None
+
+
+def _plot_twist_default(reader: str | None = None) -> Path:
+    """The default set's part that ``reader`` reads (see the module docstring), built on first use."""
+    build: Callable[..., Path] = installed_entry_point("scifig.builders", "plot_twist_default_data")
+    if reads_variants(reader) or _VARIANTS_READ:
+        _VARIANTS_READ[:] = [True]
+        return build()  # curation.plot_twist.default.ensure_default_data
+    return build(base_only=True)
 
 
 PLOT_TWIST = BenchmarkSource(

@@ -19,7 +19,7 @@ from scifig_tasks.core.grab import multiple_choice as grab_mc
 from scifig_tasks.core.grab import rules as grab
 from scifig_tasks.core.images import for_upload, to_rgb
 from scifig_tasks.core.judge.client import get_judge
-from scifig_tasks.core.judged_hooks import asks_judge
+from scifig_tasks.core.judged_hooks import asks_judge, refuse_without_judge
 from scifig_tasks.core.task_options import bind
 
 
@@ -45,29 +45,33 @@ def grab_doc_to_messages(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[st
     return [{"role": "user", "content": content}]
 
 
-def _select_task(dataset: datasets.Dataset, task: str, needs_judge: bool = False) -> datasets.Dataset:
-    if needs_judge:
-        grab.require_judge(get_judge())
+def _select_task(dataset: datasets.Dataset, task: str) -> datasets.Dataset:
     return dataset.filter(lambda value: value == task, input_columns="task", desc=f"GRAB {task}")
 
+
+GRAB_TASK_NAMES = {"properties": "properties", "function": "functions", "series": "series", "transform": "transforms"}
+"""The data's ``task`` value -> the name in the lmms-eval task names."""
 
 grab_properties_docs = partial(_select_task, task="properties")
 grab_functions_docs = partial(_select_task, task="function")
 grab_series_docs = partial(_select_task, task="series")
 grab_transforms_docs = partial(_select_task, task="transform")
-grab_properties_docs_llm_extract = partial(_select_task, task="properties", needs_judge=True)
-grab_functions_docs_llm_extract = partial(_select_task, task="function", needs_judge=True)
-grab_series_docs_llm_extract = partial(_select_task, task="series", needs_judge=True)
-grab_transforms_docs_llm_extract = partial(_select_task, task="transform", needs_judge=True)
+grab_properties_docs_llm_extract = partial(_select_task, task="properties")
+grab_functions_docs_llm_extract = partial(_select_task, task="function")
+grab_series_docs_llm_extract = partial(_select_task, task="series")
+grab_transforms_docs_llm_extract = partial(_select_task, task="transform")
 
 
 def _results(doc: dict[str, Any], results: list[str | None], *, llm_extract: bool) -> dict[str, Any]:
-    score = grab.score_doc(doc, results[0], get_judge() if llm_extract else None, llm_extract=llm_extract)
+    judge = get_judge() if llm_extract else None
+    if llm_extract:  # refused before the model runs (declared below); here when the run's tasks were not checked
+        refuse_without_judge([f"grab_{GRAB_TASK_NAMES[doc['task']]}_llm_extract"], available=judge is not None)
+    score = grab.score_doc(doc, results[0], judge, llm_extract=llm_extract)
     return {"accuracy": float(score.correct), "breakdown": grab.sample_record(doc, score)}
 
 
 grab_process_results = bind(_results, llm_extract=False)
-grab_process_results_llm_extract = asks_judge("per_output")(bind(_results, llm_extract=True))
+grab_process_results_llm_extract = asks_judge("per_output", required=True)(bind(_results, llm_extract=True))
 
 
 def grab_breakdown(records: list[dict[str, Any]]) -> dict[str, Any]:

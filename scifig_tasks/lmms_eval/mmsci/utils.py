@@ -70,7 +70,7 @@ def _mcq_process_results(doc: dict[str, Any], results: list[str | None], *, prot
 
 
 mmsci_mcq_process_results = bind(_mcq_process_results, protocol="default")
-mmsci_mcq_paper_process_results = bind(_mcq_process_results, protocol="paper")
+mmsci_mcq_paper_process_results = asks_judge("audited", required=True)(bind(_mcq_process_results, protocol="paper"))
 
 
 def mmsci_breakdown(records: list[dict[str, Any]]) -> dict[str, Any]:

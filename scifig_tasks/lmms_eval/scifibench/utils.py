@@ -92,7 +92,7 @@ def _process_results(doc: dict[str, Any], results: list[str | None], *, protocol
 
 
 scifibench_process_results = asks_judge("audited")(bind(_process_results, protocol="default"))
-scifibench_paper_process_results = asks_judge("per_output")(bind(_process_results, protocol="paper"))
+scifibench_paper_process_results = asks_judge("per_output", required=True)(bind(_process_results, protocol="paper"))
 
 
 def scifibench_breakdown(records: list[dict[str, Any]]) -> dict[str, Any]:

@@ -89,12 +89,19 @@ function rowElement(index) {
   const row = D.rows[index];
   const tr = el("tr", {class: "sample"});
   const figs = el("td", {class: row.i.length > 1 ? "figs multi" : "figs"});
-  for (const i of row.i) {
+  // several images are the question's options, in order: each is labelled with its letter (A, B, C, ...)
+  row.i.forEach((i, k) => {
     const thumb = el("img", {src: D.images[i], alt: "figure (open at full size)", class: "thumb", decoding: "async"});
-    if (!D.full[i]) { figs.append(thumb); continue; }
-    const link = el("a", {href: D.full[i], class: "full", target: "_blank", title: "open the figure at full size"});
-    link.append(thumb); figs.append(link);
-  }
+    let shown = thumb;
+    if (D.full[i]) {
+      shown = el("a", {href: D.full[i], class: "full", target: "_blank", title: "open the figure at full size"});
+      shown.append(thumb);
+    }
+    if (row.i.length < 2) { figs.append(shown); return; }
+    const option = el("span", {class: "option"});
+    option.append(el("b", {class: "letter"}, String.fromCharCode(65 + k)), shown);
+    figs.append(option);
+  });
   if (row.i.length === 0) figs.append(el("span", {class: "na"}, "no image"));
   const what = el("td", {}, ""); what.append(el("div", {}, row.t), el("div", {class: "meta"}, row.l));
   if (row.k) what.append(el("div", {class: "meta"}, row.k));

@@ -1,0 +1,70 @@
+"""Which requested tasks cannot be scored without the LLM judge, read from the task folders before anything runs.
+
+Rule: a task requires the judge when the ``process_results`` hook its YAML names declares it (``asks_judge(...,
+required=True)``, :mod:`scifig_tasks.core.judged_hooks`): the ``_paper`` multiple-choice tasks (every output the
+rules do not read goes to the judge, App. B of SciFIBench, the MMSci authors' ``print_result.py``) and GRAB's LLM
+extraction. A group requires it when one of its tasks does. The declaration is read from the YAMLs of every
+registered benchmark's task folder (:mod:`scifig_tasks.core.task_files`), so a task of an installed benchmark package
+is covered as scifig's own are. ``scifig eval``, ``scifig vlmeval`` (whose dataset names are the task names) and
+``scifig rescore`` (with ``--protocol``: as the task's twin of that protocol scores) ask :func:`judge_refusal` before
+the model or the scorer runs, and refuse in one line (:class:`~scifig_tasks.core.judged_hooks.JudgeRequired`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from scifig_tasks.core import task_files
+from scifig_tasks.core.judged_hooks import JudgeRequired, judge_configured, requires_judge
+from scifig_tasks.core.scoring_protocol import PAPER_SUFFIX, Protocol
+
+
+def _leaves(name: str, tasks: Mapping[str, Any], seen: frozenset[str] = frozenset()) -> list[str]:
+    info = tasks.get(name)
+    if info is None or not info.is_group:
+        return [name]
+    return [leaf for member in info.members if member not in seen for leaf in _leaves(member, tasks, seen | {name})]
+
+
+def _twin(name: str, protocol: Protocol | None, tasks: Mapping[str, Any]) -> str:
+    """The task whose hook scores ``name`` under ``protocol`` (``scifig rescore --protocol``): its ``_paper`` or
+    plain-name twin when there is one, else ``name`` itself."""
+    if protocol == "paper" and not name.endswith(PAPER_SUFFIX) and f"{name}{PAPER_SUFFIX}" in tasks:
+        return f"{name}{PAPER_SUFFIX}"
+    if protocol == "default" and name.endswith(PAPER_SUFFIX) and name[: -len(PAPER_SUFFIX)] in tasks:
+        return name[: -len(PAPER_SUFFIX)]
+    return name
+
+
+def tasks_requiring_judge(names: Iterable[str], protocol: Protocol | None = None) -> list[str]:
+    """Of the requested task and group ``names``, those that cannot be scored without the LLM judge: a task whose
+    YAML's ``process_results`` hook declares it ``required`` (:func:`scifig_tasks.core.judged_hooks.asks_judge`), a
+    group when one of its tasks is. ``protocol``: every task scores as its twin of that protocol would (``scifig
+    rescore --protocol``). Names of no registered task folder (lmms-eval's own tasks) are left out."""
+    tasks = task_files.scifig_tasks()
+    required: dict[str, bool] = {}
+
+    def requires(leaf: str) -> bool:
+        if leaf not in required:
+            info = tasks.get(_twin(leaf, protocol, tasks))
+            hook = None if info is None else task_files.resolved(info.path).get("process_results")
+            required[leaf] = isinstance(hook, task_files.FunctionTag) and requires_judge(hook.resolve())
+        return required[leaf]
+
+    found = []
+    for name in dict.fromkeys(names):
+        if name in tasks and any(requires(leaf) for leaf in _leaves(name, tasks)):
+            found.append(name)
+    return found
+
+
+def judge_refusal(
+    names: Iterable[str], protocol: Protocol | None = None, available: bool | None = None
+) -> JudgeRequired | None:
+    """The refusal of a run of ``names`` (:func:`tasks_requiring_judge`) when no judge is ``available`` (default:
+    :func:`~scifig_tasks.core.judged_hooks.judge_configured`); None when the run can go ahead."""
+    if available or (available is None and judge_configured()):
+        return None
+    needing = tasks_requiring_judge(names, protocol)
+    return JudgeRequired(needing) if needing else None
