@@ -66,5 +66,8 @@ def headline_table(runs: Sequence[Run]) -> Table | None:
     if not columns:
         return None
     rows = [[run.model, *(cells.get((run.model, label), "-") for label in columns)] for run in runs]
-    caption = "Accuracy per model and benchmark (%, 95% Wilson interval; Plot Twist: standard accuracy)"
+    caption = "Accuracy per model and benchmark (%, 95% Wilson interval"
+    if any("(" not in value for value in cells.values()):  # a breakdown without counts (:func:`_rate`)
+        caption += "; without an interval: standard accuracy, ± its standard deviation over repeats"
+    caption += ")"
     return Table(caption, ["model", *columns], rows, kind="headline")

@@ -123,7 +123,10 @@ def test_a_paper_protocol_run_alone_is_reported_beside_the_published_rows(tmp_pa
 
 def test_the_first_table_is_every_model_under_each_protocol_with_intervals(mixed: Mixed) -> None:
     summary = section(mixed.markdown, "Summary")
-    headline = "Accuracy per model and benchmark (%, 95% Wilson interval; Plot Twist: standard accuracy)"
+    headline = (
+        "Accuracy per model and benchmark (%, 95% Wilson interval; without an interval: standard accuracy, ± its "
+        "standard deviation over repeats)"
+    )
     assert summary.index(headline) < summary.index("**Runs**")  # the numbers first, then what made them
     rows = {row.pop("model"): row for row in table(mixed.markdown, headline)}
     assert rows == {
