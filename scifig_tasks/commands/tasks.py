@@ -130,7 +130,10 @@ def _footer() -> list[str]:
 
 
 def details(name: str, vlmeval: dict[str, str] | None = None) -> str:
-    """What ``scifig tasks NAME`` prints: the facts of one task or group, its members and its YAML."""
+    """What ``scifig tasks NAME`` prints: the facts of one task or group (with its use of the LLM judge,
+    :func:`scifig_tasks.core.judge.required.judge_use`), its members and its YAML."""
+    from scifig_tasks.core.judge.required import judge_use
+
     tasks = scifig_tasks()
     info = tasks[name]
     vlmeval = vlmeval_names() if vlmeval is None else vlmeval
@@ -138,6 +141,7 @@ def details(name: str, vlmeval: dict[str, str] | None = None) -> str:
     lines.append(f"  VLMEvalKit: {vlmeval.get(info.name, NO_VALUE)}")
     lines.append(f"  questions (published set): {info.fact('questions')}")
     lines.append(f"  paper: {info.fact('table')}   protocol: {info.fact('protocol')}")
+    lines += textwrap.wrap(judge_use(name), WIDTH, initial_indent="  LLM judge: ", subsequent_indent="    ")
     if info.members:
         lines += textwrap.wrap(", ".join(info.members), WIDTH, initial_indent="  tasks: ", subsequent_indent="    ")
     groups = [other.name for other in tasks.values() if name in other.members]

@@ -54,6 +54,7 @@ def test_scifig_tasks_command_lists_and_details(capsys: pytest.CaptureFixture[st
     out = capsys.readouterr().out
     assert out.startswith("grab_llm_extract: GRAB with the paper's LLM answer extraction")
     assert "  tasks: grab_properties_llm_extract, " in out and "  in: " not in out
+    assert "\n  LLM judge: required: the run is refused before the model runs when none is configured\n" in out
     assert main(["tasks", "grabb"]) == 2
     assert capsys.readouterr().err == "scifig tasks: no scifig task 'grabb' — did you mean grab?\n"
 
@@ -129,3 +130,19 @@ def test_scifig_eval_refuses_an_unknown_task_before_lmms_eval_starts(
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err == "scifig eval: unknown task 'grabb' — did you mean grab? (scifig tasks lists them)\n"
+
+
+@pytest.mark.parametrize(
+    ("name", "use"),
+    [
+        ("mmsci_paper", "required: the run is refused"),
+        ("plot_twist_bar", "asked for an output the rules cannot read (without one: counted wrong and flagged)"),
+        ("scifibench", "SCIFIG_JUDGE_AUDIT also samples"),
+        ("mmsci_captioning", "asked when the scores are aggregated"),
+        ("grab", "never"),
+    ],
+)
+def test_each_task_says_how_it_uses_the_judge(name: str, use: str) -> None:
+    """The words come from the declaration on the task's scoring hook, read through its YAML."""
+    line = " ".join(tasks_cli.details(name).split("\n  LLM judge: ", 1)[1].split("\n  ")[0].split())
+    assert use in line if use != "never" else line == "never", line

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from scifig_tasks.core import task_files
-from scifig_tasks.core.judged_hooks import JudgeRequired, judge_configured, requires_judge
+from scifig_tasks.core.judged_hooks import JudgeRequired, declared_judging, judge_configured, requires_judge
 from scifig_tasks.core.scoring_protocol import PAPER_SUFFIX, Protocol
 
 
@@ -68,3 +68,28 @@ def judge_refusal(
         return None
     needing = tasks_requiring_judge(names, protocol)
     return JudgeRequired(needing) if needing else None
+
+
+USE_WORDS = {
+    "required": "required: the run is refused before the model runs when none is configured",
+    "per_output": "asked for an output the rules cannot read (without one: counted wrong and flagged)",
+    "audited": "asked for an output the rules cannot read; SCIFIG_JUDGE_AUDIT also samples outputs the rules read",
+    "at_aggregation": "asked when the scores are aggregated (the judged metrics; without one: n/a)",
+}
+"""Each declared judge use (:mod:`scifig_tasks.core.judged_hooks`) in words."""
+
+
+def judge_use(name: str) -> str:
+    """How the task or group ``name`` uses the LLM judge, in words (``scifig tasks NAME``): the declaration of each
+    of its tasks' ``process_results`` hooks, ``never`` when none declares one."""
+    tasks = task_files.scifig_tasks()
+    uses = []
+    for leaf in _leaves(name, tasks):
+        info = tasks.get(leaf)
+        hook = None if info is None else task_files.resolved(info.path).get("process_results")
+        if isinstance(hook, task_files.FunctionTag):
+            function = hook.resolve()
+            use = "required" if requires_judge(function) else declared_judging(function)
+            if use is not None:
+                uses.append(USE_WORDS[use])
+    return "; ".join(dict.fromkeys(uses)) or "never"
