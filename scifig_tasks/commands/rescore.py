@@ -104,7 +104,7 @@ def _refuse_without_judge(
     protocol: Protocol | None,
 ) -> None:
     """Refuse, before anything is scored, tasks that cannot be scored without the LLM judge under ``protocol`` when
-    none is configured (:func:`scifig_tasks.lmms_eval.environment.judge_refusal`; said as ``scifig eval`` says it)."""
+    none is configured (:func:`scifig_tasks.core.judge.required.judge_refusal`; said as ``scifig eval`` says it)."""
     from scifig_tasks.core.errors import CommandError
     from scifig_tasks.core.judge.required import judge_refusal
     from scifig_tasks.lmms_eval.rescore import selected_tasks

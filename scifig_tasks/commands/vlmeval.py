@@ -311,7 +311,7 @@ def _in_data(argv: list[str], index: int) -> bool:
 
 
 def _refuse_without_judge(argv: list[str]) -> None:
-    """The refusal of :func:`scifig_tasks.lmms_eval.environment.judge_refusal` for the requested datasets (the
+    """The refusal of :func:`scifig_tasks.core.judge.required.judge_refusal` for the requested datasets (the
     lmms-eval task names), said as ``scifig eval`` says it, before VLMEvalKit is imported; VLMEvalKit's judge options
     (:mod:`scifig_tasks.vlmeval.judging`) or the ``SCIFIG_JUDGE_*`` settings give a judge."""
     from scifig_tasks.core.judge.required import judge_refusal

@@ -62,15 +62,6 @@ def requires_judge(hook: Any) -> bool:
 
 JUDGE_SETTINGS = "set SCIFIG_JUDGE_BASE_URL and SCIFIG_JUDGE_MODEL (or SCIFIG_JUDGE=<preset>)"
 """What to set for a judge, as every refusal and flag says it."""
-_PLAIN_TWINS = ("_paper", "_llm_extract")
-"""Name parts of the tasks whose plain-name twin scores without requiring the judge."""
-
-
-def _plain_twin(task: str) -> str | None:
-    for part in _PLAIN_TWINS:
-        if part in task:
-            return task.replace(part, "", 1)
-    return None
 
 
 class JudgeRequired(SystemExit):
@@ -80,13 +71,14 @@ class JudgeRequired(SystemExit):
     A :class:`SystemExit` (status 1, the line printed as the process's last words, as argparse ends a bad command
     line): lmms-eval's CLI catches every ``Exception`` of a run, prints its traceback and goes on, and its tenacity
     retries around data loading and ``process_results`` repeat any ``Exception`` for up to a minute; neither touches a
-    ``SystemExit``. ``scifig`` commands check first and print the same line with their own name."""
+    ``SystemExit``. ``scifig`` commands check first and print the same line with their own name. ``instead``: the
+    tasks that ask the same questions without requiring the judge
+    (:func:`scifig_tasks.core.judge.required.judge_refusal` finds them)."""
 
-    def __init__(self, tasks: Sequence[str]) -> None:
+    def __init__(self, tasks: Sequence[str], instead: Sequence[str] = ()) -> None:
         self.tasks = list(tasks)
         self.what = f"{', '.join(self.tasks)} cannot be scored without an LLM judge, and none is configured"
-        twins = [twin for task in self.tasks if (twin := _plain_twin(task)) is not None]
-        unique = list(dict.fromkeys(twins))
+        unique = list(dict.fromkeys(instead))
         self.todo = JUDGE_SETTINGS + (f", or run {', '.join(unique)} (scored without requiring one)" if unique else "")
         super().__init__(f"scifig: {self.sentence}")
 

@@ -46,7 +46,7 @@ from functools import wraps
 from typing import Any
 
 from scifig_tasks.core import judge, registry, settings
-from scifig_tasks.core.judged_hooks import HookJudging, declared_judging, refuse_without_judge, requires_judge
+from scifig_tasks.core.judged_hooks import HookJudging, declared_judging, requires_judge
 from scifig_tasks.core.provenance import DATA, KEY, environment, loaded_data
 
 USAGE_KEY = "judge_usage"
@@ -251,7 +251,11 @@ def wrap_get_task_list(get_task_list: Any) -> Any:
         built = [output for output in outputs if getattr(output, "task", None) is not None]
         needing = [output.task_name for output in built if _requires_judge(output.task)]
         if needing:
-            refuse_without_judge(needing)
+            from scifig_tasks.core.judge.required import judge_refusal
+
+            refused = judge_refusal(needing)
+            if refused is not None:
+                raise refused
         _pending.expect(built)
         return outputs
 

@@ -37,37 +37,57 @@ def _twin(name: str, protocol: Protocol | None, tasks: Mapping[str, Any]) -> str
     return name
 
 
+class _Requirement:
+    """Whether a registered task or group cannot be scored without the judge under ``protocol``, each hook read
+    once."""
+
+    def __init__(self, protocol: Protocol | None) -> None:
+        self.tasks = task_files.scifig_tasks()
+        self.protocol = protocol
+        self._leaf: dict[str, bool] = {}
+
+    def _requires(self, leaf: str) -> bool:
+        if leaf not in self._leaf:
+            info = self.tasks.get(_twin(leaf, self.protocol, self.tasks))
+            hook = None if info is None else task_files.resolved(info.path).get("process_results")
+            self._leaf[leaf] = isinstance(hook, task_files.FunctionTag) and requires_judge(hook.resolve())
+        return self._leaf[leaf]
+
+    def __call__(self, name: str) -> bool:
+        return name in self.tasks and any(self._requires(leaf) for leaf in _leaves(name, self.tasks))
+
+    def instead(self, name: str) -> str | None:
+        """The task or group asking the same questions without requiring the judge: the longest registered name
+        that ``name`` extends by ``_...`` (``mmsci`` for ``mmsci_paper``, ``grab_properties`` for
+        ``grab_properties_llm_extract``); none under a chosen ``protocol`` (the name is then the plain one)."""
+        if self.protocol is not None:
+            return None
+        parts = name.split("_")
+        shorter = ("_".join(parts[:end]) for end in range(len(parts) - 1, 0, -1))
+        return next((candidate for candidate in shorter if candidate in self.tasks and not self(candidate)), None)
+
+
 def tasks_requiring_judge(names: Iterable[str], protocol: Protocol | None = None) -> list[str]:
     """Of the requested task and group ``names``, those that cannot be scored without the LLM judge: a task whose
     YAML's ``process_results`` hook declares it ``required`` (:func:`scifig_tasks.core.judged_hooks.asks_judge`), a
     group when one of its tasks is. ``protocol``: every task scores as its twin of that protocol would (``scifig
     rescore --protocol``). Names of no registered task folder (lmms-eval's own tasks) are left out."""
-    tasks = task_files.scifig_tasks()
-    required: dict[str, bool] = {}
-
-    def requires(leaf: str) -> bool:
-        if leaf not in required:
-            info = tasks.get(_twin(leaf, protocol, tasks))
-            hook = None if info is None else task_files.resolved(info.path).get("process_results")
-            required[leaf] = isinstance(hook, task_files.FunctionTag) and requires_judge(hook.resolve())
-        return required[leaf]
-
-    found = []
-    for name in dict.fromkeys(names):
-        if name in tasks and any(requires(leaf) for leaf in _leaves(name, tasks)):
-            found.append(name)
-    return found
+    requires = _Requirement(protocol)
+    return [name for name in dict.fromkeys(names) if requires(name)]
 
 
 def judge_refusal(
     names: Iterable[str], protocol: Protocol | None = None, available: bool | None = None
 ) -> JudgeRequired | None:
-    """The refusal of a run of ``names`` (:func:`tasks_requiring_judge`) when no judge is ``available`` (default:
-    :func:`~scifig_tasks.core.judged_hooks.judge_configured`); None when the run can go ahead."""
+    """The refusal of a run of ``names`` (:func:`tasks_requiring_judge`, with the tasks to run instead) when no
+    judge is ``available`` (default: :func:`~scifig_tasks.core.judged_hooks.judge_configured`); None when the run can
+    go ahead."""
     if available or (available is None and judge_configured()):
         return None
-    needing = tasks_requiring_judge(names, protocol)
-    return JudgeRequired(needing) if needing else None
+    requires = _Requirement(protocol)
+    needing = [name for name in dict.fromkeys(names) if requires(name)]
+    instead = [twin for name in needing if (twin := requires.instead(name)) is not None]
+    return JudgeRequired(needing, instead) if needing else None
 
 
 USE_WORDS = {

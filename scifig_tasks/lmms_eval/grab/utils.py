@@ -49,9 +49,6 @@ def _select_task(dataset: datasets.Dataset, task: str) -> datasets.Dataset:
     return dataset.filter(lambda value: value == task, input_columns="task", desc=f"GRAB {task}")
 
 
-GRAB_TASK_NAMES = {"properties": "properties", "function": "functions", "series": "series", "transform": "transforms"}
-"""The data's ``task`` value -> the name in the lmms-eval task names."""
-
 grab_properties_docs = partial(_select_task, task="properties")
 grab_functions_docs = partial(_select_task, task="function")
 grab_series_docs = partial(_select_task, task="series")
@@ -65,7 +62,7 @@ grab_transforms_docs_llm_extract = partial(_select_task, task="transform")
 def _results(doc: dict[str, Any], results: list[str | None], *, llm_extract: bool) -> dict[str, Any]:
     judge = get_judge() if llm_extract else None
     if llm_extract:  # refused before the model runs (declared below); here when the run's tasks were not checked
-        refuse_without_judge([f"grab_{GRAB_TASK_NAMES[doc['task']]}_llm_extract"], available=judge is not None)
+        refuse_without_judge(["GRAB's LLM extraction"], available=judge is not None)
     score = grab.score_doc(doc, results[0], judge, llm_extract=llm_extract)
     return {"accuracy": float(score.correct), "breakdown": grab.sample_record(doc, score)}
 
