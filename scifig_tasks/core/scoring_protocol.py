@@ -39,6 +39,12 @@ def of_task(task: str) -> Protocol:
     return "paper" if task.endswith(PAPER_SUFFIX) else "default"
 
 
+def plain_twin(task: str) -> str:
+    """The task a ``*_paper`` task is the twin of (``mmsci_paper`` -> ``mmsci``): the same questions under scifig's
+    protocol; other names unchanged."""
+    return task.removesuffix(PAPER_SUFFIX)
+
+
 def in_force(benchmark: str, named: Protocol = "default", environ: Mapping[str, str] | None = None) -> Protocol:
     """The protocol a task of ``benchmark`` whose name selects ``named`` scores with.
 

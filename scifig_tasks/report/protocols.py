@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from scifig_tasks.core.scoring_protocol import PAPER_SUFFIX, PROTOCOLS, of_task
+from scifig_tasks.core.scoring_protocol import PROTOCOLS, of_task, plain_twin
 from scifig_tasks.report.runs import Run
 
 LABELS = {protocol: f"{protocol} protocol" for protocol in PROTOCOLS}
@@ -27,13 +27,8 @@ def protocol_of(run: Run, task: str) -> str:
     return run.protocols.get(task) or of_task(task)
 
 
-def plain(task: str) -> str:
-    """The task a ``_paper`` task is the twin of (``mmsci_paper`` -> ``mmsci``); other names unchanged."""
-    return task[: -len(PAPER_SUFFIX)] if task.endswith(PAPER_SUFFIX) else task
-
-
 def _renamed(mapping: Mapping[str, Any], keep: set[str]) -> dict[str, Any]:
-    return {plain(task): value for task, value in mapping.items() if task in keep}
+    return {plain_twin(task): value for task, value in mapping.items() if task in keep}
 
 
 def _view(run: Run, protocol: str, tasks: set[str], label: bool) -> Run:
@@ -52,8 +47,8 @@ def _view(run: Run, protocol: str, tasks: set[str], label: bool) -> Run:
         samples=pick(run.samples),
         task_files=pick(run.task_files),
         data_counts=pick(run.data_counts),
-        group_tasks={key: tuple(plain(t) for t in value) for key, value in pick(run.group_tasks).items()},
-        protocols={plain(task) if renamed else task: protocol for task in tasks},
+        group_tasks={key: tuple(plain_twin(t) for t in value) for key, value in pick(run.group_tasks).items()},
+        protocols={plain_twin(task) if renamed else task: protocol for task in tasks},
         notes=list(run.notes),
     )
 

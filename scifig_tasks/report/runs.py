@@ -59,11 +59,11 @@ def paper_twins() -> dict[str, str]:
     questions under the paper's protocol: shown too, labelled with its protocol)."""
     shown = shown_datasets()
     return {
-        dataset.name: dataset.name[: -len(PAPER_SUFFIX)]
+        dataset.name: scoring_protocol.plain_twin(dataset.name)
         for described in registry.benchmarks().values()
         if described.vlmeval is not None
         for dataset in described.vlmeval.datasets
-        if dataset.name.endswith(PAPER_SUFFIX) and dataset.name[: -len(PAPER_SUFFIX)] in shown
+        if dataset.name.endswith(PAPER_SUFFIX) and scoring_protocol.plain_twin(dataset.name) in shown
     }
 
 

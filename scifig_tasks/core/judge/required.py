@@ -17,7 +17,7 @@ from typing import Any
 
 from scifig_tasks.core import task_files
 from scifig_tasks.core.judged_hooks import JudgeRequired, declared_judging, judge_configured, requires_judge
-from scifig_tasks.core.scoring_protocol import PAPER_SUFFIX, Protocol
+from scifig_tasks.core.scoring_protocol import PAPER_SUFFIX, Protocol, plain_twin
 
 
 def _leaves(name: str, tasks: Mapping[str, Any], seen: frozenset[str] = frozenset()) -> list[str]:
@@ -32,8 +32,8 @@ def _twin(name: str, protocol: Protocol | None, tasks: Mapping[str, Any]) -> str
     plain-name twin when there is one, else ``name`` itself."""
     if protocol == "paper" and not name.endswith(PAPER_SUFFIX) and f"{name}{PAPER_SUFFIX}" in tasks:
         return f"{name}{PAPER_SUFFIX}"
-    if protocol == "default" and name.endswith(PAPER_SUFFIX) and name[: -len(PAPER_SUFFIX)] in tasks:
-        return name[: -len(PAPER_SUFFIX)]
+    if protocol == "default" and plain_twin(name) in tasks:
+        return plain_twin(name)
     return name
 
 
