@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from scifig_tasks.core import settings
+from scifig_tasks.core.plot_twist.source import CACHE
 
 GENERATOR_VERSION = 2
 """2: question wording as the paper's Table 6 (bar axis-range questions without "approximate", pie
@@ -34,7 +35,7 @@ DEFAULT_SEED = 0
 
 def cache_root(environ: Mapping[str, str] | None = None) -> Path:
     """``SCIFIG_PLOT_TWIST_CACHE`` (:mod:`scifig_tasks.core.settings`; of ``environ``, or the process's settings)."""
-    return settings.resolve(environ).get(settings.PLOT_TWIST_CACHE)
+    return settings.resolve(environ).get(CACHE)
 
 
 def ensure_default_data(

@@ -55,7 +55,7 @@ def listed() -> dict[str, Setting[Any]]:
             doc="local " + " and ".join(source.name for source in sources) + " data",
             shown_default=built or "unset",
         )
-    return {**DECLARED, **data}
+    return {**DECLARED, **data, **settings.benchmark_settings()}
 
 
 def table(given: Settings, width: int = WIDTH) -> list[str]:

@@ -23,7 +23,6 @@ from __future__ import annotations
 import difflib
 import importlib.util
 import os
-import re
 import textwrap
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from scifig_tasks.commands import HELP
+from scifig_tasks.core.lmms_eval_names import lmms_eval_tasks_dir, names_in, yaml_names
 from scifig_tasks.core.task_files import NO_VALUE, TaskInfo, scifig_tasks, top_level
 from scifig_tasks.lmms_eval import TASKS_DIR, task_folders
 
@@ -155,67 +155,6 @@ def details(name: str, vlmeval: dict[str, str] | None = None) -> str:
 # names scifig eval --tasks accepts
 
 
-_NAME_LINE = re.compile(r"^['\"]?(task|group|tag)['\"]?[ \t]*:[ \t]*([^\n#]*)", re.MULTILINE)
-_LIST_ITEM = re.compile(r"\A(?:[ \t]*\n)*[ \t]*-[ \t]*([^\s#]+)[^\n]*\n?")
-
-
-def yaml_names(folder: Path) -> set[str]:
-    """Task, group and tag names the task YAMLs under ``folder`` define, read from their top-level ``task:``,
-    ``group:`` and ``tag:`` lines (a scalar, a flow list, or a block list under ``group:``/``tag:``; keys may be
-    quoted) and from those of the file each ``include:`` names (lmms-eval reads a name an included template sets).
-    A name too many is harmless (lmms-eval then says it is unknown); one too few would refuse a real task."""
-    names: set[str] = set()
-    texts: dict[Path, str] = {}
-    for root, dirs, files in os.walk(folder):
-        dirs[:] = [d for d in dirs if d not in ("__pycache__", ".ipynb_checkpoints")]
-        for file in files:
-            if file.endswith(".yaml"):
-                text = _text(Path(root, file), texts)
-                names.update(_names_in(text))
-                for include in _INCLUDE.findall(text):
-                    names.update(_names_in(_text(Path(root, include.strip("'\"")), texts)))
-    return names
-
-
-_INCLUDE = re.compile(r"^['\"]?include['\"]?[ \t]*:[ \t]*(\S+)", re.MULTILINE)
-
-
-def _text(path: Path, texts: dict[Path, str]) -> str:
-    """The text of a YAML file (a byte-order mark dropped), read once; empty when it cannot be read."""
-    if path not in texts:
-        try:
-            texts[path] = path.read_text(encoding="utf-8-sig", errors="replace")
-        except OSError:
-            texts[path] = ""
-    return texts[path]
-
-
-def _names_in(text: str) -> Iterable[str]:
-    for match in _NAME_LINE.finditer(text):
-        key, value = match.group(1), match.group(2).strip()
-        if value.startswith("["):
-            yield from (item.strip(" '\"") for item in value.strip("[]").split(",") if item.strip(" '\""))
-        elif value:
-            yield value.strip("'\"")
-        elif key != "task":  # a block list of groups or tags (a task: list holds a group's members)
-            rest = text[match.end() + 1 :]
-            while item := _LIST_ITEM.match(rest):
-                yield item.group(1).strip("'\"")
-                rest = rest[item.end() :]
-
-
-def lmms_eval_tasks_dir() -> Path | None:
-    """lmms-eval's ``tasks`` folder, found without importing lmms-eval; None when it is not installed."""
-    try:
-        spec = importlib.util.find_spec("lmms_eval")
-    except (ImportError, ValueError):
-        return None
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    folder = Path(next(iter(spec.submodule_search_locations))) / "tasks"
-    return folder if folder.is_dir() else None
-
-
 def known_task_names(include_paths: Sequence[str] = ()) -> set[str] | None:
     """Every name lmms-eval would accept in ``--tasks`` here: scifig's (this package's task folder and every
     registered benchmark's), lmms-eval's own, those of the given ``--include_path`` folders and of
@@ -237,7 +176,7 @@ def known_task_names(include_paths: Sequence[str] = ()) -> set[str] | None:
         if folder.is_dir():
             names |= yaml_names(folder)
         elif folder.is_file() and folder.suffix == ".yaml":
-            names |= set(_names_in(folder.read_text(encoding="utf-8", errors="replace")))
+            names |= set(names_in(folder.read_text(encoding="utf-8", errors="replace")))
     return names
 
 

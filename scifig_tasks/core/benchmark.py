@@ -128,28 +128,35 @@ class Report:
 
 @dataclass(frozen=True)
 class Benchmark:
-    """Everything scifig knows about one benchmark (see the module docstring and docs/adding-a-benchmark.md)."""
+    """Everything scifig knows about one benchmark (see the module docstring and docs/adding-a-benchmark.md).
 
-    name: str
+    Every part has a default so that a part left out is named by the one-line refusal (:meth:`_problem`) rather than
+    by Python's ``TypeError``."""
+
+    name: str = ""
     """Registry key, the prefix of every task name (``grab``, ``grab_properties``) and of its settings."""
-    title: str
+    title: str = ""
     """The benchmark's name in sentences (``GRAB``)."""
-    version: str
+    version: str = ""
     """Task version: every task YAML's ``metadata.version``; bumped when a change can move a number."""
-    task_folder: Path
+    task_folder: Path | None = None
     """The lmms-eval task folder (YAMLs + ``utils.py``), found by ``lmms-eval --tasks`` with no flag."""
-    sources: Mapping[str, BenchmarkSource]
+    sources: Mapping[str, BenchmarkSource] = field(default_factory=dict)
     """Data source key (a task YAML's ``metadata.scifig_source``) -> the source."""
-    document_id: tuple[str, ...]
+    document_id: tuple[str, ...] = ()
     """Record fields naming a document whatever its position: compare, rescore and the sample viewer pair an
     lmms-eval run's documents with a VLMEvalKit run's on them."""
-    chance: Mapping[str, Guesser | str]
+    chance: Mapping[str, Guesser | str] = field(default_factory=dict)
     """Source key -> the rule drawing a chance answer from a prompt, or why there is none (free text)."""
-    report: Report
+    report: Report | None = None
     vlmeval: Vlmeval | None = None
     """None: the benchmark has no VLMEvalKit datasets."""
     curate: str = ""
     """``"module:register"`` adding ``scifig curate <name>`` (``register(subparsers)``); empty: none."""
+    settings: tuple[settings.Setting[Any], ...] = ()
+    """The benchmark's own settings besides its sources' data and revision variables (which every source has:
+    :func:`source_settings`), each named ``SCIFIG_<NAME>_...``: ``scifig config`` lists them, the environment is read
+    for them like any setting (:mod:`scifig_tasks.core.settings`)."""
 
     def __post_init__(self) -> None:
         problem = self._problem()
@@ -159,15 +166,17 @@ class Benchmark:
     def _problem(self) -> str | None:
         if not isinstance(self.name, str) or not _NAME.match(self.name):
             return "name must be a lower-case identifier (letters, digits, _), the prefix of its task names"
-        for part in ("title", "version"):
-            if not getattr(self, part):
-                return f"{part} is missing"
-        if not Path(self.task_folder).is_dir():
+        for part, what in (("title", "the name in sentences"), ("version", "the task version, as in the YAMLs")):
+            if not isinstance(getattr(self, part), str) or not getattr(self, part):
+                return f"{part} is missing ({what})"
+        if self.task_folder is None or not Path(self.task_folder).is_dir():
             return f"task_folder {self.task_folder} is not a folder (its lmms-eval task YAMLs and utils.py)"
         if not self.sources:
             return "sources is missing (data source key -> BenchmarkSource)"
         if not self.document_id:
             return "document_id is missing (the record fields naming a document)"
+        if self.report is None:
+            return "report is missing (Report(summary=(SummaryRow(label, ((task,),)),)))"
         prefix = f"{settings.PREFIX}{self.name.upper()}_"
         unnamed = [s.env_var for s in self.sources.values() if not settings.DATA_VARIABLE.match(s.env_var)]
         misnamed = [s.env_var for s in self.sources.values() if not s.env_var.startswith(prefix)]
@@ -175,7 +184,13 @@ class Benchmark:
             return f"source variable {(unnamed or misnamed)[0]} must be named {prefix}[<PART>_]DATA"
         missing = [key for key in self.sources if key not in self.chance]
         if missing:
-            return f"chance has no entry for source {', '.join(missing)} (a guess rule, or why there is none)"
+            return (
+                f"chance has no entry for source {', '.join(missing)} (a rule drawing a chance answer from the prompt, "
+                "such as scifig_tasks.core.chance.option_answer, or a sentence saying why there is none)"
+            )
+        foreign = [setting.name for setting in self.settings if not setting.name.startswith(prefix)]
+        if foreign:
+            return f"setting {foreign[0]} must be named {prefix}<WHAT> (a benchmark's settings carry its name)"
         if not self.report.summary:
             return "report.summary is missing (at least one row: a label and its tasks)"
         references = [self.curate] if self.curate else []

@@ -6,9 +6,17 @@ An outside package registers a benchmark exactly as scifig does, in its ``pyproj
     [project.entry-points."scifig.benchmarks"]
     toy = "toy_bench.description:BENCHMARK"
 
-The entry point's name is the benchmark's name. Descriptions are read once per process and listed in name order;
-a description that is not a ``Benchmark``, whose name differs from its entry point's, or that repeats a name or a
-source key is refused with one line naming the entry point.
+The entry point's name is the benchmark's name. Descriptions are read once per process and listed in name order.
+
+A broken plugin is named and left out; every other benchmark runs. A benchmark is refused, with one line naming its
+package, the part that is wrong and the fix (:func:`refused`), when its entry point does not load (a misspelt
+target, an import error), its description is incomplete (:class:`~scifig_tasks.core.benchmark.BenchmarkError`: a
+part missing or empty), its name differs from its entry point's or repeats another's, a source key is another
+benchmark's, its task folder has a mistake (:mod:`scifig_tasks.core.task_folder_checks`: a YAML without
+``metadata.scifig_source`` or with another version, a ``!function`` hook its module does not define, the answer cut
+at a blank line), or one of its task or group names is already another registered benchmark's or lmms-eval's own
+(lmms-eval would silently run its own task under that name). Commands say the refusals on stderr; a run that asks for
+a refused benchmark's task stops with its line (:func:`refusal_for`).
 """
 
 from __future__ import annotations
@@ -16,60 +24,202 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import threading
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from scifig_tasks.core.benchmark import Benchmark, BenchmarkError
 from scifig_tasks.core.schema import BenchmarkSource
-from scifig_tasks.core.settings import BENCHMARKS_GROUP
+from scifig_tasks.core.settings import BENCHMARKS_GROUP, Setting, revision_setting
 
 GROUP = BENCHMARKS_GROUP
+OWN_DISTRIBUTION = "scifig"
+"""The distribution registering scifig's own benchmarks; any other registering one is a plugin."""
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A benchmark left out: its entry point, the package registering it, why, and the task names its folder
+    defines (when they could be read), so a run asking for one is stopped with :attr:`line`."""
+
+    name: str
+    package: str
+    target: str
+    reason: str
+    tasks: frozenset[str] = frozenset()
+
+    @property
+    def line(self) -> str:
+        """``benchmark toybars (toy-bench 0.1, toybars = toy_bench.description:BENCHMARK) is left out: WHY — FIX``."""
+        return f"benchmark {self.name} ({self.package}, {self.name} = {self.target}) is left out: {self.reason}"
+
+
+@dataclass
+class _Registry:
+    benchmarks: dict[str, Benchmark]
+    refused: dict[str, Refusal]
+    packages: dict[str, str]
+
 
 _lock = threading.Lock()
-_loaded: dict[str, Benchmark] | None = None
+_loaded: _Registry | None = None
 
 
-def _entry_points() -> list[importlib.metadata.EntryPoint]:
+def _package(point: importlib.metadata.EntryPoint) -> str:
+    """``name version`` of the distribution declaring ``point`` (``unknown package`` when not known)."""
+    dist = getattr(point, "dist", None)
+    if dist is None:
+        return "unknown package"
+    return f"{dist.metadata['Name'] or dist.name} {dist.version}"
+
+
+def _entry_points() -> tuple[list[importlib.metadata.EntryPoint], dict[str, str]]:
+    """The group's entry points by name (one per name), and the names registered twice with different targets ->
+    the reason they are refused."""
     unique: dict[str, importlib.metadata.EntryPoint] = {}
+    twice: dict[str, str] = {}
     for point in sorted(importlib.metadata.entry_points(group=GROUP), key=lambda point: point.name):
         if point.name in unique and unique[point.name].value != point.value:
-            raise BenchmarkError(
-                f"{GROUP} entry point {point.name!r} is registered twice ({unique[point.name].value} and "
-                f"{point.value}); uninstall one of the packages"
+            twice[point.name] = (
+                f"registered twice ({unique[point.name].value} by {_package(unique[point.name])} and {point.value} "
+                f"by {_package(point)}) — uninstall one of the packages"
             )
         unique.setdefault(point.name, point)
-    return list(unique.values())
+    return list(unique.values()), twice
 
 
-def _load() -> dict[str, Benchmark]:
-    benchmarks: dict[str, Benchmark] = {}
+_LOAD_FIX = "fix the entry point's target (module:ATTRIBUTE naming the Benchmark) in the package's pyproject.toml"
+
+
+def _described(point: importlib.metadata.EntryPoint) -> Benchmark | str:
+    """The description an entry point names, or why it cannot be had (one line)."""
+    try:
+        described = point.load()
+    except BenchmarkError as exc:
+        return str(exc).replace(f"benchmark {point.name!r} cannot be registered: ", "")
+    except TypeError as exc:  # a part misspelt: Benchmark() got an unexpected keyword argument
+        return f"{exc} — the parts of a description: docs/adding-a-benchmark.md"
+    except (ImportError, AttributeError) as exc:
+        return f"{type(exc).__name__}: {exc} — {_LOAD_FIX}"
+    except Exception as exc:  # the description's own module raised: said in one line, the plugin left out
+        return f"loading it raised {type(exc).__name__}: {' '.join(str(exc).split())}"
+    if not isinstance(described, Benchmark):
+        return f"it is a {type(described).__name__}, not a Benchmark (scifig_tasks.core.benchmark) — {_LOAD_FIX}"
+    if described.name != point.name:
+        return f"it describes {described.name!r} — name the entry point as the benchmark ({described.name} = ...)"
+    return described
+
+
+def _load() -> _Registry:
+    from scifig_tasks.core.task_folder_checks import task_names
+
+    points, twice = _entry_points()
+    found = _Registry({}, {}, {})
     owners: dict[str, str] = {}
-    for point in _entry_points():
-        where = f"{GROUP} entry point {point.name} = {point.value}"
-        try:
-            described = point.load()
-        except BenchmarkError as exc:
-            raise BenchmarkError(f"{exc} ({where})") from None
-        if not isinstance(described, Benchmark):
-            kind = type(described).__name__
-            raise BenchmarkError(f"{where} is a {kind}, not a Benchmark (scifig_tasks.core.benchmark)")
-        if described.name != point.name:
-            raise BenchmarkError(f"{where} describes {described.name!r}: name the entry point as the benchmark")
-        for key in described.sources:
-            if key in owners:
-                raise BenchmarkError(f"{where}: source {key!r} is already {owners[key]}'s")
-            owners[key] = described.name
-        benchmarks[described.name] = described
-    return benchmarks
+    names: dict[str, tuple[str, Path]] = {}
+    for point in points:
+        package = _package(point)
+        described = twice.get(point.name) or _described(point)
+        defined = {} if isinstance(described, str) else task_names(Path(described.task_folder))
+        reason = described if isinstance(described, str) else _problem(described, defined, owners, names)
+        if reason is not None:
+            found.refused[point.name] = Refusal(point.name, package, point.value, reason, frozenset(defined))
+            continue
+        assert isinstance(described, Benchmark)
+        owners |= dict.fromkeys(described.sources, described.name)
+        names |= {name: (described.name, path) for name, path in defined.items()}
+        found.benchmarks[described.name] = described
+        found.packages[described.name] = package
+    return found
 
 
-def benchmarks() -> dict[str, Benchmark]:
-    """Every registered benchmark by name, in name order (read once per process)."""
+def _problem(
+    described: Benchmark,
+    defined: dict[str, Path],
+    owners: dict[str, str],
+    names: dict[str, tuple[str, Path]],
+) -> str | None:
+    """Why a loaded description cannot be registered beside those already accepted (their source keys ``owners``,
+    their task names ``names``), or None."""
+    from scifig_tasks.core.task_folder_checks import folder_problem
+
+    taken = [key for key in described.sources if key in owners]
+    if taken:
+        return f"source {taken[0]!r} is already {owners[taken[0]]}'s — name its sources after the benchmark"
+    folder = Path(described.task_folder)
+    problem = folder_problem(folder, described.version, described.sources, described.name)
+    if problem is not None:
+        return f"task folder {folder}: {problem}"
+    clash = next((name for name in defined if name in names), None)
+    if clash is not None:
+        other, where = names[clash]
+        return f"task {clash!r} ({defined[clash].name}) is already {other}'s ({where}) — rename it"
+    lmms_eval = lmms_eval_names()
+    clash = next((name for name in defined if name in lmms_eval), None)
+    if clash is not None:
+        return (
+            f"task {clash!r} ({defined[clash].name}) is already lmms-eval's own (lmms_eval/tasks/{lmms_eval[clash]}), "
+            "which lmms-eval would run instead — rename it (a name lmms-eval does not use)"
+        )
+    return None
+
+
+def _registry() -> _Registry:
     global _loaded
     if _loaded is None:
         with _lock:
             if _loaded is None:
                 _loaded = _load()
     return _loaded
+
+
+def benchmarks() -> dict[str, Benchmark]:
+    """Every registered benchmark by name, in name order (read once per process); refused ones left out."""
+    return _registry().benchmarks
+
+
+def refused() -> dict[str, str]:
+    """Entry-point name -> the one line saying why that benchmark is left out (module docstring)."""
+    return {name: refusal.line for name, refusal in _registry().refused.items()}
+
+
+def refusal_for(task: str) -> str | None:
+    """The refusal line of the left-out benchmark ``task`` (a task, group or dataset name) belongs to: one its task
+    folder defines, or one its name prefixes; None when it is none of theirs."""
+    for refusal in _registry().refused.values():
+        if task in refusal.tasks or task == refusal.name or task.startswith(f"{refusal.name}_"):
+            return refusal.line
+    return None
+
+
+def package_of(name: str) -> str:
+    """``name version`` of the distribution registering benchmark ``name`` (``scifig 0.2.1`` for scifig's own)."""
+    return _registry().packages[name]
+
+
+def is_plugin(name: str) -> bool:
+    """Whether benchmark ``name`` is registered by another distribution than scifig."""
+    return package_of(name).split(" ", 1)[0] != OWN_DISTRIBUTION
+
+
+def declared_settings() -> dict[str, Setting[Any]]:
+    """The settings the registered benchmarks declare, by name: each source's Hub revision setting
+    (``revision_var``), then the description's own (:attr:`Benchmark.settings`)."""
+    found: dict[str, Setting[Any]] = {}
+    for described in benchmarks().values():
+        for source in described.sources.values():
+            if source.revision_var:
+                found[source.revision_var] = revision_setting(source.revision_var, source.name)
+        found |= {setting.name: setting for setting in described.settings}
+    return found
+
+
+def lmms_eval_names() -> dict[str, str]:
+    """Task, group and tag names lmms-eval itself defines -> the file defining each (read as text from its installed
+    ``tasks`` folder, :mod:`scifig_tasks.core.lmms_eval_names`); empty when lmms-eval is not installed."""
+    from scifig_tasks.core.lmms_eval_names import own_names
+
+    return own_names()
 
 
 def benchmark(name: str) -> Benchmark:

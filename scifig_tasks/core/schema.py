@@ -5,7 +5,12 @@ that scores are made from (``revision``, or :data:`UNPINNED` where none could be
 ``SCIFIG_<BENCH>_REVISION``, overrides it), the setting that points at local data instead (``env_var``,
 ``SCIFIG_<BENCH>_DATA``), the required and optional :class:`Column` s with a
 check for each cell, a check across each row, and the columns that identify a row. The checks here are plain
-functions; :mod:`scifig_tasks.core.data` applies them while it loads. This module imports no data library, so a
+functions; :mod:`scifig_tasks.core.data` applies them while it loads.
+
+Several questions per row: a source whose row holds several questions (a chart with four descriptive questions)
+declares ``questions``, the rule turning one checked row into its question documents. It is applied where the data
+is loaded, after the row checks, so every reader -- the lmms-eval tasks, the VLMEvalKit TSV files and datasets, the
+chance model, rescore, compare and the sample viewer -- sees one document per question. This module imports no data library, so a
 benchmark's description (:mod:`scifig_tasks.core.benchmark`) can be read without loading any.
 """
 
@@ -23,6 +28,9 @@ from scifig_tasks.core.settings import Settings
 UNPINNED = "unpinned"
 """The ``revision`` of a Hub source no commit could be pinned for: its newest revision (``main``) is loaded, and the
 results record the commit that was."""
+
+Questions = Callable[[Mapping[str, Any]], list[dict[str, Any]]]
+"""Turns one checked source row (images as undecoded cells) into its question documents."""
 
 RowCheck = Callable[[Any], str | None]
 """Returns a problem description for a bad cell value, ``None`` when the value is fine."""
@@ -70,6 +78,12 @@ class BenchmarkSource:
     :data:`UNPINNED`; the benchmark's docs give its date and how it was chosen."""
     revision_var: str = ""
     """The setting that overrides ``revision`` (``SCIFIG_<BENCH>_REVISION``; ``main`` takes the newest)."""
+    questions: Questions | None = None
+    """A source row holding several questions: the rule giving one row's question documents, in order (None: each
+    row is one question). Each document is a dict of the row's fields it keeps and the question's own, including
+    its own value of the benchmark's ``document_id`` fields, so a document is named whatever its position; image
+    cells are passed on as they are (shared, never copied). Applied after the row checks
+    (:func:`scifig_tasks.core.data.load_benchmark`); the documents of one split must share their field names."""
 
     @property
     def default_split(self) -> str:

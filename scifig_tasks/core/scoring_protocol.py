@@ -56,7 +56,7 @@ def in_force(benchmark: str, named: Protocol = "default", environ: Mapping[str, 
         return "paper"
     given = settings.current() if environ is None else settings.Settings.from_environment(environ, warn=False)
     for name in (variable(benchmark), GLOBAL_VARIABLE):
-        if name in settings.DECLARED and given.given(name):
+        if settings.is_setting(name) and given.given(name):
             chosen: Protocol = given.get(name)
             twin = f"{benchmark}{PAPER_SUFFIX}" if chosen == "paper" else benchmark
             warn_once(name, f"run the {twin} task (the task name chooses the protocol)")

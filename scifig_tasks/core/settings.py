@@ -53,15 +53,15 @@ class SettingError(ValueError):
 # --- parsers: each returns the typed value or raises ValueError with what the setting accepts ----------------------
 
 
-def _text(raw: str) -> str:
+def text(raw: str) -> str:
     return raw
 
 
-def _path(raw: str) -> Path:
+def path(raw: str) -> Path:
     return Path(raw).expanduser()
 
 
-def _integer(low: int | None = None) -> Callable[[str], int]:
+def integer(low: int | None = None) -> Callable[[str], int]:
     def parse(raw: str) -> int:
         value = int(raw)
         if low is not None and value < low:
@@ -71,7 +71,7 @@ def _integer(low: int | None = None) -> Callable[[str], int]:
     return parse
 
 
-def _number(low: float, high: float | None = None, low_open: bool = False) -> Callable[[str], float]:
+def number(low: float, high: float | None = None, low_open: bool = False) -> Callable[[str], float]:
     def parse(raw: str) -> float:
         value = float(raw)
         if not (value > low if low_open else value >= low) or (high is not None and value > high):
@@ -83,7 +83,7 @@ def _number(low: float, high: float | None = None, low_open: bool = False) -> Ca
     return parse
 
 
-def _choice(*choices: str) -> Callable[[str], str]:
+def choice(*choices: str) -> Callable[[str], str]:
     def parse(raw: str) -> str:
         value = raw.lower()
         if value not in choices:
@@ -93,9 +93,9 @@ def _choice(*choices: str) -> Callable[[str], str]:
     return parse
 
 
-def _subset(raw: str) -> int | None:
+def subset(raw: str) -> int | None:
     """A subset size (an integer >= 1), or ``all`` (``None``: every sample)."""
-    return None if raw.lower() == "all" else _integer(1)(raw)
+    return None if raw.lower() == "all" else integer(1)(raw)
 
 
 # --- declarations ----------------------------------------------------------------------------------------------------
@@ -182,17 +182,68 @@ def is_data_variable(name: str) -> bool:
 @functools.cache
 def data_setting(name: str) -> Setting[Path | None]:
     """The setting of local-data variable ``name`` (one of the :data:`DATA_VARIABLE` family)."""
-    return Setting(name, _path, None, "local data of a benchmark source", _PATH, "data", shown_default="unset")
+    return Setting(name, path, None, "local data of a benchmark source", _PATH, "data", shown_default="unset")
+
+
+def revision_setting(name: str, title: str) -> Setting[str | None]:
+    """The setting naming the Hub revision of a benchmark source to load instead of its pinned one (a source's
+    ``revision_var``, :class:`scifig_tasks.core.schema.BenchmarkSource`)."""
+    return Setting(
+        name,
+        text,
+        None,
+        f"revision of {title}'s Hub dataset to load instead of its pinned one (main: the newest)",
+        "a branch, tag or commit of the dataset",
+        "data",
+        shown_default="the pinned revision",
+    )
+
+
+def deprecated_protocol(benchmark: str) -> Setting[str | None]:
+    """``SCIFIG_<BENCHMARK>_PROTOCOL``, the deprecated per-benchmark protocol switch of a benchmark that had one
+    (:mod:`scifig_tasks.core.scoring_protocol`; the task name chooses the protocol)."""
+    return Setting(
+        f"{PREFIX}{benchmark.upper()}_PROTOCOL",
+        choice(*_PROTOCOLS),
+        None,
+        f"scoring protocol of the {benchmark} tasks",
+        "one of default, paper",
+        "deprecated",
+        deprecated=_INSTEAD,
+    )
+
+
+def benchmark_settings() -> dict[str, Setting[Any]]:
+    """The settings the registered benchmarks declare, by name: each description's own
+    (:attr:`scifig_tasks.core.benchmark.Benchmark.settings`) and the revision setting of each of its Hub sources.
+    Read from the registry (imported here: the registry reads this module)."""
+    from scifig_tasks.core import registry
+
+    return registry.declared_settings()
 
 
 def lookup(name: str) -> Setting[Any]:
-    """The setting called ``name``: a declared one or one of the local-data family; ``KeyError`` otherwise."""
+    """The setting called ``name``: a declared one, one a registered benchmark declares, or one of the local-data
+    family; ``KeyError`` otherwise."""
     found = DECLARED.get(name)
     if found is not None:
         return found
+    if name.startswith(benchmark_prefixes()):
+        found = benchmark_settings().get(name)
+        if found is not None:
+            return found
     if is_data_variable(name):
         return data_setting(name)
     raise KeyError(f"{name} is not a scifig setting")
+
+
+def is_setting(name: str) -> bool:
+    """Whether ``name`` is a scifig setting (:func:`lookup` finds it)."""
+    try:
+        lookup(name)
+    except KeyError:
+        return False
+    return True
 
 
 _TEXT = "a non-empty string"
@@ -201,7 +252,7 @@ _PATH = "a path"
 # the LLM judge (scifig_tasks.core.judge)
 JUDGE = declare(
     "SCIFIG_JUDGE",
-    _text,
+    text,
     "",
     "judge preset (a name in model_configs/judges or a YAML path); off disables the judge",
     "a preset name, a YAML path or off",
@@ -210,7 +261,7 @@ JUDGE = declare(
 )
 JUDGE_BASE_URL: Setting[str | None] = declare(
     "SCIFIG_JUDGE_BASE_URL",
-    _text,
+    text,
     None,
     "judge endpoint, an OpenAI-compatible base URL",
     "an http(s) URL",
@@ -218,11 +269,11 @@ JUDGE_BASE_URL: Setting[str | None] = declare(
     shown_default="the preset's, else OPENAI_API_BASE",
 )
 JUDGE_MODEL: Setting[str | None] = declare(
-    "SCIFIG_JUDGE_MODEL", _text, None, "judge model name", _TEXT, "judge", shown_default="the preset's"
+    "SCIFIG_JUDGE_MODEL", text, None, "judge model name", _TEXT, "judge", shown_default="the preset's"
 )
 JUDGE_API_KEY: Setting[str | None] = declare(
     "SCIFIG_JUDGE_API_KEY",
-    _text,
+    text,
     None,
     "judge API key (never printed)",
     _TEXT,
@@ -232,7 +283,7 @@ JUDGE_API_KEY: Setting[str | None] = declare(
 )
 JUDGE_MAX_CONCURRENCY = declare(
     "SCIFIG_JUDGE_MAX_CONCURRENCY",
-    _integer(1),
+    integer(1),
     8,
     "judge requests in flight at once",
     "an integer >= 1",
@@ -241,7 +292,7 @@ JUDGE_MAX_CONCURRENCY = declare(
 )
 JUDGE_TIMEOUT_S = declare(
     "SCIFIG_JUDGE_TIMEOUT_S",
-    _number(0.0, low_open=True),
+    number(0.0, low_open=True),
     60.0,
     "seconds a judge request may take",
     "a number of seconds > 0",
@@ -250,7 +301,7 @@ JUDGE_TIMEOUT_S = declare(
 )
 JUDGE_MAX_RETRIES = declare(
     "SCIFIG_JUDGE_MAX_RETRIES",
-    _integer(0),
+    integer(0),
     5,
     "retries of a failed judge request",
     "an integer >= 0",
@@ -259,7 +310,7 @@ JUDGE_MAX_RETRIES = declare(
 )
 JUDGE_MAX_TOKENS: Setting[int | None] = declare(
     "SCIFIG_JUDGE_MAX_TOKENS",
-    _integer(1),
+    integer(1),
     None,
     "judge reply length limit",
     "an integer >= 1",
@@ -268,7 +319,7 @@ JUDGE_MAX_TOKENS: Setting[int | None] = declare(
 )
 JUDGE_CACHE: Setting[Path | None] = declare(
     "SCIFIG_JUDGE_CACHE",
-    _path,
+    path,
     None,
     "judge reply cache folder",
     _PATH,
@@ -277,18 +328,16 @@ JUDGE_CACHE: Setting[Path | None] = declare(
 )
 JUDGE_AUDIT = declare(
     "SCIFIG_JUDGE_AUDIT",
-    _number(0.0, 1.0),
+    number(0.0, 1.0),
     0.05,
     "share of rule-resolved answers also sent to the judge",
     "a share between 0 and 1 (0 switches the audit off)",
     "judge",
 )
-JUDGE_AUDIT_SEED = declare(
-    "SCIFIG_JUDGE_AUDIT_SEED", _integer(), 0, "seed of the audit's sample", "an integer", "judge"
-)
+JUDGE_AUDIT_SEED = declare("SCIFIG_JUDGE_AUDIT_SEED", integer(), 0, "seed of the audit's sample", "an integer", "judge")
 JUDGE_PRICE_PER_MILLION_INPUT: Setting[float | None] = declare(
     "SCIFIG_JUDGE_PRICE_PER_MILLION_INPUT",
-    _number(0.0),
+    number(0.0),
     None,
     "judge price of a million prompt tokens (with _OUTPUT: the run's judge cost)",
     "a number >= 0",
@@ -297,7 +346,7 @@ JUDGE_PRICE_PER_MILLION_INPUT: Setting[float | None] = declare(
 )
 JUDGE_PRICE_PER_MILLION_OUTPUT: Setting[float | None] = declare(
     "SCIFIG_JUDGE_PRICE_PER_MILLION_OUTPUT",
-    _number(0.0),
+    number(0.0),
     None,
     "judge price of a million completion tokens",
     "a number >= 0",
@@ -306,67 +355,12 @@ JUDGE_PRICE_PER_MILLION_OUTPUT: Setting[float | None] = declare(
 )
 
 # local data: every benchmark source's SCIFIG_<SOURCE>_DATA is a setting of the data family (data_setting)
-# the Hub revision of a published benchmark's data (scifig_tasks.core.schema.BenchmarkSource.revision_var)
-GRAB_REVISION: Setting[str | None] = declare(
-    "SCIFIG_GRAB_REVISION",
-    _text,
-    None,
-    "revision of GRAB's Hub dataset to load instead of its pinned one (main: the newest)",
-    "a branch, tag or commit of the dataset",
-    "data",
-    shown_default="the pinned revision",
-)
-SCIFIBENCH_REVISION: Setting[str | None] = declare(
-    "SCIFIG_SCIFIBENCH_REVISION",
-    _text,
-    None,
-    "revision of SciFIBench's Hub dataset to load instead of its pinned one (main: the newest)",
-    "a branch, tag or commit of the dataset",
-    "data",
-    shown_default="the pinned revision",
-)
-PLOT_TWIST_CACHE = declare(
-    "SCIFIG_PLOT_TWIST_CACHE",
-    _path,
-    Path("~/.cache/scifig/plot_twist").expanduser(),
-    "folder of the built Plot Twist set",
-    _PATH,
-    "data",
-    shown_default="~/.cache/scifig/plot_twist",
-)
-# MMSci captioning (scifig_tasks.core.mmsci.judged_metrics, scifig_tasks.core.mmsci.captioning_metrics)
-MMSCI_JUDGED_SUBSET: Setting[int | None] = declare(
-    "SCIFIG_MMSCI_JUDGED_SUBSET",
-    _subset,
-    200,
-    "captions scored by FActScore and G-Eval",
-    "an integer >= 1 or all",
-    "mmsci",
-)
-MMSCI_JUDGED_SEED = declare(
-    "SCIFIG_MMSCI_JUDGED_SEED", _integer(), 0, "seed of the judged captions' subset", "an integer", "mmsci"
-)
-MMSCI_BERTSCORE_MODEL = declare(
-    "SCIFIG_MMSCI_BERTSCORE_MODEL",
-    _text,
-    "roberta-large",
-    "BERTScore model (id or local folder)",
-    _TEXT,
-    "mmsci",
-)
-MMSCI_BERTSCORE_LAYERS: Setting[int | None] = declare(
-    "SCIFIG_MMSCI_BERTSCORE_LAYERS",
-    _integer(),
-    None,
-    "BERTScore layer",
-    "an integer",
-    "mmsci",
-    shown_default="17 for roberta-large, else bert-score's",
-)
+# a benchmark's own settings (its sources' revisions, its options) are declared by its description:
+# benchmark_settings()
 
 # model presets (model_configs/models: endpoint.base_url_env)
 ANTHROPIC_BASE_URL: Setting[str | None] = declare(
-    "SCIFIG_ANTHROPIC_BASE_URL", _text, None, "endpoint of the claude-3.5-sonnet preset", "an http(s) URL", "models"
+    "SCIFIG_ANTHROPIC_BASE_URL", text, None, "endpoint of the claude-3.5-sonnet preset", "an http(s) URL", "models"
 )
 
 # deprecated: the task name chooses the protocol (scifig_tasks.core.scoring_protocol reads these)
@@ -374,36 +368,17 @@ _PROTOCOLS = ("default", "paper")
 _INSTEAD = "the task name (the _paper task)"
 PROTOCOL: Setting[str | None] = declare(
     "SCIFIG_PROTOCOL",
-    _choice(*_PROTOCOLS),
+    choice(*_PROTOCOLS),
     None,
     "scoring protocol of every plain-name task",
     "one of default, paper",
     "deprecated",
     deprecated=_INSTEAD,
 )
-MMSCI_PROTOCOL: Setting[str | None] = declare(
-    "SCIFIG_MMSCI_PROTOCOL",
-    _choice(*_PROTOCOLS),
-    None,
-    "scoring protocol of the mmsci tasks",
-    "one of default, paper",
-    "deprecated",
-    deprecated=_INSTEAD,
-)
-SCIFIBENCH_PROTOCOL: Setting[str | None] = declare(
-    "SCIFIG_SCIFIBENCH_PROTOCOL",
-    _choice(*_PROTOCOLS),
-    None,
-    "scoring protocol of the scifibench tasks",
-    "one of default, paper",
-    "deprecated",
-    deprecated=_INSTEAD,
-)
-
 # the installer (.ci/setup), declared so that an exported value is not taken for a misspelt setting
 INSTALL_PYTHON: Setting[str | None] = declare(
     "SCIFIG_PYTHON",
-    _text,
+    text,
     None,
     "Python interpreter .ci/setup installs into",
     "a command or path",
@@ -413,13 +388,13 @@ INSTALL_PYTHON: Setting[str | None] = declare(
 
 # conventional variables read as the judge's documented fallbacks
 OPENAI_API_BASE: Setting[str | None] = declare(
-    "OPENAI_API_BASE", _text, None, "fallback of SCIFIG_JUDGE_BASE_URL (no preset)", "an http(s) URL", "fallback"
+    "OPENAI_API_BASE", text, None, "fallback of SCIFIG_JUDGE_BASE_URL (no preset)", "an http(s) URL", "fallback"
 )
 OPENAI_API_KEY: Setting[str | None] = declare(
-    "OPENAI_API_KEY", _text, None, "fallback of SCIFIG_JUDGE_API_KEY (no preset)", _TEXT, "fallback", secret=True
+    "OPENAI_API_KEY", text, None, "fallback of SCIFIG_JUDGE_API_KEY (no preset)", _TEXT, "fallback", secret=True
 )
 XDG_CACHE_HOME: Setting[Path | None] = declare(
-    "XDG_CACHE_HOME", _path, None, "base of the judge cache folder", _PATH, "fallback", shown_default="~/.cache"
+    "XDG_CACHE_HOME", path, None, "base of the judge cache folder", _PATH, "fallback", shown_default="~/.cache"
 )
 
 
@@ -469,7 +444,8 @@ class Settings:
         options: variable name to text, ``None`` for an option not given); unknown ``SCIFIG_*`` variables warn."""
         env = os.environ if environ is None else environ
         given: dict[str, tuple[str, Source]] = {}
-        family = [name for name in env if is_data_variable(name) and name not in DECLARED]
+        family = [name for name in env if name.startswith(benchmark_prefixes()) and name not in DECLARED]
+        family = [name for name in family if is_setting(name)]
         for name in [*DECLARED, *family]:
             text = env.get(name, "").strip()
             if text:
@@ -584,7 +560,9 @@ def unknown(environ: Mapping[str, str]) -> list[tuple[str, str | None]]:
     names += [f"{prefix}DATA" for prefix in benchmark_prefixes()]
     found = []
     for variable in sorted(environ):
-        if variable.startswith(PREFIX) and variable not in DECLARED and not is_data_variable(variable):
+        if variable.startswith(PREFIX) and not is_setting(variable):
+            if variable.startswith(benchmark_prefixes()):
+                names += [name for name in benchmark_settings() if name not in names]
             close = difflib.get_close_matches(variable, names, n=1, cutoff=0.75)
             found.append((variable, close[0] if close else None))
     return found

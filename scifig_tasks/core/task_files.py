@@ -24,8 +24,6 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from scifig_tasks.core import registry
-
 NO_VALUE = "—"
 """Printed where a fact is unknown or does not apply."""
 
@@ -89,7 +87,8 @@ def _loader() -> Any:
     return Loader
 
 
-def _read_yaml(path: Path) -> dict[str, Any]:
+def read_yaml(path: Path) -> dict[str, Any]:
+    """A task YAML (``!function`` tags as :class:`FunctionTag`, other tags ``None``); ``{}`` when it is no mapping."""
     loader = _loader()(path.read_text(encoding="utf-8"))
     loader.folder = path.parent
     try:
@@ -104,7 +103,7 @@ def resolved(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
     files the first listed wins (lmms-eval's order)."""
     if path in seen:
         raise ValueError(f"{path}: `include` loops back to itself ({' -> '.join(str(p.name) for p in seen)})")
-    config = _read_yaml(path)
+    config = read_yaml(path)
     included = config.pop("include", None)
     merged: dict[str, Any] = {}
     for name in reversed([included] if isinstance(included, str) else included or []):
@@ -125,10 +124,12 @@ def scifig_tasks(folders: Mapping[str, Path] | None = None) -> dict[str, TaskInf
     order (benchmark, then name)."""
     found: list[TaskInfo] = []
     if folders is None:
+        from scifig_tasks.core import registry  # the registry checks task folders with this module
+
         folders = {name: Path(described.task_folder) for name, described in registry.benchmarks().items()}
     for benchmark, folder in folders.items():
         for path in sorted(Path(folder).glob("*.yaml")):
-            config = _read_yaml(path)
+            config = read_yaml(path)
             members = config.get("task")
             if isinstance(members, list):
                 name = config.get("group")

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from scifig_tasks.commands import config as config_cli
-from scifig_tasks.core import registry
+from scifig_tasks.core import registry, settings
 from scifig_tasks.core.settings import DECLARED
 
 KEY = "sk-config-secret-0123456789abcdef"
@@ -49,7 +49,9 @@ def test_one_line_per_setting_its_source_and_never_the_key(
     assert all(len(line) <= config_cli.WIDTH for line in lines if str(environment) not in line)
     rows = {line.split()[0]: line.split()[1:] for line in lines[1:] if not line.startswith(" ")}
     data = [source.env_var for source in registry.sources().values()]
-    assert list(rows) == [*DECLARED, *dict.fromkeys(data)]  # the declared settings, then each source's data setting
+    declared = [*DECLARED, *dict.fromkeys(data), *settings.benchmark_settings()]
+    assert list(rows) == declared  # scifig's settings, each source's data setting, the benchmarks' own settings
+    assert "SCIFIG_GRAB_REVISION" in rows and "SCIFIG_MMSCI_JUDGED_SUBSET" in rows  # declared by their benchmarks
     assert rows["SCIFIG_JUDGE_API_KEY"] == ["<set>", "environment"]
     assert rows["OPENAI_API_KEY"] == ["<set>", "environment"]
     assert rows["SCIFIG_JUDGE_MODEL"] == ["judge-model", "environment"]

@@ -45,6 +45,11 @@ def test_an_outside_package_registers_a_benchmark_by_entry_point(tmp_path: Path)
     package = tmp_path / "toy_bench"
     (package / "tasks").mkdir(parents=True)
     (package / "__init__.py").write_text("")
+    (package / "tasks" / "toy.yaml").write_text(
+        "task: toy\ndataset_path: toy\ntest_split: test\noutput_type: generate_until\ndoc_to_target: answer\n"
+        "generation_kwargs:\n  until: [</s>, <|im_end|>, <|eot_id|>, <|endoftext|>, <end_of_turn>]\n"
+        "metadata:\n  version: 1.0\n  scifig_source: toy\n"
+    )
     (package / "description.py").write_text(
         "from dataclasses import replace\n"
         "from pathlib import Path\n"

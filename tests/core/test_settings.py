@@ -12,6 +12,7 @@ import pytest
 
 from scifig_tasks.core import registry, settings
 from scifig_tasks.core.judge import JudgeConfig, get_judge
+from scifig_tasks.core.mmsci import captioning_settings
 from scifig_tasks.core.settings import DECLARED, SettingError, Settings
 from tests.harness.paths import REPO
 
@@ -24,8 +25,9 @@ def test_every_scifig_variable_the_package_reads_is_declared() -> None:
     assert found, "the scan found no variable"
     data = {name for name in found if settings.is_data_variable(name)}  # each benchmark source's (the family)
     assert data == {source.env_var for source in registry.sources().values()}
-    assert sorted(found - set(DECLARED) - data) == []
-    deprecated = {name for name, setting in DECLARED.items() if setting.deprecated}
+    declared = {**DECLARED, **settings.benchmark_settings()}  # scifig's own and those its benchmarks declare
+    assert sorted(found - set(declared) - data) == []
+    deprecated = {name for name, setting in declared.items() if setting.deprecated}
     assert deprecated == {"SCIFIG_PROTOCOL", "SCIFIG_MMSCI_PROTOCOL", "SCIFIG_SCIFIBENCH_PROTOCOL"}
     assert {name for name, setting in DECLARED.items() if setting.secret} == {"SCIFIG_JUDGE_API_KEY", "OPENAI_API_KEY"}
     assert all(setting.doc and "\n" not in setting.doc for setting in DECLARED.values())
@@ -35,7 +37,7 @@ def test_types_and_defaults() -> None:
     defaults = Settings.defaults()
     assert defaults.get(settings.JUDGE_MAX_CONCURRENCY) == 8
     assert defaults.get(settings.JUDGE_AUDIT) == 0.05
-    assert defaults.get(settings.MMSCI_JUDGED_SUBSET) == 200
+    assert defaults.get(captioning_settings.JUDGED_SUBSET) == 200
     assert defaults.get("SCIFIG_GRAB_DATA") is None
     given = Settings.from_environment(
         {
@@ -52,7 +54,7 @@ def test_types_and_defaults() -> None:
     assert given.get(settings.JUDGE_MAX_RETRIES) == 0
     assert given.get("SCIFIG_GRAB_DATA") == Path("~/grab-data").expanduser()
     assert given["SCIFIG_GRAB_DATA"] == Path("~/grab-data").expanduser()
-    assert given.get(settings.MMSCI_JUDGED_SUBSET) is None  # every sample
+    assert given.get(captioning_settings.JUDGED_SUBSET) is None  # every sample
     assert given.get(settings.PROTOCOL) == "paper"
     assert given.get(settings.JUDGE_MODEL) is None and given.source(settings.JUDGE_MODEL) == "default"
 

@@ -17,8 +17,10 @@ from typing import Any
 
 from scifig_tasks.core.benchmark import Benchmark, PublishedSet, Report, SummaryRow, Vlmeval, VlmevalDataset
 from scifig_tasks.core.chance import option_answer
+from scifig_tasks.core.mmsci import captioning_settings
 from scifig_tasks.core.mmsci.rules import SETTINGS
 from scifig_tasks.core.mmsci.source import MMSCI_CAPTIONING, MMSCI_MCQ
+from scifig_tasks.core.settings import deprecated_protocol
 
 PROTOCOL_SUFFIXES = ("", "_paper")
 CAPTION_SETTINGS = ("image_only", "with_abstract")
@@ -75,6 +77,7 @@ BENCHMARK = Benchmark(
     name="mmsci",
     title="MMSci",
     version="2.4",
+    settings=(*captioning_settings.SETTINGS, deprecated_protocol("mmsci")),
     task_folder=Path(__file__).resolve().parents[2] / "lmms_eval" / "mmsci",
     sources={"mmsci_mcq": MMSCI_MCQ, "mmsci_captioning": MMSCI_CAPTIONING},
     document_id=("uid", "figure_index", "setting", "subfigure"),

@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from scifig_tasks.core import settings
+from scifig_tasks.core.mmsci import captioning_settings
 from scifig_tasks.core.raw_outputs import output_status
 from scifig_tasks.core.scoring_protocol import Protocol, in_force
 from scifig_tasks.core.settings import Settings
@@ -242,8 +243,8 @@ def bertscore_settings(given: Settings | Mapping[str, str] | None = None) -> tup
     ``SCIFIG_MMSCI_BERTSCORE_MODEL`` / ``..._LAYERS`` override it (of ``given`` settings, an environment mapping, or
     the process's settings)."""
     chosen = settings.resolve(given)
-    model = chosen.get(settings.MMSCI_BERTSCORE_MODEL)
-    layers = chosen.get(settings.MMSCI_BERTSCORE_LAYERS)
+    model = chosen.get(captioning_settings.BERTSCORE_MODEL)
+    layers = chosen.get(captioning_settings.BERTSCORE_LAYERS)
     if layers is not None:
         return model, layers
     return model, BERTSCORE_DEFAULT_LAYERS if model == BERTSCORE_DEFAULT_MODEL else None

@@ -56,6 +56,7 @@ from typing import Any
 from scifig_tasks.core import settings
 from scifig_tasks.core.judge.client import JudgeClient
 from scifig_tasks.core.judge.replies import JudgeResult, plainly_not_an_answer, says_something
+from scifig_tasks.core.mmsci import captioning_settings
 from scifig_tasks.core.raw_outputs import output_status
 from scifig_tasks.core.scoring_protocol import Protocol
 from scifig_tasks.core.settings import Settings
@@ -63,7 +64,7 @@ from scifig_tasks.core.settings import Settings
 logger = logging.getLogger("scifig.mmsci")
 
 GAMMA = 10
-DEFAULT_SUBSET = settings.MMSCI_JUDGED_SUBSET.default
+DEFAULT_SUBSET = captioning_settings.JUDGED_SUBSET.default
 RATING_MAX_TOKENS = 16
 
 FACTS_PAPER_TEMPERATURE = 0.7
@@ -228,7 +229,7 @@ def subset_settings(given: Settings | Mapping[str, str] | None = None) -> tuple[
     """(subset size or ``None`` for all samples, seed): ``SCIFIG_MMSCI_JUDGED_SUBSET`` / ``..._SEED`` of ``given``
     settings, an environment mapping, or the process's settings; a bad value raises naming its variable."""
     chosen = settings.resolve(given)
-    return chosen.get(settings.MMSCI_JUDGED_SUBSET), chosen.get(settings.MMSCI_JUDGED_SEED)
+    return chosen.get(captioning_settings.JUDGED_SUBSET), chosen.get(captioning_settings.JUDGED_SEED)
 
 
 def select_subset(keys: Sequence[str], size: int | None, seed: int) -> list[int]:

@@ -20,7 +20,7 @@ from typing import Any
 
 from scifig_tasks.core.benchmark import Benchmark, PublishedSet, Report, SummaryRow, Vlmeval, VlmevalDataset
 from scifig_tasks.core.plot_twist import rules as plot_twist
-from scifig_tasks.core.plot_twist.source import PLOT_TWIST, PLOT_TWIST_CHARTQA
+from scifig_tasks.core.plot_twist.source import CACHE, PLOT_TWIST, PLOT_TWIST_CHARTQA
 
 # (words of the paper's Table 6 question template, lowest, highest); first match wins.
 _RANGES: tuple[tuple[str, int, int], ...] = (
@@ -58,6 +58,7 @@ BENCHMARK = Benchmark(
     name="plot_twist",
     title="Plot Twist",
     version="2.1",
+    settings=(CACHE,),
     task_folder=Path(__file__).resolve().parents[2] / "lmms_eval" / "plot_twist",
     sources={"plot_twist": PLOT_TWIST, "plot_twist_chartqa": PLOT_TWIST_CHARTQA},
     document_id=("q_id", "variant"),

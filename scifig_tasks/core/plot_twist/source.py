@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from scifig_tasks.core.plot_twist import rules as plot_twist
 from scifig_tasks.core.resources import installed_entry_point
 from scifig_tasks.core.schema import BenchmarkSource, Column, expect_answer, expect_str
+from scifig_tasks.core.settings import Setting, path
 
 if TYPE_CHECKING:
     import datasets
@@ -82,6 +83,17 @@ def _plot_twist_default(reader: str | None = None) -> Path:
         return build()  # curation.plot_twist.default.ensure_default_data
     return build(base_only=True)
 
+
+CACHE: Setting[Path] = Setting(
+    "SCIFIG_PLOT_TWIST_CACHE",
+    path,
+    Path("~/.cache/scifig/plot_twist").expanduser(),
+    "folder of the built Plot Twist set",
+    "a path",
+    "data",
+    shown_default="~/.cache/scifig/plot_twist",
+)
+"""Where the default Plot Twist set is built once and read from (no published copy)."""
 
 PLOT_TWIST = BenchmarkSource(
     name="Plot Twist",

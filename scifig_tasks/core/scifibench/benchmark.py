@@ -16,6 +16,7 @@ from pathlib import Path
 from scifig_tasks.core.benchmark import Benchmark, PublishedSet, Report, SummaryRow, Vlmeval, VlmevalDataset
 from scifig_tasks.core.chance import option_answer
 from scifig_tasks.core.scifibench.source import SCIFIBENCH
+from scifig_tasks.core.settings import deprecated_protocol
 
 SPLIT_QUESTIONS = 500
 """Questions in each SciFIBench split (CS / General × Figure→Caption / Caption→Figure)."""
@@ -44,6 +45,7 @@ BENCHMARK = Benchmark(
     name="scifibench",
     title="SciFIBench",
     version="2.4",
+    settings=(deprecated_protocol("scifibench"),),
     task_folder=Path(__file__).resolve().parents[2] / "lmms_eval" / "scifibench",
     sources={"scifibench": SCIFIBENCH},
     document_id=("ID",),

@@ -1,0 +1,175 @@
+"""What a benchmark's lmms-eval task folder must hold to be registered, checked without importing anything.
+
+A mistake in a task folder would otherwise surface deep inside a run, or not at all: lmms-eval sends a task whose YAML
+names no ``metadata.scifig_source`` to the Hugging Face Hub (a ``RetryError`` and exit 0), prints a traceback and exits
+0 for a misspelt hook, stops every answer at a blank line when ``generation_kwargs.until`` is left at its default, and a
+YAML whose ``metadata.version`` differs from its description's writes results under the wrong version. Each is found
+here, when the benchmark is registered (:mod:`scifig_tasks.core.registry`), and said in one line naming the file, the
+key and the fix; the benchmark is then left out while every other one runs.
+
+The YAMLs are read as text (:mod:`scifig_tasks.core.task_files`: ``include`` chains resolved, ``!function`` tags kept
+as names); a hook named by ``!function module.name`` is looked for among the top-level names of ``module.py`` beside
+the YAML (or of the importable module of that name), read with :mod:`ast`, so the check costs milliseconds and runs
+none of the benchmark's code.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import importlib.util
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from scifig_tasks.core.raw_outputs import END_OF_TURN_MARKERS
+from scifig_tasks.core.task_files import FunctionTag, read_yaml, resolved
+
+UNTIL = f"until: {list(END_OF_TURN_MARKERS)}"
+"""The ``generation_kwargs`` entry every generating task carries (:data:`END_OF_TURN_MARKERS`)."""
+
+
+def task_names(folder: Path) -> dict[str, Path]:
+    """Every task and group name the YAMLs of ``folder`` define -> the YAML defining it."""
+    names: dict[str, Path] = {}
+    for path in sorted(Path(folder).glob("*.yaml")):
+        config = read_yaml(path)
+        name = config.get("group") if isinstance(config.get("task"), list) else config.get("task")
+        if isinstance(name, str):
+            names.setdefault(name, path)
+    return names
+
+
+def folder_problem(folder: Path, version: str, sources: Mapping[str, Any], benchmark: str) -> str | None:
+    """The first mistake in the task folder of ``benchmark`` (its description's ``version`` and source keys), as
+    ``FILE: WHAT — FIX``; None when there is none."""
+    yamls = sorted(Path(folder).glob("*.yaml"))
+    if not yamls:
+        return f"{folder}: no task YAML (*.yaml) in the task folder"
+    for path in yamls:
+        try:
+            config = resolved(path)
+        except Exception as exc:  # a YAML that does not parse, an include that is missing or loops
+            return f"{path}: cannot be read ({' '.join(str(exc).split())})"
+        problem = _task_problem(path, config, version, sources, benchmark)
+        if problem is not None:
+            return f"{path.name}: {problem}"
+    return None
+
+
+def _task_problem(
+    path: Path, config: dict[str, Any], version: str, sources: Mapping[str, Any], benchmark: str
+) -> str | None:
+    members = config.get("task")
+    name = config.get("group") if isinstance(members, list) else members
+    if not isinstance(name, str):
+        return None  # not a task or group (a judge preset, a template read only through include)
+    if name != benchmark and not name.startswith(f"{benchmark}_"):
+        return f"task {name!r} does not start with the benchmark's name — name it {benchmark}_..."
+    metadata = config.get("metadata") if isinstance(config.get("metadata"), dict) else {}
+    found = metadata.get("version")
+    if not _same_version(found, version):
+        shown = "missing" if found is None else f"{found!r}"
+        return (
+            f"metadata.version is {shown}, the description's version is {version!r} — write `version: {version}` "
+            "under metadata (bump both, and the task README's changelog, when a change can move a number)"
+        )
+    if isinstance(members, list):
+        return None
+    source = metadata.get("scifig_source")
+    if source not in sources:
+        known = ", ".join(sources)
+        what = "metadata.scifig_source is missing" if source is None else f"metadata.scifig_source {source!r} "
+        what += "" if source is None else "is not one of the description's sources"
+        return f"{what} — write `scifig_source: <source>` under metadata (one of: {known})"
+    if config.get("output_type", "generate_until") == "generate_until":
+        until = (config.get("generation_kwargs") or {}).get("until")
+        if until != list(END_OF_TURN_MARKERS):
+            return (
+                f"generation_kwargs.until is {until!r}: lmms-eval then stops each answer at a blank line — write "
+                f"`{UNTIL}` under generation_kwargs"
+            )
+    for key, tag in _tags(config):
+        problem = _hook_problem(tag)
+        if problem is not None:
+            return f"{key}: {problem}"
+    return None
+
+
+def _same_version(found: Any, version: str) -> bool:
+    """Whether a YAML's ``metadata.version`` (a number when written unquoted) is ``version``."""
+    if found is None:
+        return False
+    if str(found) == version:
+        return True
+    try:
+        return float(found) == float(version)
+    except (TypeError, ValueError):
+        return False
+
+
+def _tags(value: Any, key: str = "") -> Iterator[tuple[str, FunctionTag]]:
+    """Every ``!function`` tag in a YAML's values, with the dotted key holding it."""
+    if isinstance(value, FunctionTag):
+        yield key, value
+    elif isinstance(value, dict):
+        for child, item in value.items():
+            yield from _tags(item, f"{key}.{child}" if key else str(child))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _tags(item, f"{key}[{index}]")
+
+
+def _hook_problem(tag: FunctionTag) -> str | None:
+    """Why ``!function module.name`` would not load (lmms-eval: ``module.py`` beside the YAML, else the importable
+    module), or None."""
+    module, _, attribute = tag.name.rpartition(".")
+    if not module:
+        return f"!function {tag.name} names no module — write !function utils.{tag.name}"
+    beside = tag.folder / f"{module.replace('.', '/')}.py"
+    if beside.is_file():
+        where = beside
+    else:
+        try:
+            spec = importlib.util.find_spec(module)
+        except (ImportError, ValueError):
+            spec = None
+        if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+            return f"!function {tag.name}: no {module}.py beside the YAML and no importable module {module}"
+        where = Path(spec.origin)
+    names = _top_level_names(where)
+    if names is None or attribute in names:
+        return None
+    import difflib
+
+    close = difflib.get_close_matches(attribute, sorted(names), n=1, cutoff=0.6)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    return f"!function {tag.name}: {where.name} defines no {attribute}{hint}"
+
+
+@functools.cache
+def _top_level_names(path: Path) -> frozenset[str] | None:
+    """The names a module's top level binds (generously: a name bound anywhere under a top-level ``if`` or ``try``
+    counts); None when they cannot be known statically (a star import, a module ``__getattr__``, a syntax error:
+    lmms-eval then says what is wrong itself)."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    except (OSError, SyntaxError, ValueError):
+        return None
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+            continue
+        for child in ast.walk(node) if isinstance(node, ast.If | ast.Try) else [node]:
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                names.add(child.name)
+            elif isinstance(child, ast.Assign | ast.AnnAssign | ast.AugAssign):
+                targets = child.targets if isinstance(child, ast.Assign) else [child.target]
+                names |= {name.id for target in targets for name in ast.walk(target) if isinstance(name, ast.Name)}
+            elif isinstance(child, ast.Import | ast.ImportFrom):
+                for alias in child.names:
+                    if alias.name == "*":
+                        return None
+                    names.add(alias.asname or alias.name.split(".")[0])
+    return None if "__getattr__" in names else frozenset(names)
