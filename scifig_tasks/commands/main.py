@@ -253,6 +253,11 @@ def eval_command(argv: Sequence[str], debug: bool = False, cache: bool = True) -
         return 1
     tasks = _option(argv, "--tasks")
     if tasks is not None:
+        from scifig_tasks.core import registry
+
+        refused_plugin = registry.left_out(requested_tasks(tasks))
+        if refused_plugin is not None:
+            raise CommandError(refused_plugin, status=1)
         include = _option(argv, "--include_path")
         problem = unknown_tasks_message(tasks, [include] if include else [])
         if problem is not None:

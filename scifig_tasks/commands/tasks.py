@@ -123,9 +123,13 @@ def _line(cells: Sequence[str], widths: Sequence[int]) -> str:
 
 
 def _footer() -> list[str]:
+    from scifig_tasks.core import registry
+
+    refused = [f"left out: {line}" for line in registry.refused().values()]
     return [
         "protocol: default = scifig's scoring, paper = the paper's own setting (the task name chooses it)",
         "run: scifig eval --tasks NAME,...   one task: scifig tasks NAME   with the tasks in groups: --all",
+        *(["", *refused] if refused else []),
     ]
 
 
@@ -235,7 +239,12 @@ def run(args: Any) -> int:
     from scifig_tasks.core.errors import CommandError
 
     if args.name:
+        from scifig_tasks.core import registry
+
         tasks = scifig_tasks()
+        refused = registry.left_out([args.name])
+        if args.name not in tasks and refused is not None:
+            raise CommandError(refused, status=1)
         if args.name not in tasks:
             close = difflib.get_close_matches(args.name, sorted(tasks), n=1, cutoff=0.6)
             hint = f"did you mean {close[0]}?" if close else "scifig tasks --all lists them"

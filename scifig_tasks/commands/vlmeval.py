@@ -314,9 +314,13 @@ def _refuse_without_judge(argv: list[str]) -> None:
     """The refusal of :func:`scifig_tasks.core.judge.required.judge_refusal` for the requested datasets (the
     lmms-eval task names), said as ``scifig eval`` says it, before VLMEvalKit is imported; VLMEvalKit's judge options
     (:mod:`scifig_tasks.vlmeval.judging`) or the ``SCIFIG_JUDGE_*`` settings give a judge."""
+    from scifig_tasks.core import registry
     from scifig_tasks.core.judge.required import judge_refusal
     from scifig_tasks.vlmeval.judging import NO_LLM
 
+    refused_plugin = registry.left_out(_requested_data(argv))
+    if refused_plugin is not None:
+        raise CommandError(refused_plugin, status=1)
     models = _values(argv, "--judge")
     options = any(_values(argv, option) for option in ("--judge", "--judge-base-url", "--judge-key"))
     chosen = options and not (models and models[-1] in NO_LLM)

@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import sys
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -154,6 +156,13 @@ def _problem(
     if clash is not None:
         other, where = names[clash]
         return f"task {clash!r} ({defined[clash].name}) is already {other}'s ({where}) — rename it"
+    inside = next((name for name in names if described.owns(name)), None)
+    if inside is not None:
+        other, where = names[inside]
+        return (
+            f"its name prefixes {other}'s task {inside!r} ({where}), which would be taken for one of its own — "
+            "choose a name no registered task starts with"
+        )
     lmms_eval = lmms_eval_names()
     clash = next((name for name in defined if name in lmms_eval), None)
     if clash is not None:
@@ -170,7 +179,36 @@ def _registry() -> _Registry:
         with _lock:
             if _loaded is None:
                 _loaded = _load()
+                for refusal in _loaded.refused.values():
+                    print(f"scifig: {refusal.line}", file=sys.stderr)
     return _loaded
+
+
+class BenchmarkRefused(SystemExit):
+    """A run asked for a task of a benchmark left out at registration: its refusal line, the process's last words
+    (a :class:`SystemExit`, status 1, which lmms-eval's catch-all and retries leave alone, as
+    :class:`~scifig_tasks.core.judged_hooks.JudgeRequired`)."""
+
+    def __init__(self, line: str) -> None:
+        self.line = line
+        super().__init__(f"scifig: {line}")
+
+
+def left_out(tasks: Iterable[str]) -> str | None:
+    """``TASK: <refusal line>`` for the first of ``tasks`` (requested names) that is a left-out benchmark's; None
+    when none is."""
+    for task in tasks:
+        line = refusal_for(task)
+        if line is not None:
+            return f"{task}: {line}"
+    return None
+
+
+def refuse_left_out(tasks: Iterable[str]) -> None:
+    """Raise :class:`BenchmarkRefused` when one of ``tasks`` (requested names) is a left-out benchmark's."""
+    line = left_out(tasks)
+    if line is not None:
+        raise BenchmarkRefused(line)
 
 
 def benchmarks() -> dict[str, Benchmark]:

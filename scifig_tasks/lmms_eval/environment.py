@@ -206,8 +206,10 @@ def wrap_process_results(process_results: Any) -> Any:
 
     @wraps(process_results)
     def process_results_charged(self: Any, *args: Any, **kwargs: Any) -> Any:
-        score = unretried if scifig_source(self.config) is not None else process_results
-        with judge.task_scope(getattr(self.config, "task", None)):
+        ours = scifig_source(self.config) is not None
+        score = unretried if ours else process_results
+        hook = getattr(self.config, "process_results", None) if ours else None
+        with judge.task_scope(getattr(self.config, "task", None), *([hook] if ours else [])):
             return score(self, *args, **kwargs)
 
     return process_results_charged
@@ -216,9 +218,13 @@ def wrap_process_results(process_results: Any) -> Any:
 def wrap_calculate_aggregate_metric(aggregate: Any) -> Any:
     """``TaskOutput.calculate_aggregate_metric`` charging the judge calls of aggregation to the task."""
 
+    from scifig_tasks.lmms_eval.plugin import scifig_source
+
     @wraps(aggregate)
     def aggregate_charged(self: Any, *args: Any, **kwargs: Any) -> Any:
-        with judge.task_scope(self.task_name):
+        config = getattr(getattr(self, "task", None), "config", None)
+        checked = [config.process_results] if config is not None and scifig_source(config) is not None else []
+        with judge.task_scope(self.task_name, *checked):
             return aggregate(self, *args, **kwargs)
 
     return aggregate_charged

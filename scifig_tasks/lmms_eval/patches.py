@@ -106,6 +106,15 @@ PATCHES: tuple[Patch, ...] = (
         make="scifig_tasks.lmms_eval.plugin:wrap_initialize_tasks",
     ),
     Patch(
+        "lmms_eval.tasks.TaskManager.match_tasks",
+        {"": ("self", "task_list")},
+        "stops the run in one line (exit 1) when a requested name is a task of a benchmark plugin left out at "
+        "registration (scifig_tasks.core.registry: its description or task folder is broken), naming the package, "
+        "the part and the fix",
+        "lmms-eval says only 'Tasks not found' for such a name, logs it and exits 0",
+        make="scifig_tasks.lmms_eval.plugin:wrap_match_tasks",
+    ),
+    Patch(
         "lmms_eval.api.task.ConfigurableTask.download",
         {"": ("self", "dataset_kwargs")},
         "loads the data of tasks whose metadata names a scifig_source through scifig_tasks.core.data.load_benchmark "

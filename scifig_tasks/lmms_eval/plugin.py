@@ -64,6 +64,20 @@ def install() -> None:
     patches.install()
 
 
+def wrap_match_tasks(match_tasks: Any) -> Any:
+    """``TaskManager.match_tasks`` that stops the run when a requested name is a task of a benchmark left out at
+    registration (:func:`scifig_tasks.core.registry.refuse_left_out`)."""
+
+    @wraps(match_tasks)
+    def match_or_refuse(self: Any, task_list: Any) -> Any:
+        from scifig_tasks.core import registry
+
+        registry.refuse_left_out(name for name in task_list if isinstance(name, str))
+        return match_tasks(self, task_list)
+
+    return match_or_refuse
+
+
 def wrap_initialize_tasks(find_tasks: Any) -> Any:
     """``TaskManager.initialize_tasks`` that also searches the registered task folders, after the caller's
     ``include_path``, and

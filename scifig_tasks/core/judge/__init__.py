@@ -29,7 +29,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from scifig_tasks.core.judge.accounting import NO_TASK, USAGE_COUNTS, USAGE_TOKENS, current_task, task_scope
+    from scifig_tasks.core.judge.accounting import (
+        NO_TASK,
+        USAGE_COUNTS,
+        USAGE_TOKENS,
+        UndeclaredJudgeUse,
+        current_task,
+        task_scope,
+    )
     from scifig_tasks.core.judge.breaker import SILENT_TIMEOUTS, SLOW_NOTICE_S
     from scifig_tasks.core.judge.client import JudgeClient, dry_run, get_judge
     from scifig_tasks.core.judge.config import BREAKER_THRESHOLD, JudgeConfig, configured_concurrency, endpoint_host
@@ -44,7 +51,7 @@ if TYPE_CHECKING:
     )
 
 _WHERE = {
-    "accounting": ("NO_TASK", "USAGE_COUNTS", "USAGE_TOKENS", "current_task", "task_scope"),
+    "accounting": ("NO_TASK", "USAGE_COUNTS", "USAGE_TOKENS", "UndeclaredJudgeUse", "current_task", "task_scope"),
     "breaker": ("SILENT_TIMEOUTS", "SLOW_NOTICE_S"),
     "client": ("JudgeClient", "dry_run", "get_judge"),
     "config": ("BREAKER_THRESHOLD", "JudgeConfig", "configured_concurrency", "endpoint_host"),
@@ -78,6 +85,7 @@ __all__ = [
     "USAGE_COUNTS",
     "USAGE_TOKENS",
     "Accept",
+    "UndeclaredJudgeUse",
     "JudgeClient",
     "JudgeConfig",
     "JudgeResult",

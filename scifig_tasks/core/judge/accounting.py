@@ -26,17 +26,51 @@ USAGE_TOKENS = ("prompt_tokens", "completion_tokens")
 """Token counters, summed from each reply's ``usage`` (a reply without one adds nothing)."""
 
 _task: contextvars.ContextVar[str | None] = contextvars.ContextVar("scifig_judge_task", default=None)
+_UNCHECKED = object()
+"""A :func:`task_scope` given no hook: its judge use is not checked (a dataset class scoring on its own)."""
+_hook: contextvars.ContextVar[Any] = contextvars.ContextVar("scifig_judge_hook", default=_UNCHECKED)
 
 
 @contextlib.contextmanager
-def task_scope(name: str | None) -> Iterator[None]:
+def task_scope(name: str | None, hook: Any = _UNCHECKED) -> Iterator[None]:
     """Charge the judge calls made in this block (in this thread, and in the threads ``complete_many`` starts from
-    it) to the task ``name``."""
-    token = _task.set(name)
+    it) to the task ``name``; with ``hook`` (the task's scoring hook), a judge asked for in the block when the hook
+    declares no judge use is refused (:func:`check_declared`)."""
+    token, hook_token = _task.set(name), _hook.set(hook)
     try:
         yield
     finally:
+        _hook.reset(hook_token)
         _task.reset(token)
+
+
+class UndeclaredJudgeUse(SystemExit):
+    """A task's scoring asked for the LLM judge although its hook declares no judge use: such a use would score
+    outputs wrong without a judge (``judge_off``, exit 0) and escape the bound said before the run, so the run stops
+    in one line naming the task, the hook and the fix. A :class:`SystemExit` (status 1), which lmms-eval's catch-all
+    and retries leave alone."""
+
+    def __init__(self, task: str, hook: Any) -> None:
+        function = getattr(hook, "func", hook)
+        where = f"{getattr(function, '__module__', '?')}.{getattr(function, '__qualname__', repr(function))}"
+        self.line = (
+            f"task {task}: its scoring hook {where} asks the LLM judge but declares no judge use — decorate it with "
+            '@asks_judge("per_output" | "audited" | "at_aggregation") (scifig_tasks.core.judged_hooks), so that the '
+            "run says its judge bound and is refused without a judge when it needs one"
+        )
+        super().__init__(f"scifig: {self.line}")
+
+
+def check_declared() -> None:
+    """Raise :class:`UndeclaredJudgeUse` when the judge is asked for inside a :func:`task_scope` whose hook declares
+    no judge use (:func:`scifig_tasks.core.judged_hooks.declared_judging`)."""
+    hook = _hook.get()
+    if hook is _UNCHECKED:
+        return
+    from scifig_tasks.core.judged_hooks import declared_judging
+
+    if declared_judging(hook) is None:
+        raise UndeclaredJudgeUse(current_task(), hook)
 
 
 def current_task() -> str:

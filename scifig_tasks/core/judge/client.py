@@ -23,7 +23,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from scifig_tasks.core import settings
-from scifig_tasks.core.judge.accounting import Accounting
+from scifig_tasks.core.judge.accounting import Accounting, check_declared
 from scifig_tasks.core.judge.breaker import SLOW_NOTICE_S, Breaker
 from scifig_tasks.core.judge.cache import ReplyCache
 from scifig_tasks.core.judge.config import JudgeConfig, _endpoint
@@ -111,8 +111,11 @@ class JudgeClient(Accounting, ReplyCache, Breaker, Sending):
 
         ``system`` adds a system message before the prompt and ``temperature`` samples (a paper's own setting).
         ``accept(reply)`` says whether a reply is the answer asked for: one it rejects (or an empty one) is asked
-        again and, when retries run out, is ``judge_failed``; a cached one it rejects is asked again.
+        again and, when retries run out, is ``judge_failed``; a cached one it rejects is asked again. Asked from a task
+        whose scoring hook declares no judge use, it refuses (:func:`~scifig_tasks.core.judge.accounting
+        .check_declared`).
         """
+        check_declared()
         with self._timed():
             return self._complete_or_share(prompt, max_tokens, system, temperature, accept)
 
@@ -260,6 +263,7 @@ def get_judge(given: Settings | Mapping[str, str] | None = None) -> JudgeClient 
     """The process-wide client for the judge the settings configure (the process's :func:`settings.current` when
     ``given`` is None; a :class:`Settings` value or an environment mapping otherwise), or None when judging is off
     or not configured. One client per configuration: callers asking for the same judge share its bound and cache."""
+    check_declared()
     config = JudgeConfig.from_settings(settings.resolve(given))
     if config is None:
         logger.debug("LLM judge off or not configured")
