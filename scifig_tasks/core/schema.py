@@ -5,13 +5,13 @@ that scores are made from (``revision``, or :data:`UNPINNED` where none could be
 ``SCIFIG_<BENCH>_REVISION``, overrides it), the setting that points at local data instead (``env_var``,
 ``SCIFIG_<BENCH>_DATA``), the required and optional :class:`Column` s with a
 check for each cell, a check across each row, and the columns that identify a row. The checks here are plain
-functions; :mod:`scifig_tasks.core.data` applies them while it loads.
+functions; :mod:`scifig_tasks.core.data` applies them while it loads. This module imports no data library, so a
+benchmark's description (:mod:`scifig_tasks.core.benchmark`) can be read without loading any.
 
 Several questions per row: a source whose row holds several questions (a chart with four descriptive questions)
 declares ``questions``, the rule turning one checked row into its question documents. It is applied where the data
 is loaded, after the row checks, so every reader -- the lmms-eval tasks, the VLMEvalKit TSV files and datasets, the
-chance model, rescore, compare and the sample viewer -- sees one document per question. This module imports no data library, so a
-benchmark's description (:mod:`scifig_tasks.core.benchmark`) can be read without loading any.
+chance model, rescore, compare and the sample viewer -- sees one document per question.
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@
   VLMEvalKit (``vlmeval.dataset``), in place;
 * :mod:`scifig_tasks.vlmeval.datasets` holds the classes of GRAB, SciFIBench and Plot Twist, and
   :mod:`scifig_tasks.vlmeval.mmsci` those of MMSci (importing either imports VLMEvalKit);
+* :mod:`scifig_tasks.vlmeval.generic` serves every other registered task and group from its YAML's hooks
+  (:mod:`scifig_tasks.vlmeval.task_hooks`), so each is a dataset of its name with no code;
 * :mod:`scifig_tasks.vlmeval.names` names the datasets as the lmms-eval tasks (no VLMEvalKit import);
 * :mod:`scifig_tasks.vlmeval.judging` picks the judge: VLMEvalKit's ``--judge`` options, else ``SCIFIG_JUDGE_*``;
 * :mod:`scifig_tasks.vlmeval.tsv` writes VLMEvalKit TSV files from the Hub or local data (no VLMEvalKit import);
@@ -14,8 +16,8 @@
 * :mod:`scifig_tasks.vlmeval.chance_model` is ``scifig_chance``, the chance baseline as a VLMEvalKit model (the
   lmms-eval model's answers), which :func:`register` adds too: ``scifig vlmeval`` without an API or weights.
 
-Which datasets and classes there are is read from the registered benchmark descriptions
-(:mod:`scifig_tasks.core.registry`, their ``vlmeval`` block); no module of this package lists the benchmarks.
+Which datasets and classes there are is read from the registered benchmarks (:mod:`scifig_tasks.core.registry`: the
+descriptions' optional ``vlmeval`` block, and every task folder); no module of this package lists the benchmarks.
 """
 
 from __future__ import annotations
@@ -28,8 +30,10 @@ if TYPE_CHECKING:
 
 def dataset_classes() -> list[type[SciFigDataset]]:
     """The dataset classes every registered benchmark description names (``vlmeval.classes``, imported now: this
-    imports VLMEvalKit), in the registry's order, each once."""
+    imports VLMEvalKit), in the registry's order, each once; then
+    :class:`~scifig_tasks.vlmeval.generic.SciFigTask`, serving every other registered task and group."""
     from scifig_tasks.core import registry
+    from scifig_tasks.vlmeval import names
 
     found: list[type[SciFigDataset]] = []
     for described in registry.benchmarks().values():
@@ -37,6 +41,10 @@ def dataset_classes() -> list[type[SciFigDataset]]:
             cls = registry.resolve(reference)
             if cls not in found:
                 found.append(cls)
+    if names.GENERIC:
+        from scifig_tasks.vlmeval.generic import SciFigTask
+
+        found.append(SciFigTask)
     return found
 
 

@@ -7,7 +7,11 @@ same prompt text (the dataset classes build the lmms-eval prompts) and the same 
 (:func:`scifig_tasks.core.chance.salt`: the lmms-eval task, split and document index of the question), so both
 frameworks give the same numbers on the same data. VLMEvalKit hands a model the message and the dataset name only;
 the question is found from the message's first image, whose file name is that of one row of the dataset's TSV
-(``image_path``), and the row's place is then read from the TSV as lmms-eval numbers its documents:
+(``image_path``: the name carries the row's index, so questions sharing one image, several questions of one source
+row, are told apart), and the row's place is then read from the TSV as lmms-eval numbers its documents:
+
+* a dataset served from its task's hooks (:mod:`scifig_tasks.vlmeval.generic`): the ``task`` and ``doc`` its line
+  names;
 
 * a dataset named as an lmms-eval task: that task, its ``test_split`` and the row's ``index`` (both number the rows
   kept, in the data's order);
@@ -36,9 +40,10 @@ MODEL_NAME = "scifig_chance"
 
 @dataclass(frozen=True)
 class Questions:
-    """One dataset's questions as lmms-eval numbers them: first image file name -> (task, split, document index)."""
+    """One dataset's questions as lmms-eval numbers them: first image file name -> (task, split, document index),
+    and each task's data source (its chance rule)."""
 
-    source: str
+    sources: Mapping[str, str]
     place: Mapping[str, tuple[str, str, int]]
 
 
@@ -56,6 +61,7 @@ def _first_image(cell: Any) -> str:
 def questions(dataset: str, data: Any) -> Questions:
     """Where each row of ``data`` (the dataset's TSV as VLMEvalKit loaded it) stands among lmms-eval's documents;
     raises ``ValueError`` (one line) for a dataset whose rows cannot be placed or that has no chance answer."""
+    from scifig_tasks.vlmeval import names
     from scifig_tasks.vlmeval.tsv import row_of
 
     tasks = task_files.scifig_tasks()
@@ -64,6 +70,13 @@ def questions(dataset: str, data: Any) -> Questions:
         raise ValueError(f"scifig_chance answers scifig's datasets only: {dataset!r} is not one")
     lines = list(data.to_dict("records"))
     place: dict[str, tuple[str, str, int]] = {}
+    if dataset in names.GENERIC:  # its lines name their documents
+        facts: dict[str, tuple[str, str]] = {}
+        for line in lines:
+            task = str(line["task"])
+            facts.setdefault(task, _task_facts(task))
+            place[_first_image(line["image_path"])] = (task, facts[task][1], int(line["doc"]))
+        return _checked(dataset, {task: source for task, (source, _) in facts.items()}, place, len(lines))
     if not info.is_group:
         source, split = _task_facts(dataset)
         for line in lines:
@@ -83,11 +96,22 @@ def questions(dataset: str, data: Any) -> Questions:
             place[_first_image(line["image_path"])] = (task, facts[task][1], counts.get(task, 0))
             counts[task] = counts.get(task, 0) + 1
         (source,) = {source for source, _ in facts.values()}
-    try:
-        chance.answer_space(source)
-    except ValueError as exc:
-        raise ValueError(f"scifig_chance cannot answer dataset {dataset!r}: {exc}") from None
-    return Questions(source, place)
+    return _checked(dataset, {task: source for task, _, _ in place.values()}, place, len(lines))
+
+
+def _checked(
+    dataset: str, sources: Mapping[str, str], place: Mapping[str, tuple[str, str, int]], lines: int
+) -> Questions:
+    """The questions, once every line has an image name of its own (several questions may share one image: the
+    names carry the line's index) and every task's source has a chance answer."""
+    if len(place) != lines:
+        raise ValueError(f"scifig_chance cannot tell {dataset!r}'s questions apart: lines share an image file name")
+    for source in dict.fromkeys(sources.values()):
+        try:
+            chance.answer_space(source)
+        except ValueError as exc:
+            raise ValueError(f"scifig_chance cannot answer dataset {dataset!r}: {exc}") from None
+    return Questions(sources, place)
 
 
 class SciFigChance(BaseModel):
@@ -118,4 +142,4 @@ class SciFigChance(BaseModel):
         if where is None:
             raise ValueError(f"scifig_chance: a {dataset} question whose image is not one of the dataset's rows")
         prompt = "".join(item["value"] for item in message if item["type"] == "text")
-        return chance.guess(prompt, found.source, self.seed, salt=chance.salt(*where))
+        return chance.guess(prompt, found.sources[where[0]], self.seed, salt=chance.salt(*where))

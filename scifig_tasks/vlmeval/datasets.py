@@ -172,7 +172,8 @@ class SciFigDataset(ImageBaseDataset):
         with open(f"{stem}{SCORES_SUFFIX}", "w", encoding="utf-8") as handle:
             version = registry.benchmark(self.BENCHMARK).version
             scores = {"dataset": self.dataset_name, "version": version, "metrics": metrics}
-            scores |= {"breakdown": details, "judge": chosen.described(), KEY: environment("vlmeval")}
+            scores |= {"breakdown": details, **self.extra_scores(), "judge": chosen.described()}
+            scores[KEY] = environment("vlmeval")
             written_from = tsv.data_of(Path(self.data_path)) if getattr(self, "data_path", None) else {}
             scores[KEY][DATA] = written_from or scores[KEY][DATA]
             usage = judge_accounting.usage_report(drain=True)
@@ -183,6 +184,10 @@ class SciFigDataset(ImageBaseDataset):
 
     def score(self, line: Mapping[str, Any], reply: str | None) -> dict[str, Any]:
         raise NotImplementedError
+
+    def extra_scores(self) -> dict[str, Any]:
+        """Entries of the scores file besides the metrics and the breakdown (none here)."""
+        return {}
 
     def summarise(self, records: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
         raise NotImplementedError

@@ -1,8 +1,10 @@
 """The names of the scifig datasets in VLMEvalKit: the lmms-eval task names, one switch for both frameworks.
 
-Every name is read from the registered benchmark descriptions (:mod:`scifig_tasks.core.registry`): each
-description's :class:`~scifig_tasks.core.benchmark.Vlmeval` block lists its datasets, the lmms-eval groups VLMEvalKit
-serves as several datasets, and the names of earlier releases. This module holds no list of its own.
+Every name is read from the registered benchmarks (:mod:`scifig_tasks.core.registry`): each description's optional
+:class:`~scifig_tasks.core.benchmark.Vlmeval` block lists the datasets served by its own classes, the lmms-eval
+groups VLMEvalKit serves as several datasets, and the names of earlier releases; every other task and group of a
+registered benchmark's task folder (:mod:`scifig_tasks.core.task_files`) is a dataset of its name too, served from its
+YAML's hooks (:data:`GENERIC`). This module holds no list of its own.
 
 Rule: a VLMEvalKit dataset is called exactly as the lmms-eval task that asks the same questions under the same
 protocol (a leaf task, or the group when one VLMEvalKit dataset holds all of a group's questions: ``grab``,
@@ -16,14 +18,14 @@ MMSci, ChartQA, MMBench, MMMU, ``cn``, ``mme``, ...: ``tests/vlmeval/test_vlmeva
 The ``SciFig_*`` names of earlier releases are accepted for one more version (:data:`DEPRECATED`): mapped to the new
 name with a one-line warning (:func:`current`). Files written under them stay readable (:func:`known`).
 
-This module imports neither VLMEvalKit nor the datasets library.
+This module imports neither VLMEvalKit nor the datasets library (the task YAMLs are read as text).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from scifig_tasks.core import registry
+from scifig_tasks.core import registry, task_files
 from scifig_tasks.core.benchmark import Benchmark, Vlmeval, VlmevalDataset
 from scifig_tasks.core.deprecation import warn_once
 
@@ -38,14 +40,23 @@ def described() -> dict[str, VlmevalDataset]:
     return {dataset.name: dataset for _, block in _blocks() for dataset in block.datasets}
 
 
-DATASETS: tuple[str, ...] = tuple(described())
-"""Every scifig VLMEvalKit dataset, by its (lmms-eval) name, in the registry's order."""
+DESCRIBED: tuple[str, ...] = tuple(described())
+"""The datasets the descriptions' ``vlmeval`` blocks name (served by their own classes), in the registry's order."""
 
 GROUPS: dict[str, tuple[str, ...]] = {
     group: members for _, block in _blocks() for group, members in block.groups.items()
 }
 """lmms-eval groups whose questions VLMEvalKit serves as several datasets: group → its datasets, in the group's
 order. (A group VLMEvalKit serves as one dataset — ``grab``, ``plot_twist``, ``mmsci`` — is that dataset.)"""
+
+GENERIC: tuple[str, ...] = tuple(
+    name for name in task_files.scifig_tasks() if name not in DESCRIBED and name not in GROUPS
+)
+"""Every other task and group of the registered benchmarks' task folders: a dataset of its name served from its
+YAML's hooks (:mod:`scifig_tasks.vlmeval.task_hooks`), in listing order."""
+
+DATASETS: tuple[str, ...] = DESCRIBED + GENERIC
+"""Every scifig VLMEvalKit dataset, by its (lmms-eval) name: the described ones, then the others."""
 
 DEPRECATED: dict[str, str] = {old: dataset.name for dataset in described().values() for old in dataset.old_names}
 """The dataset names of earlier releases → today's name; accepted for one more version

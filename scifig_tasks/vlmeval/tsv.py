@@ -21,7 +21,9 @@ which row field each column holds and how its value is written as text), and the
 
 Which datasets there are, and each one's source, split, rows and format, is read from the registered benchmark
 descriptions (:func:`specs`, :mod:`scifig_tasks.core.registry`); the formats of scifig's own benchmarks are defined
-here (``GRAB_FORMAT``, ...) and named by their descriptions' ``tsv_formats``.
+here (``GRAB_FORMAT``, ...) and named by their descriptions' ``tsv_formats``. Every other registered task or group
+is a dataset served from its YAML's hooks (:class:`TaskTsv`): its rows hold each question's prompt images, as the
+task's prompt hooks give them, and name the document they ask (``task``, ``doc``).
 
 A ``<name>.tsv.scifig.json`` file next to the TSV records where it came from; :func:`ensure_tsv` rewrites the TSV when
 its source changed (another ``SCIFIG_*_DATA`` path, modified files, another Hub revision wanted, a new format version).
@@ -56,7 +58,7 @@ from scifig_tasks.core.multiple_choice import strip_label
 from scifig_tasks.core.plot_twist import rules as plot_twist
 from scifig_tasks.core.schema import BenchmarkSource
 from scifig_tasks.core.validated import files_identity
-from scifig_tasks.vlmeval import names
+from scifig_tasks.vlmeval import names, task_hooks
 
 if TYPE_CHECKING:
     import datasets
@@ -221,6 +223,30 @@ class TsvSpec:
     keep: Keep = None
 
 
+@dataclass(frozen=True)
+class TaskTsv:
+    """A dataset served from its task's YAML hooks (:mod:`scifig_tasks.vlmeval.task_hooks`): one row per question
+    of its leaf tasks, in lmms-eval's order, with the prompt's images (``image``, ``image_path``), its text
+    (``question``, for reading), the leaf ``task`` and the document's index in it (``doc``)."""
+
+    name: str
+    tasks: tuple[str, ...]
+
+    @property
+    def source(self) -> BenchmarkSource:
+        """The data source of its first task (the one a data error names)."""
+        return task_hooks.leaf(self.tasks[0]).source
+
+    def sources(self) -> dict[str, tuple[BenchmarkSource, tuple[str, ...]]]:
+        """Source key -> the source and the splits its tasks read, in task order."""
+        found: dict[str, tuple[BenchmarkSource, tuple[str, ...]]] = {}
+        for task in self.tasks:
+            leaf = task_hooks.leaf(task)
+            source, splits = found.get(leaf.source_key, (leaf.source, ()))
+            found[leaf.source_key] = (source, splits if leaf.split in splits else (*splits, leaf.split))
+        return found
+
+
 def _spec(dataset: VlmevalDataset, source: BenchmarkSource, formats: Mapping[str, str]) -> TsvSpec:
     tsv_format = registry.resolve(formats[dataset.source])
     if not isinstance(tsv_format, TsvFormat):
@@ -246,8 +272,12 @@ def specs() -> dict[str, TsvSpec]:
 
 def row_of(name: str, line: Row) -> dict[str, Any]:
     """The benchmark row (published / core field names and types) that a TSV line of dataset ``name`` holds: the
-    inverse of how :func:`rows` wrote it (images excepted)."""
-    return spec(name).format.row(line)
+    inverse of how :func:`rows` wrote it (images excepted). A dataset served from its task's hooks has no row layout:
+    its line names its document (``task``, ``doc``)."""
+    found = spec(name)
+    if isinstance(found, TaskTsv):
+        raise TypeError(f"{name} is served from its task's hooks: its lines name their documents (task, doc)")
+    return found.format.row(line)
 
 
 # ---- images --------------------------------------------------------------------------------------------------------
@@ -299,9 +329,12 @@ def _image_columns(index: int, cells: list[Any]) -> dict[str, str]:
 # ---- building and caching ------------------------------------------------------------------------------------------
 
 
-def rows(spec: TsvSpec, progress: bool = False) -> Iterator[dict[str, str]]:
+def rows(spec: TsvSpec | TaskTsv, progress: bool = False) -> Iterator[dict[str, str]]:
     """The TSV rows of ``spec`` (validated source rows; images undecoded until written), with a progress bar on stderr
     named after the dataset when ``progress``."""
+    if isinstance(spec, TaskTsv):
+        yield from _task_rows(spec, progress)
+        return
     dataset = undecoded(load_benchmark(spec.source, spec.split, reader=spec.name))
     kept = _kept(spec, dataset)
     bar = tqdm(kept, desc=f"{spec.name} TSV", unit="row", disable=not progress, file=sys.stderr)
@@ -310,6 +343,24 @@ def rows(spec: TsvSpec, progress: bool = False) -> Iterator[dict[str, str]]:
         cells = row[spec.format.image_column]
         cells = list(cells) if isinstance(cells, list) else [cells]
         yield {"index": str(index), **_image_columns(index, cells), **spec.format.columns(row)}
+
+
+def _task_rows(spec: TaskTsv, progress: bool) -> Iterator[dict[str, str]]:
+    """The rows of a dataset served from its task's hooks: each question's prompt images, written as
+    :func:`image_bytes` writes a stored image, and its text."""
+    asked = [question for task in spec.tasks for question in task_hooks.questions(task)]
+    bar = tqdm(asked, desc=f"{spec.name} TSV", unit="row", disable=not progress, file=sys.stderr)
+    for index, (task, position) in enumerate(bar):
+        segments, images = task_hooks.prompt(task, position)
+        cells = [{"bytes": task_hooks.image_file_bytes(image), "path": None} for image in images]
+        text = "".join(segment for segment in segments if isinstance(segment, str))
+        yield {
+            "index": str(index),
+            **_image_columns(index, cells),
+            "question": text,
+            "task": task,
+            "doc": str(position),
+        }
 
 
 def _kept(spec: TsvSpec, dataset: datasets.Dataset) -> list[int]:
@@ -321,18 +372,30 @@ def _kept(spec: TsvSpec, dataset: datasets.Dataset) -> list[int]:
     return [position for position, row in enumerate(texts) if keep(row)]
 
 
-def fingerprint(spec: TsvSpec, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """Where the rows come from: the local data (path, sizes, modification times) or the Hub id, and the format."""
-    local = spec.source.local_path(os.environ if environ is None else environ)
-    origin: dict[str, Any] = {"dataset": spec.name, "format": FORMAT_VERSION, "split": spec.split}
-    if local is None:
-        origin["hub"] = spec.source.hub_path or "default"
-        if spec.source.hub_path:
-            origin["revision"] = spec.source.hub_revision(os.environ if environ is None else environ) or "main"
+def fingerprint(spec: TsvSpec | TaskTsv, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Where the rows come from: the local data (path, sizes, modification times) or the Hub id, and the format; for
+    a dataset served from its task's hooks, that of each source it reads, and its benchmark's task version (a
+    changed prompt moves the version)."""
+    environ = os.environ if environ is None else environ
+    if isinstance(spec, TaskTsv):
+        owner = registry.of_task(spec.name)
+        origin: dict[str, Any] = {"dataset": spec.name, "format": FORMAT_VERSION, "tasks": list(spec.tasks)}
+        origin["version"] = owner.version if owner is not None else None
+        origin["sources"] = {
+            key: {"splits": list(splits), **_where(source, environ)} for key, (source, splits) in spec.sources().items()
+        }
         return origin
-    origin["local"] = str(local.resolve())
-    origin["files"] = files_identity([local])
-    return origin
+    return {"dataset": spec.name, "format": FORMAT_VERSION, "split": spec.split, **_where(spec.source, environ)}
+
+
+def _where(source: BenchmarkSource, environ: Mapping[str, str]) -> dict[str, Any]:
+    local = source.local_path(environ)
+    if local is None:
+        origin: dict[str, Any] = {"hub": source.hub_path or "default"}
+        if source.hub_path:
+            origin["revision"] = source.hub_revision(environ) or "main"
+        return origin
+    return {"local": str(local.resolve()), "files": files_identity([local])}
 
 
 def write_tsv(name: str, directory: Path) -> tuple[Path, int]:
@@ -346,7 +409,8 @@ def write_tsv(name: str, directory: Path) -> tuple[Path, int]:
     # (published text has them) is quoted too, where pandas' reader would otherwise end the row there
     table.to_csv(partial, sep="\t", index=False, lineterminator="\r\n")
     partial.replace(path)
-    loaded = provenance.loaded_data([_source_name(found)])
+    keys = list(found.sources()) if isinstance(found, TaskTsv) else [_source_name(found)]
+    loaded = provenance.loaded_data(keys)
     _record_path(path).write_text(json.dumps({**fingerprint(found), provenance.DATA: loaded}, indent=1))
     return path, len(table)
 
@@ -389,12 +453,15 @@ def _record_path(path: Path) -> Path:
     return path.with_name(path.name + ".scifig.json")
 
 
-def spec(name: str) -> TsvSpec:
-    """The spec of dataset ``name``, today's or a deprecated one (mapped silently: a reader of old files)."""
+def spec(name: str) -> TsvSpec | TaskTsv:
+    """The spec of dataset ``name``, today's or a deprecated one (mapped silently: a reader of old files); a dataset
+    no description lists is served from its task's hooks (:class:`TaskTsv`)."""
     known = specs()
     found = known.get(names.DEPRECATED.get(name, name))
+    if found is None and name in names.GENERIC:
+        return TaskTsv(name, tuple(task_hooks.leaves(name)))
     if found is None:
-        raise KeyError(f"unknown scifig VLMEvalKit dataset {name!r} (known: {', '.join(known)})")
+        raise KeyError(f"unknown scifig VLMEvalKit dataset {name!r} (known: {', '.join(names.DATASETS)})")
     return found
 
 

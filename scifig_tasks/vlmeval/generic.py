@@ -1,0 +1,95 @@
+"""The VLMEvalKit dataset class of every registered task and group that no description lists: one class, driven by
+the task's own YAML hooks (:mod:`scifig_tasks.vlmeval.task_hooks`), so a new task YAML is a VLMEvalKit dataset of its
+name with no code.
+
+Its TSV (:class:`scifig_tasks.vlmeval.tsv.TaskTsv`) holds each question's prompt images and names the document it
+asks (``task``, ``doc``); ``build_prompt`` writes the images as files (as stored, transparency composited on white,
+under content-hashed names carrying the row's index) and lays them out with the text as the task's prompt hook does;
+``evaluate`` (:class:`scifig_tasks.vlmeval.datasets.SciFigDataset`'s) scores each reply with the YAML's
+``process_results`` and aggregates as the YAML's ``metric_list`` / ``aggregate_metric_list`` say, so both frameworks
+give one verdict per question and the same numbers.
+
+Files: each record is ``{"task", "doc_id", <process_results' metrics>, "prediction"}``; the scores file's
+``metrics`` are the numeric metrics of the dataset (a group's, then ``<task>/<metric>`` of each of its tasks), its
+``breakdown`` the dataset's ``breakdown`` (else ``caption_report``) metric, and ``results`` every metric of the
+dataset and of each of its tasks, as lmms-eval's results file holds them (``results[task][metric]``, with
+``samples``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from scifig_tasks.core import registry
+from scifig_tasks.core.judge import task_scope
+from scifig_tasks.vlmeval import names, task_hooks
+from scifig_tasks.vlmeval.datasets import Message, SciFigDataset
+
+
+class SciFigTask(SciFigDataset):
+    """Any registered lmms-eval task or group no description lists, as a VLMEvalKit dataset of the same name."""
+
+    NAMES = names.GENERIC
+
+    def __init__(self, dataset: str = "", skip_noimg: bool = True) -> None:
+        name = dataset or self.NAMES[0]
+        owner = registry.of_task(name)
+        if owner is None:
+            raise ValueError(f"{name}: no registered benchmark owns it")
+        self.BENCHMARK = owner.name
+        self._results: dict[str, dict[str, Any]] = {}
+        super().__init__(dataset=name, skip_noimg=skip_noimg)
+
+    def build_prompt(self, line: int | Mapping[str, Any]) -> Message:
+        line = self._row(line)
+        segments, _ = task_hooks.prompt(str(line["task"]), int(line["doc"]))
+        images = self.dump_image(line)
+        return [
+            {"type": "text", "value": segment}
+            if isinstance(segment, str)
+            else {"type": "image", "value": images[segment]}
+            for segment in segments
+        ]
+
+    def doc(self, line: Mapping[str, Any]) -> dict[str, Any]:
+        """The document a line asks (as ``process_results`` gets it)."""
+        return task_hooks.scoring_document(str(line["task"]), int(line["doc"]))
+
+    def score(self, line: Mapping[str, Any], reply: str | None) -> dict[str, Any]:
+        task, position = str(line["task"]), int(line["doc"])
+        return {"task": task, "doc_id": position, **task_hooks.score(task, position, reply)}
+
+    def summarise(self, records: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
+        by_task: dict[str, list[dict[str, Any]]] = {}
+        for record in records:
+            by_task.setdefault(record["task"], []).append(record)
+        results: dict[str, dict[str, Any]] = {}
+        for task, scored in by_task.items():
+            with task_scope(task):
+                results[task] = {**task_hooks.aggregate(task, scored), "samples": len(scored)}
+        name = self.dataset_name
+        if name not in results:  # a group
+            sizes = {task: entry["samples"] for task, entry in results.items()}
+            with task_scope(name):
+                results = {
+                    name: {**task_hooks.aggregate_group(name, results, sizes), "samples": len(records)},
+                    **results,
+                }
+        self._results = results
+        metrics = {key: value for key, value in results[name].items() if _number(value)}
+        for task, entry in results.items():
+            if task != name:
+                metrics |= {
+                    f"{task}/{key}": value for key, value in entry.items() if _number(value) and key != "samples"
+                }
+        own = results[name]
+        details = own.get("breakdown", own.get("caption_report"))
+        return metrics, details if isinstance(details, dict) else {}
+
+    def extra_scores(self) -> dict[str, Any]:
+        return {"results": self._results}
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
