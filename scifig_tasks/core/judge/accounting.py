@@ -58,7 +58,7 @@ class UndeclaredJudgeUse(SystemExit):
             '@asks_judge("per_output" | "audited" | "at_aggregation") (scifig_tasks.core.judged_hooks), so that the '
             "run says its judge bound and is refused without a judge when it needs one"
         )
-        super().__init__(f"scifig: {self.line}")
+        super().__init__(f"\nscifig: {self.line}")  # on a line of its own: raised while a progress bar is drawn
 
 
 def check_declared() -> None:
