@@ -7,11 +7,17 @@ releases such as filelock 4 included, read from the installed metadata, so there
 whether the environment is the tested one (``.ci/requirements.lock``, a note when not); lmms-eval and
 VLMEvalKit imported as a run imports them (a release the range admits can still break an import); torch and the
 CUDA devices it sees; the settings (a ``SCIFIG_*`` value that does not parse, an unknown or deprecated variable:
-:mod:`scifig_tasks.core.settings`); each benchmark's data source (``SCIFIG_<BENCH>_DATA``; the Hub dataset's pinned
+:mod:`scifig_tasks.core.settings`); the benchmark plugins (each benchmark another distribution registers: its
+distribution, version and task folder, or the one line saying why the registry left it out, a failure); each
+benchmark's data source (``SCIFIG_<BENCH>_DATA``; the Hub dataset's pinned
 revision, or the one ``SCIFIG_<BENCH>_REVISION`` names, and whether the Hub cache holds it; or the built-in
 default); the LLM judge (configured, and reachable with one ``GET <base_url>/models``; only its host is
 printed, never a key); Chromium (only the report tests need it). An extra that is not installed is a note, not a
 failure, unless no evaluation framework is installed at all.
+
+Rule: a benchmark plugin — a distribution other than scifig declaring a ``scifig.benchmarks`` entry point
+(:func:`installed_distributions`) — is installed beside the tested environment, not in it: the lock check leaves it out,
+``.ci/setup`` never removes it (:func:`unlocked`), and it is listed as a plugin.
 
 What the checks read of the machine is a :class:`Probe`; tests pass one describing a broken environment.
 """
@@ -38,6 +44,7 @@ from packaging.specifiers import SpecifierSet
 from scifig_tasks.commands import HELP
 from scifig_tasks.core import provenance
 from scifig_tasks.core.errors import CommandError
+from scifig_tasks.core.settings import BENCHMARKS_GROUP
 
 Status = Literal["ok", "note", "FAIL"]
 DISTRIBUTION = "scifig"
@@ -72,17 +79,61 @@ def locked_versions(text: str) -> dict[str, str]:
     return {normalise(m.group(1)): m.group(2) for m in re.finditer(r"^([A-Za-z0-9][\w.-]*)==(\S+)", text, re.M)}
 
 
+def _distributions() -> dict[str, importlib.metadata.Distribution]:
+    """Every distribution on the path by normalised name: the first of a name, the one imported."""
+    found: dict[str, importlib.metadata.Distribution] = {}
+    for dist in importlib.metadata.distributions():  # in path order
+        found.setdefault(normalise(dist.metadata["Name"]), dist)
+    return found
+
+
+def _is_plugin(name: str, dist: importlib.metadata.Distribution) -> bool:
+    """Whether ``dist`` is a benchmark plugin (module docstring)."""
+    return name != DISTRIBUTION and any(point.group == BENCHMARKS_GROUP for point in dist.entry_points)
+
+
 def installed_distributions() -> dict[str, str]:
-    """``name -> version`` of every distribution installed here but pip and scifig itself."""
-    found: dict[str, str] = {}
-    for dist in importlib.metadata.distributions():  # in path order: the first of a name is the one imported
-        found.setdefault(normalise(dist.metadata["Name"]), dist.version)
-    return {name: version for name, version in found.items() if name not in ("pip", DISTRIBUTION)}
+    """``name -> version`` of every distribution installed here but pip, scifig itself and the benchmark plugins: the
+    environment the lock describes."""
+    return {
+        name: dist.version
+        for name, dist in _distributions().items()
+        if name not in ("pip", DISTRIBUTION) and not _is_plugin(name, dist)
+    }
 
 
 def unlocked() -> list[str]:
-    """Installed distributions the lock does not name (``.ci/setup`` removes them)."""
+    """Installed distributions the lock does not name (``.ci/setup`` removes them); benchmark plugins are never
+    among them (:func:`installed_distributions`)."""
     return sorted(set(installed_distributions()) - set(locked_versions(LOCK.read_text(encoding="utf-8"))))
+
+
+@dataclass(frozen=True)
+class Plugin:
+    """A benchmark registered by another distribution than scifig."""
+
+    benchmark: str
+    package: str
+    """``name version`` of the distribution registering it (:func:`scifig_tasks.core.registry.package_of`)."""
+    task_folder: Path
+
+
+def registered_plugins() -> list[Plugin]:
+    """The registered benchmarks that plugins add, in registry order."""
+    from scifig_tasks.core import registry
+
+    return [
+        Plugin(name, registry.package_of(name), Path(described.task_folder))
+        for name, described in registry.benchmarks().items()
+        if registry.is_plugin(name)
+    ]
+
+
+def refused_benchmarks() -> dict[str, str]:
+    """Entry-point name -> the one line saying why the registry left that benchmark out."""
+    from scifig_tasks.core import registry
+
+    return registry.refused()
 
 
 def _requires_python() -> str:
@@ -131,6 +182,8 @@ class Probe:
     environ: Mapping[str, str] = field(default_factory=lambda: os.environ)
     installed: Callable[[], dict[str, str]] = installed_distributions
     lock: Path = LOCK
+    plugins: Callable[[], list[Plugin]] = registered_plugins
+    refused: Callable[[], dict[str, str]] = refused_benchmarks
 
 
 # ---- the checks ------------------------------------------------------------------------------------------------------
@@ -318,6 +371,15 @@ def check_settings(probe: Probe) -> Iterator[Check]:
         yield Check("ok", "settings", f"{len(given.raw)} of {len(DECLARED)} set (`scifig config` shows them all)")
 
 
+def check_plugins(probe: Probe) -> Iterator[Check]:
+    """One line per benchmark a plugin adds (its distribution and task folder), and one failing line per benchmark
+    the registry left out (its refusal: package, the part that is wrong, the fix). Nothing when there are none."""
+    for name, reason in probe.refused().items():
+        yield Check("FAIL", f"plugin {name}", reason)
+    for plugin in probe.plugins():
+        yield Check("ok", f"plugin {plugin.benchmark}", f"{plugin.package}, task folder {plugin.task_folder}")
+
+
 def check_judge(probe: Probe) -> Iterator[Check]:
     from scifig_tasks.core.judge import JudgeConfig, endpoint_host
 
@@ -393,6 +455,7 @@ CHECKS = (
     check_lmms_eval_patches,
     check_torch,
     check_settings,
+    check_plugins,
     check_data,
     check_judge,
     check_browser,
@@ -433,9 +496,10 @@ def register(commands: Any) -> None:
         help=HELP["doctor"],
         description=(
             "One screen of checks: Python; scifig's requirements inside their ranges (known-bad releases such as "
-            "filelock 4 included); lmms-eval and VLMEvalKit importable; torch and CUDA; each benchmark's data "
-            "source; the LLM judge configured and reachable (one request; no key is printed); Chromium for the "
-            "report tests. Exit status 1 when a check fails."
+            "filelock 4 included); lmms-eval and VLMEvalKit importable; torch and CUDA; the benchmark plugins "
+            "(distribution, task folder, or why one is left out); each benchmark's data source; the LLM judge "
+            "configured and reachable (one request; no key is printed); Chromium for the report tests. Exit status "
+            "1 when a check fails."
         ),
         epilog="example:\n  scifig doctor",
     )

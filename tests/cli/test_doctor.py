@@ -3,6 +3,8 @@ dead or refusing judge) and the real command on this installation; doctor's line
 
 from __future__ import annotations
 
+import os
+import re
 import subprocess
 import sys
 from dataclasses import replace
@@ -17,6 +19,7 @@ from scifig_tasks.core.grab.source import GRAB
 from scifig_tasks.core.settings import DECLARED
 from tests.harness.lmms import offline_env
 from tests.harness.paths import REPO
+from tests.project.test_outside_benchmark import install_toy
 
 KEY = "sk-doctor-secret-0123456789"
 
@@ -163,21 +166,70 @@ def test_the_judge_reachable_refusing_dead_or_misconfigured_and_the_key_never_pr
         assert KEY not in checked
 
 
+def shown(text: str, name: str) -> tuple[str, str]:
+    """The status and detail of doctor's line ``name`` in its printed screen."""
+    (found,) = [line for line in text.splitlines() if line[6:].split("  ")[0] == name]
+    return found[:4].strip(), found[6:].removeprefix(name).strip()
+
+
 @pytest.mark.slow
 @pytest.mark.cli
-def test_the_command_exits_1_on_a_problem_and_0_without(tmp_path: Path) -> None:
+def test_the_command_exits_1_on_a_problem_and_0_without_and_lists_plugins_as_plugins(tmp_path: Path) -> None:
+    """The toy benchmark installed beside scifig (its package and ``.dist-info`` on the path, as pip puts them) is a
+    plugin line, not a difference from the lock; a plugin whose entry point does not load fails with its reason."""
     scifig = str(Path(sys.executable).parent / "scifig")
-    env = {**offline_env(tmp_path), "SCIFIG_JUDGE": "off"}
+    packages = install_toy(tmp_path / "packages")
+    env = {**offline_env(tmp_path), "SCIFIG_JUDGE": "off", "PYTHONPATH": str(packages)}
     done = subprocess.run([scifig, "doctor"], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.splitlines()[0].startswith("scifig doctor — scifig ") and done.stdout.endswith("no problems\n")
     assert done.stderr == ""  # VLMEvalKit's import-time log line is not shown
+    tasks = packages / "toy_bench" / "tasks"
+    assert shown(done.stdout, "plugin toybars") == ("ok", f"toy-bench 0.1, task folder {tasks}")
+    if Path(sys.prefix).resolve() == (REPO / ".venv").resolve():
+        assert shown(done.stdout, "lock")[0] == "ok", done.stdout  # the plugin is not a difference from the lock
+    assert "toy-bench" not in shown(done.stdout, "lock")[1]
 
+    broken = packages / "broken_bench-0.1.dist-info"
+    broken.mkdir()
+    (broken / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-bench\nVersion: 0.1\n")
+    (broken / "entry_points.txt").write_text("[scifig.benchmarks]\nbrokenbench = broken_bench.description:BENCHMARK\n")
     done = subprocess.run(
         [scifig, "doctor"], env={**env, "SCIFIG_GRAB_DATA": str(tmp_path / "missing")}, capture_output=True, text=True
     )
     assert done.returncode == 1
-    assert "FAIL  data grab" in done.stdout and done.stdout.endswith("1 problem(s)\n")
+    assert "FAIL  data grab" in done.stdout and done.stdout.endswith("2 problem(s)\n")
+    status, reason = shown(done.stdout, "plugin brokenbench")
+    assert status == "FAIL" and reason.startswith(
+        "benchmark brokenbench (broken-bench 0.1, brokenbench = broken_bench.description:BENCHMARK) is left out: "
+        "ModuleNotFoundError"
+    ), reason
+    assert shown(done.stdout, "plugin toybars")[0] == "ok"  # the other plugin still runs
+
+
+SETUP = REPO / ".ci" / "setup"
+
+
+def test_setup_removes_a_stray_distribution_but_never_a_benchmark_plugin(tmp_path: Path) -> None:
+    """The selection ``.ci/setup`` uninstalls (its own command, run here with two distributions on the path): a
+    distribution the lock does not name goes; one declaring a ``scifig.benchmarks`` entry point stays."""
+    (selection,) = re.findall(r"\.venv/bin/python -c '([^']*\bunlocked\b[^']*)'", SETUP.read_text())
+    site = tmp_path / "site"
+    for name, entry_points in (("stray_dist", ""), ("plugin_bench", "[scifig.benchmarks]\npluginbench = a:B\n")):
+        info = site / f"{name}-1.0.dist-info"
+        info.mkdir(parents=True)
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name.replace('_', '-')}\nVersion: 1.0\n")
+        (info / "entry_points.txt").write_text(entry_points)
+    done = subprocess.run(
+        [sys.executable, "-c", selection],
+        env={**os.environ, "PYTHONPATH": str(site)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    removed = done.stdout.split()
+    assert "stray-dist" in removed and "plugin-bench" not in removed, removed
 
 
 def test_from_a_checkout_doctor_says_whether_this_is_the_tested_environment(tmp_path: Path) -> None:
@@ -223,7 +275,8 @@ def test_an_lmms_eval_whose_patched_internals_changed_fails_naming_the_target(
 ) -> None:
     from scifig_tasks.lmms_eval import patches
 
-    changed = replace(patches.PATCHES[1], signatures={"": ("self", "no_such_parameter")})
+    (download,) = [patch for patch in patches.PATCHES if patch.target.endswith("ConfigurableTask.download")]
+    changed = replace(download, signatures={"": ("self", "no_such_parameter")})
     monkeypatch.setattr(patches, "PATCHES", (patches.PATCHES[0], changed))
     check = line(run_checks(probe(tmp_path)), "lmms-eval patches")
     assert check.status == "FAIL"
