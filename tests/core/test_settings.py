@@ -14,6 +14,7 @@ from scifig_tasks.core import registry, settings
 from scifig_tasks.core.judge import JudgeConfig, get_judge
 from scifig_tasks.core.mmsci import captioning_settings
 from scifig_tasks.core.settings import DECLARED, SettingError, Settings
+from tests.harness import benchmarks
 from tests.harness.paths import REPO
 
 KEY = "sk-settings-secret-0123456789"
@@ -24,7 +25,8 @@ def test_every_scifig_variable_the_package_reads_is_declared() -> None:
     found = {name for path in sources for name in re.findall(r"\bSCIFIG_[A-Z0-9_]*[A-Z0-9]\b", path.read_text())}
     assert found, "the scan found no variable"
     data = {name for name in found if settings.is_data_variable(name)}  # each benchmark source's (the family)
-    assert data == {source.env_var for source in registry.sources().values()}
+    own = [described for name, described in registry.benchmarks().items() if benchmarks.own(name)]  # scanned here
+    assert data == {source.env_var for described in own for source in described.sources.values()}
     declared = {**DECLARED, **settings.benchmark_settings()}  # scifig's own and those its benchmarks declare
     assert sorted(found - set(declared) - data) == []
     deprecated = {name for name, setting in declared.items() if setting.deprecated}
