@@ -32,7 +32,7 @@ from typing import Any
 
 from scifig_tasks.core.benchmark import Benchmark, BenchmarkError
 from scifig_tasks.core.schema import BenchmarkSource
-from scifig_tasks.core.settings import BENCHMARKS_GROUP, Setting, revision_setting
+from scifig_tasks.core.settings import BENCHMARKS_GROUP, Setting, declared_by, revision_setting
 
 GROUP = BENCHMARKS_GROUP
 OWN_DISTRIBUTION = "scifig"
@@ -250,6 +250,9 @@ def declared_settings() -> dict[str, Setting[Any]]:
                 found[source.revision_var] = revision_setting(source.revision_var, source.name)
         found |= {setting.name: setting for setting in described.settings}
     return found
+
+
+declared_by(declared_settings)
 
 
 def lmms_eval_names() -> dict[str, str]:

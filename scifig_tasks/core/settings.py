@@ -213,13 +213,24 @@ def deprecated_protocol(benchmark: str) -> Setting[str | None]:
     )
 
 
-def benchmark_settings() -> dict[str, Setting[Any]]:
-    """The settings the registered benchmarks declare, by name: each description's own
-    (:attr:`scifig_tasks.core.benchmark.Benchmark.settings`) and the revision setting of each of its Hub sources.
-    Read from the registry (imported here: the registry reads this module)."""
-    from scifig_tasks.core import registry
+_declarers: list[Callable[[], Mapping[str, Setting[Any]]]] = []
 
-    return registry.declared_settings()
+
+def declared_by(declarer: Callable[[], Mapping[str, Setting[Any]]]) -> None:
+    """Add ``declarer``, a function naming more settings: the benchmark registry
+    (:func:`scifig_tasks.core.registry.declared_settings`) adds the settings the registered benchmarks declare when
+    it is imported, which ``scifig_tasks.core`` does first (this module knows no benchmark)."""
+    if declarer not in _declarers:
+        _declarers.append(declarer)
+
+
+def benchmark_settings() -> dict[str, Setting[Any]]:
+    """The settings the registered benchmarks declare, by name (:func:`declared_by`): each description's own and
+    the revision setting of each of its Hub sources."""
+    found: dict[str, Setting[Any]] = {}
+    for declarer in _declarers:
+        found |= declarer()
+    return found
 
 
 def lookup(name: str) -> Setting[Any]:

@@ -16,13 +16,12 @@ them to the task's prompt hooks; its scoring hook is the one the YAML names, bou
 
 from __future__ import annotations
 
-import functools
-import importlib.util
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 from typing import Any
+
+from scifig_tasks.core.task_yaml import read_yaml, resolved
 
 NO_VALUE = "—"
 """Printed where a fact is unknown or does not apply."""
@@ -51,66 +50,6 @@ class TaskInfo:
         return NO_VALUE if value in (None, "") else str(value)
 
 
-@dataclass(frozen=True)
-class FunctionTag:
-    """A ``!function module.name`` tag of a YAML in ``folder``."""
-
-    folder: Path
-    name: str
-
-    def resolve(self) -> Callable[..., Any]:
-        """The function the tag names, from ``module.py`` beside its YAML (imported once per process)."""
-        module_name, _, attribute = self.name.rpartition(".")
-        return getattr(_module(self.folder / f"{module_name}.py"), attribute)
-
-
-@functools.cache
-def _module(path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"scifig_task_file_{path.parent.name}_{path.stem}", path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"{path}: not a Python module")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-@functools.cache
-def _loader() -> Any:
-    """A PyYAML safe loader that reads ``!function x`` as a :class:`FunctionTag` and any other tag as ``None``."""
-    import yaml
-
-    class Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]  # libyaml's when installed
-        folder = Path()
-
-    Loader.add_constructor("!function", lambda loader, node: FunctionTag(loader.folder, loader.construct_scalar(node)))
-    Loader.add_multi_constructor("!", lambda loader, suffix, node: None)
-    return Loader
-
-
-def read_yaml(path: Path) -> dict[str, Any]:
-    """A task YAML (``!function`` tags as :class:`FunctionTag`, other tags ``None``); ``{}`` when it is no mapping."""
-    loader = _loader()(path.read_text(encoding="utf-8"))
-    loader.folder = path.parent
-    try:
-        config = loader.get_single_data()
-    finally:
-        loader.dispose()
-    return config if isinstance(config, dict) else {}
-
-
-def resolved(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
-    """The YAML with its ``include`` files applied first and its own keys replacing theirs; of several included
-    files the first listed wins (lmms-eval's order)."""
-    if path in seen:
-        raise ValueError(f"{path}: `include` loops back to itself ({' -> '.join(str(p.name) for p in seen)})")
-    config = read_yaml(path)
-    included = config.pop("include", None)
-    merged: dict[str, Any] = {}
-    for name in reversed([included] if isinstance(included, str) else included or []):
-        merged |= resolved(path.parent / name, (*seen, path))
-    return merged | config
-
-
 def _options(config: Mapping[str, Any], path: Path) -> dict[str, Any]:
     kwargs = config.get("lmms_eval_specific_kwargs") or {}
     chosen = kwargs.get("default", {}) if isinstance(kwargs, dict) else None
@@ -124,7 +63,7 @@ def scifig_tasks(folders: Mapping[str, Path] | None = None) -> dict[str, TaskInf
     order (benchmark, then name)."""
     found: list[TaskInfo] = []
     if folders is None:
-        from scifig_tasks.core import registry  # the registry checks task folders with this module
+        from scifig_tasks.core import registry
 
         folders = {name: Path(described.task_folder) for name, described in registry.benchmarks().items()}
     for benchmark, folder in folders.items():

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from scifig_tasks.core.raw_outputs import END_OF_TURN_MARKERS
-from scifig_tasks.core.task_files import FunctionTag, read_yaml, resolved
+from scifig_tasks.core.task_yaml import FunctionTag, read_yaml, resolved
 
 UNTIL = f"until: {list(END_OF_TURN_MARKERS)}"
 """The ``generation_kwargs`` entry every generating task carries (:data:`END_OF_TURN_MARKERS`)."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from scifig_tasks.core import registry, task_files
+from scifig_tasks.core import registry, task_files, task_yaml
 
 
 def readable(tasks: Sequence[str]) -> dict[str, dict[str, Any]]:
@@ -30,7 +30,7 @@ def readable(tasks: Sequence[str]) -> dict[str, dict[str, Any]]:
         info = infos.get(task)
         if info is None or info.is_group:
             continue
-        config = task_files.resolved(info.path)
+        config = task_yaml.resolved(info.path)
         metadata = config.get("metadata")
         if isinstance(metadata, Mapping) and metadata.get("scifig_source") in sources:
             found[task] = config
@@ -49,4 +49,4 @@ def documents(config: Mapping[str, Any]) -> Sequence[Mapping[str, Any]]:
         )
     )
     process = config.get("process_docs")
-    return process.resolve()(loaded) if isinstance(process, task_files.FunctionTag) else loaded
+    return process.resolve()(loaded) if isinstance(process, task_yaml.FunctionTag) else loaded

@@ -32,7 +32,7 @@ from typing import Any
 
 from vlmeval.vlm.base import BaseModel
 
-from scifig_tasks.core import chance, registry, task_files
+from scifig_tasks.core import chance, registry, task_files, task_yaml
 
 MODEL_NAME = "scifig_chance"
 """The name ``scifig vlmeval --model`` takes (the lmms-eval model's)."""
@@ -50,7 +50,7 @@ class Questions:
 def _task_facts(task: str) -> tuple[str, str]:
     """The ``scifig_source`` and ``test_split`` of an lmms-eval task, read from its YAML (``include`` resolved)."""
     info = task_files.scifig_tasks()[task]
-    config = task_files.resolved(info.path)
+    config = task_yaml.resolved(info.path)
     return str((config.get("metadata") or {}).get("scifig_source")), str(config.get("test_split"))
 
 

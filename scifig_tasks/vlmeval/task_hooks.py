@@ -11,8 +11,8 @@ makes from the same YAML (``include`` chain resolved, ``!function`` hooks from t
   given the YAML's ``lmms_eval_specific_kwargs`` with its ``default`` entry merged in, as lmms-eval gives them;
 * score: the reply goes through the YAML's filter pipeline (the one named ``none``, else the first; lmms-eval's
   ``take_first`` when there is none) and the YAML's ``process_results`` scores it, called inside
-  :func:`scifig_tasks.core.judge.task_scope` of the leaf task, with the document lmms-eval gives it (without its
-  images unless ``process_results_use_image``);
+  :func:`scifig_tasks.core.judge.task_scope` of the leaf task and that hook (its judge declaration), with the
+  document lmms-eval gives it (without its images unless ``process_results_use_image``);
 * aggregation: each ``metric_list`` entry's aggregation over the task's documents (``mean``, a ``!function``, or
   another name lmms-eval registers); a group's metrics are its ``aggregate_metric_list`` over its leaf tasks, sized
   by their documents, as lmms-eval's ``consolidate_group_results`` computes them.
@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from scifig_tasks.core import judge, registry, task_files
+from scifig_tasks.core import judge, registry, task_files, task_yaml
 from scifig_tasks.core.schema import BenchmarkSource
 
 if TYPE_CHECKING:
@@ -69,7 +69,7 @@ class Leaf:
     def hook(self, key: str) -> Any:
         """The YAML's ``key``: a ``!function`` resolved, anything else as written (``None`` when absent)."""
         value = self.config.get(key)
-        return value.resolve() if isinstance(value, task_files.FunctionTag) else value
+        return value.resolve() if isinstance(value, task_yaml.FunctionTag) else value
 
     @property
     def prompt_kwargs(self) -> dict[str, Any] | None:
@@ -97,11 +97,11 @@ def leaves(name: str) -> list[str]:
 
 @functools.cache
 def leaf(name: str) -> Leaf:
-    """The task ``name`` with its YAML resolved (:func:`scifig_tasks.core.task_files.resolved`)."""
+    """The task ``name`` with its YAML resolved (:func:`scifig_tasks.core.task_yaml.resolved`)."""
     info = offered()[name]
     if info.is_group:
         raise ValueError(f"{info.path}: {name} is a group, not a task")
-    return Leaf(name, task_files.resolved(info.path))
+    return Leaf(name, task_yaml.resolved(info.path))
 
 
 # ---- documents -----------------------------------------------------------------------------------------------------
@@ -243,7 +243,7 @@ def _pipeline(task: Leaf) -> list[Callable[[list[list[Any]], list[Any]], Any]]:
     for step in chosen.get("filter") or []:
         function = step.get("function")
         kwargs = {key: value for key, value in step.items() if key != "function"}
-        if isinstance(function, task_files.FunctionTag):
+        if isinstance(function, task_yaml.FunctionTag):
             function = function.resolve()
         elif isinstance(function, str):
             from lmms_eval.filters import get_filter
@@ -269,18 +269,12 @@ def score(name: str, position: int, reply: str | None) -> dict[str, Any]:
     if not callable(process):
         raise ValueError(f"{offered()[name].path}: process_results must be a !function")
     doc = scoring_document(name, position)
-    with judge.task_scope(name, **_hook_keyword(process)):
+    with judge.task_scope(name, hook=process):
         return dict(process(doc, [filtered(name, doc, reply)]))
 
 
-def _hook_keyword(hook: Callable[..., Any]) -> dict[str, Any]:
-    """``hook=`` for :func:`scifig_tasks.core.judge.task_scope` when it takes the scoring hook (its judge
-    declaration), else nothing."""
-    return {"hook": hook} if "hook" in inspect.signature(judge.task_scope).parameters else {}
-
-
 def _aggregation(value: Any, where: str) -> Callable[..., Any]:
-    if isinstance(value, task_files.FunctionTag):
+    if isinstance(value, task_yaml.FunctionTag):
         return value.resolve()
     if value == "mean":
         return lambda items: sum(items) / len(items)
@@ -309,7 +303,7 @@ def aggregate_group(name: str, results: Mapping[str, Mapping[str, Any]], sizes: 
     metric whose name contains it; ``mean`` weighted by size when ``weight_by_size``, off by default); empty without
     one."""
     info = offered()[name]
-    listed = task_files.resolved(info.path).get("aggregate_metric_list") or []
+    listed = task_yaml.resolved(info.path).get("aggregate_metric_list") or []
     found: dict[str, Any] = {}
     tasks = leaves(name)
     for metric in sorted({key for task in tasks for key in results[task]}):

@@ -122,10 +122,11 @@ def test_a_paper_protocol_is_scored_only_by_a_task_named_paper() -> None:
 
 
 def test_every_variable_the_code_names_is_declared() -> None:
-    """Declared once in settings, or a benchmark source's local-data variable (the ``SCIFIG_<SOURCE>_DATA`` family)."""
+    """Declared once: in settings, by a benchmark's description (its own settings and its sources' revisions), or a
+    benchmark source's local-data variable (the ``SCIFIG_<SOURCE>_DATA`` family)."""
     sources = {source.env_var for source in registry.sources().values()}
     assert sources and all(settings.DATA_VARIABLE.match(name) for name in sources)
-    undeclared = variables() - set(settings.DECLARED) - sources
+    undeclared = variables() - set(settings.DECLARED) - set(settings.benchmark_settings()) - sources
     assert not undeclared, sorted(undeclared)
 
 

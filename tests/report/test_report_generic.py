@@ -9,6 +9,7 @@ worked out by hand with scipy's Wilson interval.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 from pathlib import Path
@@ -55,7 +56,9 @@ def _toy(folder: Path) -> Benchmark:
 def toybench(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Benchmark:
     """ToyBench registered beside scifig's own benchmarks (the registry restored after the test)."""
     toy = _toy(tmp_path / "toy_tasks")
-    monkeypatch.setattr(registry, "_loaded", {**registry.benchmarks(), toy.name: toy})
+    loaded = registry._registry()
+    added = {"benchmarks": {**loaded.benchmarks, toy.name: toy}, "packages": {**loaded.packages, toy.name: "toy 1.0"}}
+    monkeypatch.setattr(registry, "_loaded", dataclasses.replace(loaded, **added))
     no_documents = functools.partial(
         samples.write_samples_page, docs_loader=lambda tasks: dict.fromkeys(tasks, "no documents in this test")
     )

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from scifig_tasks.core import task_files
+from scifig_tasks.core import task_files, task_yaml
 from scifig_tasks.core.judged_hooks import JudgeRequired, declared_judging, judge_configured, requires_judge
 from scifig_tasks.core.scoring_protocol import PAPER_SUFFIX, Protocol, plain_twin
 
@@ -49,8 +49,8 @@ class _Requirement:
     def _requires(self, leaf: str) -> bool:
         if leaf not in self._leaf:
             info = self.tasks.get(_twin(leaf, self.protocol, self.tasks))
-            hook = None if info is None else task_files.resolved(info.path).get("process_results")
-            self._leaf[leaf] = isinstance(hook, task_files.FunctionTag) and requires_judge(hook.resolve())
+            hook = None if info is None else task_yaml.resolved(info.path).get("process_results")
+            self._leaf[leaf] = isinstance(hook, task_yaml.FunctionTag) and requires_judge(hook.resolve())
         return self._leaf[leaf]
 
     def __call__(self, name: str) -> bool:
@@ -106,8 +106,8 @@ def judge_use(name: str) -> str:
     uses = []
     for leaf in _leaves(name, tasks):
         info = tasks.get(leaf)
-        hook = None if info is None else task_files.resolved(info.path).get("process_results")
-        if isinstance(hook, task_files.FunctionTag):
+        hook = None if info is None else task_yaml.resolved(info.path).get("process_results")
+        if isinstance(hook, task_yaml.FunctionTag):
             function = hook.resolve()
             use = "required" if requires_judge(function) else declared_judging(function)
             if use is not None:
