@@ -91,6 +91,9 @@ def test_ci_reads_the_test_command_from_the_readme() -> None:
     command = [line for line in lines[start:end] if not line.startswith(("<!--", "```"))]
     assert len(command) == 1 and command[0].startswith("bash .ci/setup && ")
     assert "python -m pytest tests" in command[0]
+    # the suite runs with the toy benchmark installed as a plugin, installed into .venv before pytest starts
+    toy = ".venv/bin/python -m pip install --quiet --no-deps --no-build-isolation -e tests/fixtures/toy_bench && "
+    assert toy in command[0] and command[0].index(toy) < command[0].index("python -m pytest tests")
 
 
 def _offline_cases() -> list[object]:
