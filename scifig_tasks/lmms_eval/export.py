@@ -9,6 +9,11 @@ What changes against the packaged folder, and nothing else:
   folder on ``sys.path`` (as upstream tasks such as ``visualwebbench`` do) and imports ``<bench>_core`` absolutely.
   An import of anything else of this package (curation, the plugin) stops the export with the file and line.
   Judge presets ship inside ``<bench>_core/judges/``.
+* A plugin's own code. Rule: the modules of the package holding a benchmark's task folder (a plugin's, e.g.
+  ``toy_bench`` for ``toy_bench/tasks/``; :func:`plugin_package`) that the task folder's Python files reach are
+  vendored too, into ``<bench>_core/<package>/`` (the same closure: their own imports of ``scifig_tasks.core`` join
+  it), with the package's name rewritten to ``<bench>_core.<package>`` wherever the copied code names it; the
+  exported folder imports nothing of the plugin.
 * Data. Upstream has no scifig plugin, so ``metadata.scifig_source`` is removed and the task loads its data with
   lmms-eval's own ``datasets.load_dataset(dataset_path, **dataset_kwargs)``: the Hub id (``dataset_path``) of a
   benchmark with a published copy, or — with ``--data`` or for a benchmark without one — ``dataset_path: parquet``
@@ -24,7 +29,7 @@ import argparse
 import ast
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +55,8 @@ class Exported:
     yamls: list[str]
     data_files: dict[str, dict[str, str]]
     """Source name -> split -> parquet path written into the YAMLs."""
+    plugin: list[str] = field(default_factory=list)
+    """The plugin's vendored files, relative to ``<bench>_core/`` (``toy_bench/rules.py``); empty for scifig's own."""
 
 
 def benchmarks() -> list[str]:
@@ -60,56 +67,120 @@ def benchmarks() -> list[str]:
 # ---- code ----------------------------------------------------------------------------------------------------------
 
 
-def _imports(path: Path) -> list[tuple[int, str, list[str]]]:
-    """``(line, module, names)`` for every import statement (top-level, local and ``TYPE_CHECKING`` ones)."""
+def _imports(path: Path, module: str | None = None) -> list[tuple[int, str, list[str]]]:
+    """``(line, module, names)`` for every import statement (top-level, local and ``TYPE_CHECKING`` ones); a relative
+    import is resolved against ``module`` (the file's dotted name: a plugin's module), else refused."""
     found = []
+    is_package = path.name == "__init__.py"
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
         if isinstance(node, ast.Import):
             found += [(node.lineno, alias.name, []) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
+            target = node.module or ""
             if node.level:
-                raise ExportError(f"{path}, line {node.lineno}: relative import cannot be vendored")
-            found.append((node.lineno, node.module or "", [alias.name for alias in node.names]))
+                if module is None:
+                    raise ExportError(f"{path}, line {node.lineno}: relative import cannot be vendored")
+                parts = module.split(".")
+                base = parts[: len(parts) - node.level + (1 if is_package else 0)]
+                target = ".".join([*base, *filter(None, [node.module])])
+            found.append((node.lineno, target, [alias.name for alias in node.names]))
     return found
 
 
-def _module_file(name: str) -> Path:
-    """The source file of the core module ``name`` (dotted, relative to the core: ``grab.rules``)."""
-    return CORE_DIR.joinpath(*name.split(".")).with_suffix(".py")
+@dataclass(frozen=True)
+class Package:
+    """A package whose modules an export copies: its import name and its folder. Its modules are named relative to
+    it (``grab.rules``; a sub-package's ``__init__`` by the sub-package, ``grab``; the package's own ``__init__``:
+    ``""``)."""
+
+    name: str
+    folder: Path
+
+    def owns(self, module: str) -> bool:
+        return module == self.name or module.startswith(self.name + ".")
+
+    def is_package(self, relative: str) -> bool:
+        return relative == "" or (self.folder.joinpath(*relative.split(".")) / "__init__.py").is_file()
+
+    def file(self, relative: str) -> Path:
+        """The source file of module ``relative`` (a package's ``__init__.py``)."""
+        if self.is_package(relative):
+            return self.folder.joinpath(*filter(None, relative.split("."))) / "__init__.py"
+        return self.folder.joinpath(*relative.split(".")).with_suffix(".py")
+
+    def modules(self, module: str, names: list[str]) -> list[str]:
+        """The modules of this package that ``from <module> import <names>`` (or ``import <module>``) loads, relative
+        to it, its enclosing packages' ``__init__`` included (the package's own only when it is not the core,
+        whose ``__init__`` an export writes)."""
+        relative = module[len(self.name) + 1 :]
+        if self.is_package(relative):  # `from package[.sub] import module_or_attribute, ...`
+            dotted = [f"{relative}.{name}".lstrip(".") for name in names]
+            found = [name for name in dotted if self.is_package(name) or self.file(name).is_file()]
+            found += [relative] if relative else []
+        else:
+            found = [relative]
+        for name in list(found):  # every enclosing package is imported first
+            while "." in name:
+                name = name.rpartition(".")[0]
+                found.append(name)
+        if self.name != CORE:
+            found.append("")
+        return list(dict.fromkeys(found))
 
 
-def _is_package(name: str) -> bool:
-    return name == "" or (CORE_DIR.joinpath(*name.split(".")) / "__init__.py").is_file()
+CORE_PACKAGE = Package(CORE, CORE_DIR)
 
 
-def core_closure(utils: Path) -> list[str]:
-    """The ``scifig_tasks.core`` modules ``utils`` needs, transitively, as dotted names relative to the core
-    (``grab.rules``; a sub-package's ``__init__`` as ``grab``); other imports of this package are errors."""
-    needed: list[str] = []
-    pending = [utils]
+def plugin_package(task_folder: Path) -> Package | None:
+    """The top-level package holding a benchmark's task folder when it is not this package's (a plugin's:
+    ``toy_bench`` for ``.../toy_bench/tasks``): the outermost of the folder's consecutive enclosing folders with an
+    ``__init__.py``; None for scifig's own benchmarks and for a task folder in no package."""
+    top = None
+    for folder in [task_folder.resolve(), *task_folder.resolve().parents]:
+        if (folder / "__init__.py").is_file():
+            top = folder
+        elif top is not None:
+            break
+    if top is None or top.name in FORBIDDEN_ROOTS:
+        return None
+    return Package(top.name, top)
+
+
+def _module_of(path: Path, package: Package) -> str:
+    """The dotted module name of ``path``, a file of ``package`` (for resolving its relative imports)."""
+    parts = path.relative_to(package.folder).with_suffix("").parts
+    return ".".join([package.name, *(parts[:-1] if parts[-1] == "__init__" else parts)])
+
+
+def closure(files: Iterable[Path], plugin: Package | None = None) -> tuple[list[str], list[str]]:
+    """The ``scifig_tasks.core`` modules and the ``plugin``'s modules that ``files`` need, transitively, each as
+    dotted names relative to its package (:class:`Package`); an import of anything else of this package is an
+    error naming the file and line."""
+    packages = [CORE_PACKAGE, *([plugin] if plugin is not None else [])]
+    needed: dict[str, list[str]] = {package.name: [] for package in packages}
+    pending = [(path, None) for path in files]
     while pending:
-        path = pending.pop()
-        for line, module, names in _imports(path):
-            if module != CORE and not module.startswith(CORE + "."):
+        path, owner = pending.pop()
+        for line, module, names in _imports(path, _module_of(path, owner) if owner is not None else None):
+            package = next((package for package in packages if package.owns(module)), None)
+            if package is None:
                 if module.split(".")[0] in FORBIDDEN_ROOTS:
                     raise ExportError(f"{path}, line {line}: imports {module}, which is not part of {CORE}")
                 continue
-            relative = module[len(CORE) + 1 :]
-            if _is_package(relative):  # `from scifig_tasks.core[.pkg] import module_or_attribute, ...`
-                dotted = [f"{relative}.{name}".lstrip(".") for name in names]
-                modules = [name for name in dotted if _is_package(name) or _module_file(name).is_file()]
-                modules += [relative] if relative else []
-            else:
-                modules = [relative]
-            modules += [name.rpartition(".")[0] for name in modules if "." in name]  # the sub-package, importable
-            for name in modules:
-                file = CORE_DIR / name / "__init__.py" if _is_package(name) else _module_file(name)
+            for name in package.modules(module, names):
+                file = package.file(name)
                 if not file.is_file():
-                    raise ExportError(f"{path}, line {line}: {CORE}.{name} is not a module file")
-                if name not in needed:
-                    needed.append(name)
-                    pending.append(file)
-    return sorted(needed)
+                    raise ExportError(f"{path}, line {line}: {package.name}.{name} is not a module file")
+                if name not in needed[package.name]:
+                    needed[package.name].append(name)
+                    pending.append((file, package))
+    own = needed[plugin.name] if plugin is not None else []
+    return sorted(needed[CORE]), sorted(own)
+
+
+def core_closure(utils: Path) -> list[str]:
+    """The ``scifig_tasks.core`` modules ``utils`` needs, transitively (:func:`closure`)."""
+    return closure([utils])[0]
 
 
 _PATH_PROLOGUE = """\
@@ -136,11 +207,19 @@ def _with_prologue(text: str, package: str, origin: Path) -> str:
     return text[: match.start()] + _PATH_PROLOGUE.format(package=package) + text[match.start() :]
 
 
-def _check_self_contained(folder: Path) -> None:
+def _check_self_contained(folder: Path, forbidden: tuple[str, ...]) -> None:
     for path in sorted(folder.rglob("*.py")):
-        for line, module, _ in _imports(path):
-            if module.split(".")[0] in FORBIDDEN_ROOTS:
+        parts = path.relative_to(folder).with_suffix("").parts
+        for line, module, _ in _imports(path, ".".join(parts[:-1] if parts[-1] == "__init__" else parts)):
+            if module.split(".")[0] in forbidden:
                 raise ExportError(f"{path}, line {line}: exported code still imports {module}")
+
+
+def _rename_plugin(text: str, plugin: Package | None, package: str) -> str:
+    """The plugin package's name, wherever code names it, as its vendored place: ``<bench>_core.<plugin>``."""
+    if plugin is None:
+        return text
+    return re.sub(rf"(?<![\w./-]){re.escape(plugin.name)}(?![\w/-])", f"{package}.{plugin.name}", text)
 
 
 def _copy_presets(dest: Path) -> None:
@@ -152,15 +231,19 @@ def _copy_presets(dest: Path) -> None:
             (dest / entry.name).write_bytes(entry.read_bytes())
 
 
-def _vendor(source: Path, dest: Path, package: str) -> list[str]:
-    modules = core_closure(source / "utils.py")
+def _vendor(source: Path, dest: Path, package: str) -> tuple[list[str], list[str]]:
+    """Copy the task folder's Python files and vendor what they import: the core modules and the plugin's own
+    (module docstring); the core modules and the plugin's files, as listed in the README."""
+    plugin = plugin_package(source)
+    hooks = [path for path in sorted(source.glob("*.py")) if path.name != "__init__.py"]
+    modules, own = closure(hooks, plugin)
     core = dest / package
     core.mkdir(parents=True)
     (core / "__init__.py").write_text(
         f'"""Vendored copy of the scifig core modules this task needs ({", ".join(modules)})."""\n', encoding="utf-8"
     )
     for name in modules:
-        source_file = CORE_DIR / name / "__init__.py" if _is_package(name) else _module_file(name)
+        source_file = CORE_PACKAGE.file(name)
         text = _rewrite(source_file.read_text(encoding="utf-8"), package)
         if name == "resources":  # where the judge finds its presets (shipped_config_dir)
             if JUDGE_PRESETS not in text:
@@ -170,15 +253,21 @@ def _vendor(source: Path, dest: Path, package: str) -> list[str]:
         target = core / source_file.relative_to(CORE_DIR)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
-    for path in sorted(source.glob("*.py")):
-        if path.name == "__init__.py":
-            continue
-        text = _rewrite(path.read_text(encoding="utf-8"), package)
+    files = []
+    for name in own if plugin is not None else []:
+        source_file = plugin.file(name)
+        relative = Path(plugin.name) / source_file.relative_to(plugin.folder)
+        target = core / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(_rename_plugin(_rewrite(source_file.read_text(encoding="utf-8"), package), plugin, package))
+        files.append(relative.as_posix())
+    for path in hooks:
+        text = _rename_plugin(_rewrite(path.read_text(encoding="utf-8"), package), plugin, package)
         if package in text:
             text = _with_prologue(text, package, path)
         (dest / path.name).write_text(text, encoding="utf-8")
-    _check_self_contained(dest)
-    return modules
+    _check_self_contained(dest, FORBIDDEN_ROOTS + ((plugin.name,) if plugin is not None else ()))
+    return modules, sorted(files)
 
 
 # ---- YAML / data ---------------------------------------------------------------------------------------------------
@@ -248,7 +337,14 @@ def _export_yaml(text: str, origin: Path, data_files: dict[str, dict[str, str]],
 # ---- README --------------------------------------------------------------------------------------------------------
 
 
-def _readme(source: Path, bench: str, package: str, modules: list[str], data_files: dict[str, dict[str, str]]) -> str:
+def _readme(
+    source: Path,
+    bench: str,
+    package: str,
+    modules: list[str],
+    data_files: dict[str, dict[str, str]],
+    plugin: list[str],
+) -> str:
     from scifig_tasks.core import registry
 
     text = (
@@ -281,10 +377,12 @@ def _readme(source: Path, bench: str, package: str, modules: list[str], data_fil
                 + ". For a local copy with the same features, replace `dataset_path` with `dataset_path: parquet` and "
                 "`dataset_kwargs: {data_files: {<split>: /path/to/<split>.parquet}}`.\n"
             )
+    files = [f"`{CORE_PACKAGE.file(m).relative_to(CORE_DIR).as_posix()}`" for m in modules]
+    files += [f"`{name}`" for name in plugin]
     vendored = [
         "## Code layout\n",
         f"`utils.py` holds the lmms-eval hooks. The protocol code (prompts, answer extraction, metrics, judge client) "
-        f"is in `{package}/` ({', '.join(f'`{m}.py`' for m in modules)}), imported absolutely after `utils.py` adds "
+        f"is in `{package}/` ({', '.join(files)}), imported absolutely after `utils.py` adds "
         "its own folder to `sys.path`, because lmms-eval loads `utils.py` by file path. The judge reads "
         "`SCIFIG_JUDGE_BASE_URL` / `SCIFIG_JUDGE_MODEL` / `SCIFIG_JUDGE_API_KEY` (falling back to `OPENAI_*`) or "
         f"`SCIFIG_JUDGE=<preset>` with the presets in `{package}/judges/`; `SCIFIG_JUDGE=off` disables it.\n",
@@ -315,7 +413,7 @@ def export(bench: str, out: Path, data: Mapping[str, Path] | None = None) -> Exp
         data_files[name] = local_splits(registry.sources()[name], Path(path))
     package = f"{bench}_core"
     dest.mkdir(parents=True, exist_ok=True)
-    modules = _vendor(source, dest, package)
+    modules, plugin = _vendor(source, dest, package)
     yamls = []
     for path in _yaml_files(source):
         (dest / path.name).write_text(_export_yaml(path.read_text(encoding="utf-8"), path, data_files, bench))
@@ -323,8 +421,8 @@ def export(bench: str, out: Path, data: Mapping[str, Path] | None = None) -> Exp
     unused = set(data or {}) - set(data_files)
     if unused:
         raise ExportError(f"--data {', '.join(sorted(unused))}: no task of {bench} reads that source")
-    (dest / "README.md").write_text(_readme(source, bench, package, modules, data_files), encoding="utf-8")
-    return Exported(dest, modules, yamls, data_files)
+    (dest / "README.md").write_text(_readme(source, bench, package, modules, data_files, plugin), encoding="utf-8")
+    return Exported(dest, modules, yamls, data_files, plugin)
 
 
 def _data_args(values: Iterable[str], bench: str) -> dict[str, Path]:
@@ -368,6 +466,8 @@ def _run(args: argparse.Namespace) -> int:
     exported = export(args.bench, args.out, _data_args(args.data, args.bench))
     print(f"exported {args.bench} to {exported.folder}")
     print(f"vendored core modules: {', '.join(exported.vendored)}")
+    if exported.plugin:
+        print(f"vendored plugin files: {', '.join(exported.plugin)}")
     for name, splits in exported.data_files.items():
         for split, path in splits.items():
             print(f"data {name} {split}: {path}")

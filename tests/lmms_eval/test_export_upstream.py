@@ -31,7 +31,7 @@ import importlib.abc
 import importlib.metadata as _metadata
 import sys
 
-_BLOCKED = ("scifig_tasks", "curation", "scifig_model_configs", "scifig_finetune")
+_BLOCKED = __BLOCKED__
 
 
 class _Blocker(importlib.abc.MetaPathFinder):
@@ -125,10 +125,14 @@ def _python(code: str, env: dict[str, str], cwd: Path, *args: str) -> dict:
     return json.loads(completed.stdout.strip().splitlines()[-1])
 
 
-def _blocked_env(base: dict[str, str], tmp_path: Path) -> dict[str, str]:
+SCIFIG_MODULES = ("scifig_tasks", "curation", "scifig_model_configs", "scifig_finetune")
+
+
+def _blocked_env(base: dict[str, str], tmp_path: Path, also: tuple[str, ...] = ()) -> dict[str, str]:
+    """``base`` with the blocker on ``PYTHONPATH`` (nothing else): scifig's modules and ``also`` cannot be imported."""
     blocker = tmp_path / "no-scifig"
     blocker.mkdir()
-    (blocker / "sitecustomize.py").write_text(BLOCKER)
+    (blocker / "sitecustomize.py").write_text(BLOCKER.replace("__BLOCKED__", repr(SCIFIG_MODULES + also)))
     return {**base, "PYTHONPATH": str(blocker)}
 
 
@@ -179,6 +183,55 @@ def test_export_is_generated_from_the_package_and_self_contained(tmp_path: Path)
     assert again.returncode != 0 and "exists and is not empty" in again.stderr
     unknown = _scifig("export-upstream", "--bench", "nope", "--out", str(tmp_path / "x"), cwd=tmp_path)
     assert unknown.returncode != 0 and "unknown benchmark 'nope'" in unknown.stderr
+
+
+HOOKS = """
+import importlib.util, json, sys
+spec = importlib.util.spec_from_file_location("utils", sys.argv[1])  # as lmms-eval loads a task's `!function`
+utils = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(utils)
+doc = {"qid": "c0", "category": "bars", "answer": "B", "question": "How many bars?", "options": ["1", "2", "3", "4"]}
+scored = utils.process_results(doc, ["The answer is B."])
+strict = utils.process_results_strict(doc, ["The answer is B."])
+print(json.dumps({
+    "prompt": utils.doc_to_text(doc),
+    "accuracy": [scored["accuracy"], strict["accuracy"]],
+    "breakdown": utils.breakdown([scored["breakdown"]])["overall"]["all"]["accuracy"],
+    "imported": sorted({name.split(".")[0] for name in sys.modules} & {"toy_bench", "scifig_tasks"}),
+}))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.cli
+def test_a_plugins_export_vendors_its_own_modules_and_runs_without_the_plugin(tmp_path: Path, lmms_env) -> None:
+    """The toy benchmark (an outside package, docs/adding-a-benchmark.md) exported: the hooks import the plugin's
+    rule module (``from toy_bench import rules``), which is vendored beside the core modules; the exported hooks
+    score a reply in a process where neither scifig nor the toy package can be imported."""
+    from tests.project.test_outside_benchmark import install_toy
+
+    packages = install_toy(tmp_path / "packages")
+    env = {**lmms_env, "PYTHONPATH": str(packages)}
+    command = [str(Path(sys.executable).parent / "scifig"), "export-upstream", "--bench", "toybars", "--out", "up"]
+    done = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    folder = tmp_path / "up" / "toybars"
+    assert "vendored plugin files: toy_bench/__init__.py, toy_bench/rules.py" in done.stdout
+    assert (folder / "toybars_core" / "toy_bench" / "rules.py").is_file()
+    assert "from toybars_core.toy_bench import rules" in (folder / "utils.py").read_text()
+    assert "`toy_bench/rules.py`" in (folder / "README.md").read_text()  # the README lists what is vendored
+
+    blocked = _blocked_env({**lmms_env, "SCIFIG_JUDGE": "off"}, tmp_path, also=("toy_bench",))
+    toy = "import json\ntry:\n    import toy_bench\nexcept ModuleNotFoundError:\n    toy_bench = None\n"
+    toy += "print(json.dumps(bool(toy_bench)))"
+    assert _python(toy, env, tmp_path) is True and _python(toy, blocked, tmp_path) is False  # the blocker blocks it
+    ran = _python(HOOKS, blocked, tmp_path, str(folder / "utils.py"))
+    assert ran == {
+        "prompt": "How many bars?\nA) 1\nB) 2\nC) 3\nD) 4\nAnswer with the option's letter.",
+        "accuracy": [1.0, 0.0],  # the strict variant reads only a letter alone
+        "breakdown": 1.0,
+        "imported": [],
+    }
 
 
 @pytest.mark.slow
