@@ -7,7 +7,9 @@ model's name, and its paper-protocol tasks under their plain names (``mmsci_pape
 ``<model> (paper protocol)``, so each section shows a ``_paper`` result with the section's own tables, beside the
 paper's published rows; the default row of a model that also has a paper row is labelled ``(default protocol)``.
 Which protocol scored a task is the run's record of it (:attr:`scifig_tasks.report.runs.Run.protocols`: a forced
-``scifig rescore --protocol``, the task's declared protocol, else its name).
+``scifig rescore --protocol``, the task's declared protocol, else its name). A renamed task keeps the name its
+results file records (:meth:`scifig_tasks.report.runs.Run.recorded`), under which what the file keys by task (the
+judge's usage) is read.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ def _view(run: Run, protocol: str, tasks: set[str], label: bool) -> Run:
         data_counts=pick(run.data_counts),
         group_tasks={key: tuple(plain_twin(t) for t in value) for key, value in pick(run.group_tasks).items()},
         protocols={plain_twin(task) if renamed else task: protocol for task in tasks},
+        recorded_as={plain_twin(task): run.recorded(task) for task in tasks} if renamed else dict(run.recorded_as),
         notes=list(run.notes),
     )
 

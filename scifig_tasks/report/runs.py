@@ -109,10 +109,18 @@ class Run:
     """Group -> its tasks, as lmms-eval's ``group_subtasks`` lists them (the tasks ``n-samples`` counts)."""
     protocols: dict[str, str] = field(default_factory=dict)
     """Task (or group) -> the scoring protocol that produced its numbers (:func:`task_protocol`)."""
+    recorded_as: dict[str, str] = field(default_factory=dict)
+    """Task (or group) as shown -> the name its results file records it under, where they differ (a ``_paper`` task
+    shown under its plain name: :mod:`scifig_tasks.report.protocols`)."""
     _dates: dict[str, str] = field(default_factory=dict)
 
     def has(self, task: str) -> bool:
         return task in self.entries
+
+    def recorded(self, task: str) -> str:
+        """The name ``task`` has in its results file: look up what the file keys by task (its ``judge_usage``) by
+        this name, never by the name shown."""
+        return self.recorded_as.get(task, task)
 
     def metric(self, task: str, name: str) -> Any:
         """``results[task]["<name>,none"]``, or ``None`` when the task or metric is absent."""

@@ -96,7 +96,8 @@ USAGE_FIELDS = ("requests", "cache_hits", "failed", "prompt_tokens", "completion
 
 def usage_text(run: Run, tasks: Sequence[str]) -> str | None:
     """The judge's usage for ``tasks`` in words (their results files' ``judge_usage``: a task's, else a group's
-    row), or None when no file recorded any."""
+    row, under the name the file records, :meth:`Run.recorded`: a ``_paper`` task's own, not its plain twin's), or
+    None when no file recorded any."""
     rows: list[Mapping[str, Any]] = []
     priced = True
     for task in tasks:
@@ -105,7 +106,8 @@ def usage_text(run: Run, tasks: Sequence[str]) -> str | None:
         usage = block.get("judge_usage") if isinstance(block, dict) else None
         if not isinstance(usage, dict):
             continue
-        row = (usage.get("tasks") or {}).get(task) or (usage.get("groups") or {}).get(task)
+        name = run.recorded(task)
+        row = (usage.get("tasks") or {}).get(name) or (usage.get("groups") or {}).get(name)
         if isinstance(row, dict):
             rows.append(row)
             priced = priced and bool(usage.get("priced"))

@@ -16,6 +16,7 @@ from typing import Any
 from scifig_tasks.core.mmsci import rules as mmsci
 from scifig_tasks.core.multiple_choice import Resolution
 from scifig_tasks.core.plot_twist import rules as plot_twist
+from scifig_tasks.core.provenance import KEY
 from scifig_tasks.core.scifibench import rules as scifibench
 
 LETTERS = "ABCD"
@@ -128,10 +129,12 @@ def write_results(
     n_samples: Mapping[str, tuple[int, int]] | None = None,
     rescore: Mapping[str, Any] | None = None,
     samples: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
+    environment: Mapping[str, Any] | None = None,
 ) -> Path:
     """``folder/<date>_results.json`` holding ``results`` (groups listed in ``groups`` go under ``groups`` too) and
     lmms-eval's ``n-samples`` (task -> (original, effective)), and a ``<date>_samples_<task>.jsonl`` log of each task
-    in ``samples`` (task -> its scored records, one per document in order)."""
+    in ``samples`` (task -> its scored records, one per document in order); ``environment``: the file's environment
+    block (:mod:`scifig_tasks.core.provenance`, e.g. its ``judge_usage``)."""
     folder.mkdir(parents=True, exist_ok=True)
     document: dict[str, Any] = {"model_name": model, "date": date, "results": dict(results)}
     if groups:
@@ -143,6 +146,8 @@ def write_results(
         }
     if rescore is not None:
         document["scifig_rescore"] = dict(rescore)
+    if environment is not None:
+        document[KEY] = dict(environment)
     for task, records in (samples or {}).items():
         lines = [
             {"doc_id": index, "target": record.get("answer"), "filtered_resps": [record.get("predicted")]}

@@ -58,11 +58,27 @@ def section(markdown: str, title: str) -> str:
     return markdown.split(f"## {title}\n", 1)[1].split("\n## ", 1)[0]
 
 
+def usage(requests: int, cache_hits: int) -> dict[str, int]:
+    """A ``judge_usage`` row (:func:`scifig_tasks.core.judge.usage_report`)."""
+    return {"requests": requests, "cache_hits": cache_hits, "failed": 0, "prompt_tokens": 100 * requests}
+
+
+JUDGE_USAGE = {
+    "priced": False,
+    "tasks": {
+        **{f"scifibench_{split}": usage(2, 1) for split in made.SCIFIBENCH_SPLITS},
+        **{f"scifibench_{split}_paper": usage(5, 0) for split in made.SCIFIBENCH_SPLITS},
+    },
+    "groups": {"mmsci": usage(0, 27), "mmsci_paper": usage(46, 0)},
+}
+"""What model-a's results file records of the judge: each protocol's tasks used it differently."""
+
+
 def write_mixed(root: Path) -> list[Path]:
     """model-a: MMSci and SciFIBench under both protocols (2 of 4 right per MMSci setting, 1 of 2 per SciFIBench
-    split) and Plot Twist scored without a judge on a --limit subset (4 of 40 questions per chart, all counted wrong);
-    model-a's MMSci re-scored with the paper protocol (all 12 right: its own file, the same model name); model-b:
-    MMSci (default)."""
+    split; the judge's usage of each protocol's tasks recorded apart, :data:`JUDGE_USAGE`) and Plot Twist scored
+    without a judge on a --limit subset (4 of 40 questions per chart, all counted wrong); model-a's MMSci re-scored
+    with the paper protocol (all 12 right: its own file, the same model name); model-b: MMSci (default)."""
     c2f = made.scifibench_records(2)
     made.write_results(
         root / "model-a",
@@ -77,6 +93,7 @@ def write_mixed(root: Path) -> list[Path]:
         groups={"mmsci": MMSCI_TASKS, "plot_twist": PLOT_TWIST_TASKS},
         n_samples={task: (40, 4) for task in PLOT_TWIST_TASKS},
         samples={"scifibench_cs_caption2figure": c2f},
+        environment={"judge_usage": JUDGE_USAGE},
     )
     made.write_results(
         root / "rescored" / "model-a",
@@ -170,6 +187,17 @@ def test_paper_results_stand_in_their_sections_labelled_and_a_rescore_is_its_own
     assert (
         "both CS splits, 2 questions, not the published SciFIBench CS split of 500" in part and "(every model)" in part
     )
+
+
+def test_each_protocol_row_shows_the_judge_usage_of_its_own_tasks(mixed: Mixed) -> None:
+    """The paper-protocol row shows its ``_paper`` tasks under their plain names, but the judge's usage is read under
+    the names the results file records: 46 requests for ``mmsci_paper``, never the default ``mmsci``'s cache hits."""
+    runs = {(row["model"], row["benchmark"]): row["judge"] for row in table(mixed.markdown, "Runs")}
+    words = "{} requests, {} cache hits, {:,} prompt + 0 completion tokens, no price configured"
+    assert runs[("model-a (default protocol)", "MMSci multiple choice")].endswith(words.format(0, 27, 0))
+    assert runs[("model-a (paper protocol)", "MMSci multiple choice")].endswith(words.format(46, 0, 4600))
+    assert runs[("model-a (default protocol)", "SciFIBench")].endswith(words.format(8, 4, 800))
+    assert runs[("model-a (paper protocol)", "SciFIBench")].endswith(words.format(20, 0, 2000))
 
 
 def test_plot_twist_says_beside_its_numbers_that_no_judge_was_configured_and_that_it_ran_a_limit(mixed: Mixed) -> None:
