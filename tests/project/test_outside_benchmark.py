@@ -1,11 +1,13 @@
 """A fifth benchmark from an outside package works through every command line with no scifig file edited.
 
-The toy benchmark of docs/adding-a-benchmark.md (``tests/fixtures/toy_bench``: ten "How many bars?" charts, four
-options, scored by scifig's shared resolver) is copied into a temporary folder and made importable with its
-``scifig.benchmarks`` entry point (a ``.dist-info`` beside it, as ``pip install`` writes). Then the guide's commands
-run as a user runs them: the data builder, ``scifig tasks``, plain ``lmms-eval --model scifig_chance``, the same
-replies through lmms-eval and ``scifig vlmeval`` (equal numbers), ``scifig rescore``, ``scifig report`` (the generic
-section), ``scifig compare`` and ``scifig export-upstream``.
+The toy benchmark of docs/adding-a-benchmark.md (``tests/fixtures/toy_bench``: ten bar charts with two questions
+each, declared once as the source's ``questions``, scored by scifig's shared resolver; a ``strict`` variant task) is
+copied into a temporary folder and made importable with its ``scifig.benchmarks`` entry point (a ``.dist-info``
+beside it, as ``pip install`` writes). Then the guide's commands run as a user runs them: the data builder,
+``scifig tasks``, plain ``lmms-eval --model scifig_chance``, the same replies through lmms-eval and ``scifig
+vlmeval`` (equal numbers; the toy has no VLMEvalKit code: its tasks are datasets of their names, served from their
+YAMLs' hooks), ``scifig rescore``, ``scifig report`` (the generic section), ``scifig compare`` and ``scifig
+export-upstream``.
 """
 
 from __future__ import annotations
@@ -93,7 +95,7 @@ def test_a_benchmark_registered_from_outside_runs_through_every_command(tmp_path
     chance_out = tmp_path / "chance"
     chance = _lmms(lmms_eval, ["--model", "scifig_chance", "--tasks", "toybars"], env, tmp_path, chance_out)
     toy = chance.results()["results"]["toybars"]
-    assert toy["breakdown,none"]["overall"]["all"]["n"] == 10
+    assert toy["breakdown,none"]["overall"]["all"]["n"] == 20  # two questions per chart (the source's `questions`)
     assert toy["accuracy,none"] == toy["breakdown,none"]["overall"]["all"]["accuracy"]
 
     # the same replies through both frameworks give the same numbers
@@ -101,21 +103,24 @@ def test_a_benchmark_registered_from_outside_runs_through_every_command(tmp_path
     served = {**env, "OPENAI_API_BASE": server.base_url, "OPENAI_API_KEY": "sk-test"}
     model = ["--model", "openai", "--model_args", "model_version=fake-vlm,max_retries=1,retry_backoff_s=0"]
     lmms_out = tmp_path / "replied"
-    lmms = _lmms(lmms_eval, [*model, "--tasks", "toybars"], served, tmp_path, lmms_out).results()["results"]["toybars"]
+    tasks = "toybars,toybars_strict"
+    replied = _lmms(lmms_eval, [*model, "--tasks", tasks], served, tmp_path, lmms_out).results()["results"]
     RAN.append("scifig vlmeval")  # through its --config file: tests/harness/vlmeval.py
-    completed, vlmeval_out = run_vlmeval(
-        tmp_path, openai_server(lambda request: REPLY).base_url, env, {"toybars": "ToyBars"}
-    )
+    generic = {"toybars": "SciFigTask", "toybars_strict": "SciFigTask"}  # no VLMEvalKit code: the YAMLs' hooks
+    completed, vlmeval_out = run_vlmeval(tmp_path, openai_server(lambda request: REPLY).base_url, env, generic)
     assert completed.returncode == 0, (completed.stdout + completed.stderr)[-4000:]
     vlmeval = vlmeval_scores(vlmeval_out, "toybars")
-    assert lmms["accuracy,none"] == vlmeval["metrics"]["accuracy"] == answers.count("B") / 10
-    assert lmms["breakdown,none"] == vlmeval["breakdown"]
+    more = ["A" if answer in "CD" else "B" for answer in answers]  # "more than two bars?" of each chart
+    assert replied["toybars"]["accuracy,none"] == vlmeval["metrics"]["accuracy"] == (answers + more).count("B") / 20
+    assert replied["toybars"]["breakdown,none"] == vlmeval["breakdown"]
+    strict = vlmeval_scores(vlmeval_out, "toybars_strict")  # the option reaches VLMEvalKit: no reply is a letter alone
+    assert replied["toybars_strict"]["accuracy,none"] == strict["metrics"]["accuracy"] == 0.0
 
     rescored = command([scifig, "rescore", str(lmms_out), "--out", str(tmp_path / "rescored")], env, tmp_path)
     assert rescored.returncode == 0, rescored.stderr[-3000:]
     (diff,) = (tmp_path / "rescored").rglob("rescore_diff.json")
     toy_diff = json.loads(diff.read_text())["tasks"]["toybars"]
-    assert toy_diff["changed_samples"] == 0 and toy_diff["samples"] == 10, toy_diff
+    assert toy_diff["changed_samples"] == 0 and toy_diff["samples"] == 20, toy_diff
 
     report = command(
         [scifig, "report", str(chance_out), str(lmms_out), "--out", str(tmp_path / "report")], env, tmp_path

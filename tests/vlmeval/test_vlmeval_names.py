@@ -22,10 +22,8 @@ from scifig_tasks.core import deprecation, registry
 from scifig_tasks.core.benchmark import Benchmark, VlmevalDataset
 from scifig_tasks.vlmeval import names
 from tests.harness.openai_server import ChatRequest
-from tests.harness.paths import REPO
 from tests.harness.vlmeval import MODEL, run_vlmeval
 
-TASKS = REPO / "scifig_tasks" / "lmms_eval"
 JUDGE_KEY = "sk-judge-cmdline-secret-4567"
 NOT_A_LETTER = "judge reply is not a letter"
 
@@ -38,7 +36,8 @@ _Loader.add_constructor("!function", lambda loader, node: f"!function {loader.co
 
 
 def lmms_tasks() -> dict[str, dict[str, Any]]:
-    """Every lmms-eval task and group of the package: name -> its YAML (includes resolved, the file's keys last)."""
+    """Every lmms-eval task and group of every registered benchmark's task folder (scifig's own, and an installed
+    outside package's): name -> its YAML (includes resolved, the file's keys last)."""
 
     def load(path: Path) -> dict[str, Any]:
         config = yaml.load(path.read_text(), Loader=_Loader) or {}
@@ -46,7 +45,8 @@ def lmms_tasks() -> dict[str, dict[str, Any]]:
         return {**load(path.parent / included), **config} if included else config
 
     found: dict[str, dict[str, Any]] = {}
-    for path in sorted(TASKS.glob("*/*.yaml")):
+    folders = [Path(described.task_folder) for described in registry.benchmarks().values()]
+    for path in sorted(path for folder in folders for path in folder.glob("*.yaml")):
         config = load(path)
         name = config.get("group") if isinstance(config.get("group"), str) else config.get("task")
         if isinstance(name, str):
@@ -68,6 +68,7 @@ def test_every_vlmeval_name_is_the_lmms_eval_task_of_the_same_questions_and_prot
     assert set(vlmeval.values()) == set(names.DATASETS) and len(names.DATASETS) == len(set(names.DATASETS))
     assert sorted(name for name in vlmeval if name not in tasks) == []
     assert all(lmms == dataset for lmms, dataset in vlmeval.items())
+    assert sorted(names.DATASETS) == sorted(name for name in tasks if name not in names.GROUPS)  # every task
     for dataset in names.DATASETS:
         protocol = "paper" if dataset.endswith("_paper") else "default"
         for leaf in leaves(dataset, tasks):
@@ -94,7 +95,10 @@ def _described() -> list[tuple[Benchmark, VlmevalDataset]]:
 def test_the_names_are_those_of_the_registered_descriptions() -> None:
     """Datasets, groups and old names are read from every registered benchmark's ``vlmeval`` block, nowhere else."""
     described = _described()
-    assert tuple(dataset.name for _, dataset in described) == names.DATASETS
+    assert tuple(dataset.name for _, dataset in described) == names.DESCRIBED
+    # every other task and group of a registered benchmark is a dataset of its name, served from its YAML's hooks
+    others = [name for name in lmms_tasks() if name not in names.DESCRIBED and name not in names.GROUPS]
+    assert sorted(names.GENERIC) == sorted(others) and names.DATASETS == names.DESCRIBED + names.GENERIC
     assert {old: dataset.name for _, dataset in described for old in dataset.old_names} == names.DEPRECATED
     blocks = [bench.vlmeval for bench in registry.benchmarks().values() if bench.vlmeval]
     assert {group: members for block in blocks for group, members in block.groups.items()} == names.GROUPS
@@ -109,7 +113,10 @@ def test_every_registered_dataset_has_the_tsv_its_description_names() -> None:
     """Source, split, rows kept and TSV format of each dataset are its description's."""
     from scifig_tasks.vlmeval import tsv
 
-    assert list(tsv.specs()) == list(names.DATASETS)
+    assert list(tsv.specs()) == list(names.DESCRIBED)
+    for name in names.GENERIC:  # the others: their tasks' documents
+        spec = tsv.spec(name)
+        assert isinstance(spec, tsv.TaskTsv) and list(spec.tasks) == leaves(name, lmms_tasks()), name
     for owner, dataset in _described():
         spec = tsv.spec(dataset.name)
         assert spec.source is registry.sources()[dataset.source], dataset.name
@@ -127,7 +134,10 @@ def test_the_registered_classes_serve_every_dataset_once() -> None:
     classes = dataset_classes()
     served = [name for cls in classes for name in cls.NAMES]
     assert sorted(served) == sorted(names.DATASETS) and len(served) == len(set(served))
-    for cls in classes:
+    from scifig_tasks.vlmeval.generic import SciFigTask
+
+    assert classes[-1] is SciFigTask and SciFigTask.NAMES == names.GENERIC
+    for cls in classes[:-1]:
         owner = registry.benchmark(cls.BENCHMARK)
         assert f"{cls.__module__}:{cls.__name__}" in owner.vlmeval.classes, cls.__name__
         assert {registry.of_task(name).name for name in cls.NAMES} == {owner.name}, cls.__name__
