@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 import importlib.metadata
 import importlib.util
-import json
 import os
 import re
 from collections.abc import Iterable
@@ -82,7 +81,7 @@ def lmms_eval_tasks_dir() -> Path | None:
 @functools.cache
 def own_names() -> dict[str, str]:
     """lmms-eval's own task, group and tag names -> the YAML defining each (relative to its ``tasks`` folder); empty
-    when lmms-eval is not installed. Cached on disk per installation (module docstring)."""
+    when lmms-eval is not installed. Scanned once per installation (:mod:`scifig_tasks.core.registration_cache`)."""
     folder = lmms_eval_tasks_dir()
     if folder is None:
         return {}
@@ -90,32 +89,9 @@ def own_names() -> dict[str, str]:
         version = importlib.metadata.version("lmms_eval")
     except importlib.metadata.PackageNotFoundError:
         version = "unknown"
-    key = re.sub(r"[^A-Za-z0-9.]+", "_", f"{version}-{folder}")[-150:]
-    stored = _cache_base() / "scifig" / "lmms_eval_names" / f"{key}.json"
-    try:
-        found = json.loads(stored.read_text(encoding="utf-8"))
-        if isinstance(found, dict) and found.get("folder") == str(folder) and isinstance(found.get("names"), dict):
-            return found["names"]
-    except (OSError, ValueError):
-        pass
-    names = _scan(folder)
-    try:
-        stored.parent.mkdir(parents=True, exist_ok=True)
-        partial = stored.with_suffix(f".partial{os.getpid()}")
-        partial.write_text(json.dumps({"folder": str(folder), "names": names}), encoding="utf-8")
-        os.replace(partial, stored)
-    except OSError:
-        pass  # a read-only cache: scanned again next time
-    return names
+    from scifig_tasks.core.registration_cache import remembered
 
-
-def _cache_base() -> Path:
-    """``XDG_CACHE_HOME`` (read here with its declared parser: this runs while the registry is being built, which the
-    process's settings value may itself need), else ``~/.cache``."""
-    from scifig_tasks.core.settings import XDG_CACHE_HOME
-
-    raw = os.environ.get(XDG_CACHE_HOME.name, "").strip()
-    return XDG_CACHE_HOME.read(raw) if raw else Path("~/.cache").expanduser()
+    return remembered("lmms_eval_names", f"{version}|{folder}", lambda: (_scan(folder), []), [folder])
 
 
 def _scan(folder: Path) -> dict[str, str]:

@@ -60,7 +60,8 @@ class Refusal:
 class _Registry:
     benchmarks: dict[str, Benchmark]
     refused: dict[str, Refusal]
-    packages: dict[str, str]
+    points: dict[str, importlib.metadata.EntryPoint]
+    """Each registered benchmark's entry point (its distribution named when asked: reading it costs a parse)."""
 
 
 _lock = threading.Lock()
@@ -113,25 +114,30 @@ def _described(point: importlib.metadata.EntryPoint) -> Benchmark | str:
 
 
 def _load() -> _Registry:
-    from scifig_tasks.core.task_folder_checks import task_names
+    from scifig_tasks.core.task_folder_checks import examined
 
     points, twice = _entry_points()
     found = _Registry({}, {}, {})
     owners: dict[str, str] = {}
     names: dict[str, tuple[str, Path]] = {}
     for point in points:
-        package = _package(point)
         described = twice.get(point.name) or _described(point)
-        defined = {} if isinstance(described, str) else task_names(Path(described.task_folder))
-        reason = described if isinstance(described, str) else _problem(described, defined, owners, names)
+        defined: dict[str, Path] = {}
+        if isinstance(described, str):
+            reason: str | None = described
+        else:
+            folder = Path(described.task_folder)
+            listed, problem = examined(folder, described.version, described.sources, described.name)
+            defined = {name: Path(path) for name, path in listed.items()}
+            reason = f"task folder {folder}: {problem}" if problem else _problem(described, defined, owners, names)
         if reason is not None:
-            found.refused[point.name] = Refusal(point.name, package, point.value, reason, frozenset(defined))
+            found.refused[point.name] = Refusal(point.name, _package(point), point.value, reason, frozenset(defined))
             continue
         assert isinstance(described, Benchmark)
         owners |= dict.fromkeys(described.sources, described.name)
         names |= {name: (described.name, path) for name, path in defined.items()}
         found.benchmarks[described.name] = described
-        found.packages[described.name] = package
+        found.points[described.name] = point
     return found
 
 
@@ -143,15 +149,9 @@ def _problem(
 ) -> str | None:
     """Why a loaded description cannot be registered beside those already accepted (their source keys ``owners``,
     their task names ``names``), or None."""
-    from scifig_tasks.core.task_folder_checks import folder_problem
-
     taken = [key for key in described.sources if key in owners]
     if taken:
         return f"source {taken[0]!r} is already {owners[taken[0]]}'s — name its sources after the benchmark"
-    folder = Path(described.task_folder)
-    problem = folder_problem(folder, described.version, described.sources, described.name)
-    if problem is not None:
-        return f"task folder {folder}: {problem}"
     clash = next((name for name in defined if name in names), None)
     if clash is not None:
         other, where = names[clash]
@@ -232,7 +232,7 @@ def refusal_for(task: str) -> str | None:
 
 def package_of(name: str) -> str:
     """``name version`` of the distribution registering benchmark ``name`` (``scifig 0.2.1`` for scifig's own)."""
-    return _registry().packages[name]
+    return _package(_registry().points[name])
 
 
 def is_plugin(name: str) -> bool:

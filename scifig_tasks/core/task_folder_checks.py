@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 import functools
 import importlib.util
+import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -40,7 +41,28 @@ def task_names(folder: Path) -> dict[str, Path]:
     return names
 
 
-def folder_problem(folder: Path, version: str, sources: Mapping[str, Any], benchmark: str) -> str | None:
+def examined(
+    folder: Path, version: str, sources: Mapping[str, Any], benchmark: str
+) -> tuple[dict[str, str], str | None]:
+    """The task and group names of ``folder`` (-> the YAML defining each) and its first mistake
+    (:func:`folder_problem`), read once while the folder's files and the hook modules it names are unchanged
+    (:mod:`scifig_tasks.core.registration_cache`)."""
+    from scifig_tasks.core.registration_cache import remembered
+
+    def find() -> tuple[dict[str, Any], list[Path]]:
+        read: list[Path] = []
+        problem = folder_problem(folder, version, sources, benchmark, read)
+        return {"names": {name: str(path) for name, path in task_names(folder).items()}, "problem": problem}, read
+
+    listed = [path for pattern in ("*.yaml", "*.py") for path in Path(folder).glob(pattern)]
+    key = f"{Path(folder).resolve()}|{benchmark}|{version}|{','.join(sorted(sources))}"
+    found = remembered("task_folder", key, find, listed)
+    return found["names"], found["problem"]
+
+
+def folder_problem(
+    folder: Path, version: str, sources: Mapping[str, Any], benchmark: str, read: list[Path] | None = None
+) -> str | None:
     """The first mistake in the task folder of ``benchmark`` (its description's ``version`` and source keys), as
     ``FILE: WHAT — FIX``; None when there is none."""
     yamls = sorted(Path(folder).glob("*.yaml"))
@@ -51,14 +73,14 @@ def folder_problem(folder: Path, version: str, sources: Mapping[str, Any], bench
             config = resolved(path)
         except Exception as exc:  # a YAML that does not parse, an include that is missing or loops
             return f"{path}: cannot be read ({' '.join(str(exc).split())})"
-        problem = _task_problem(path, config, version, sources, benchmark)
+        problem = _task_problem(path, config, version, sources, benchmark, [] if read is None else read)
         if problem is not None:
             return f"{path.name}: {problem}"
     return None
 
 
 def _task_problem(
-    path: Path, config: dict[str, Any], version: str, sources: Mapping[str, Any], benchmark: str
+    path: Path, config: dict[str, Any], version: str, sources: Mapping[str, Any], benchmark: str, read: list[Path]
 ) -> str | None:
     members = config.get("task")
     name = config.get("group") if isinstance(members, list) else members
@@ -90,7 +112,7 @@ def _task_problem(
                 f"`{UNTIL}` under generation_kwargs"
             )
     for key, tag in _tags(config):
-        problem = _hook_problem(tag)
+        problem = _hook_problem(tag, read)
         if problem is not None:
             return f"{key}: {problem}"
     return None
@@ -120,7 +142,7 @@ def _tags(value: Any, key: str = "") -> Iterator[tuple[str, FunctionTag]]:
             yield from _tags(item, f"{key}[{index}]")
 
 
-def _hook_problem(tag: FunctionTag) -> str | None:
+def _hook_problem(tag: FunctionTag, read: list[Path]) -> str | None:
     """Why ``!function module.name`` would not load (lmms-eval: ``module.py`` beside the YAML, else the importable
     module), or None."""
     module, _, attribute = tag.name.rpartition(".")
@@ -137,6 +159,9 @@ def _hook_problem(tag: FunctionTag) -> str | None:
         if spec is None or not spec.origin or not spec.origin.endswith(".py"):
             return f"!function {tag.name}: no {module}.py beside the YAML and no importable module {module}"
         where = Path(spec.origin)
+    read.append(where)
+    if _defines_plainly(where, attribute):
+        return None
     names = _top_level_names(where)
     if names is None or attribute in names:
         return None
@@ -147,14 +172,29 @@ def _hook_problem(tag: FunctionTag) -> str | None:
     return f"!function {tag.name}: {where.name} defines no {attribute}{hint}"
 
 
+def _defines_plainly(path: Path, name: str) -> bool:
+    """Whether a line of ``path`` starting at column 0 defines or assigns ``name`` (the quick look; a hook bound any
+    other way is looked for in the module's syntax tree, :func:`_top_level_names`)."""
+    pattern = rf"^(?:(?:async\s+)?def|class)\s+{re.escape(name)}\b|^{re.escape(name)}\s*(?::[^=\n]*)?="
+    return re.search(pattern, _text(path), re.MULTILINE) is not None
+
+
+@functools.cache
+def _text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, ValueError):
+        return ""
+
+
 @functools.cache
 def _top_level_names(path: Path) -> frozenset[str] | None:
     """The names a module's top level binds (generously: a name bound anywhere under a top-level ``if`` or ``try``
     counts); None when they cannot be known statically (a star import, a module ``__getattr__``, a syntax error:
     lmms-eval then says what is wrong itself)."""
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    except (OSError, SyntaxError, ValueError):
+        tree = ast.parse(_text(path), filename=str(path))
+    except (SyntaxError, ValueError):
         return None
     names: set[str] = set()
     for node in tree.body:

@@ -55,7 +55,15 @@ def _loader() -> Any:
 
 
 def read_yaml(path: Path) -> dict[str, Any]:
-    """A task YAML (``!function`` tags as :class:`FunctionTag`, other tags ``None``); ``{}`` when it is no mapping."""
+    """A task YAML (``!function`` tags as :class:`FunctionTag`, other tags ``None``); ``{}`` when it is no mapping.
+    A new top-level dict each call (its values are shared with other calls: do not change them in place); the file is
+    parsed once per process while its size and modification time stay the same."""
+    stat = path.stat()
+    return dict(_parsed(path, stat.st_mtime_ns, stat.st_size))
+
+
+@functools.lru_cache(maxsize=1024)
+def _parsed(path: Path, mtime_ns: int, size: int) -> dict[str, Any]:
     loader = _loader()(path.read_text(encoding="utf-8"))
     loader.folder = path.parent
     try:

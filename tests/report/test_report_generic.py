@@ -57,8 +57,8 @@ def toybench(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Benchmark:
     """ToyBench registered beside scifig's own benchmarks (the registry restored after the test)."""
     toy = _toy(tmp_path / "toy_tasks")
     loaded = registry._registry()
-    added = {"benchmarks": {**loaded.benchmarks, toy.name: toy}, "packages": {**loaded.packages, toy.name: "toy 1.0"}}
-    monkeypatch.setattr(registry, "_loaded", dataclasses.replace(loaded, **added))
+    added = dataclasses.replace(loaded, benchmarks={**loaded.benchmarks, toy.name: toy})
+    monkeypatch.setattr(registry, "_loaded", added)
     no_documents = functools.partial(
         samples.write_samples_page, docs_loader=lambda tasks: dict.fromkeys(tasks, "no documents in this test")
     )
