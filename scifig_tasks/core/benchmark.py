@@ -196,6 +196,11 @@ class Benchmark:
         references = [self.curate] if self.curate else []
         if self.report.published is not None and self.report.published.source not in self.sources:
             return f"report.published.source {self.report.published.source!r} is not one of its sources"
+        if self.report.published is not None and not any(row.coverage for row in self.report.summary):
+            return (
+                "report.published is given but no report.summary row names coverage, so the report would never say "
+                "what a run covered of it — add coverage=(TASK,) to the row showing the published set"
+            )
         if self.vlmeval is not None:
             references += [*self.vlmeval.classes, *self.vlmeval.tsv_formats.values()]
             unknown = [ds.name for ds in self.vlmeval.datasets if ds.source not in self.vlmeval.tsv_formats]
