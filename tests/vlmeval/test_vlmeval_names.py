@@ -211,12 +211,37 @@ def _name_checks(root: Path) -> list[tuple[str, str, bool, str]]:
 # string checks that a name of ours passes but that never look at a dataset name: whether a row, message or question
 # holds an ``image`` field (many files), ``'reason' in raw_answer`` (OST-Bench's answer parser), ``'llm' in
 # os.listdir(...)`` (a LLaVA checkpoint folder); and CharXiv's ``"reasoning" in self.dataset_name`` inside its own
-# class. (literal, file or None for any file)
+# class. The names of the tasks served from their YAMLs' hooks pass more checks that never look at a dataset name: on
+# table columns (``'id' in data.columns``), on replies and answers (``'true' in pred``, ``'no' in correct``, ``"pi" in
+# string``, ``"or" in last_boxed_content``), on words (``text.endswith("es")``) and on other datasets' records
+# (``'grid' in state_data``, ``"ignore" in item.keys()``). (literal, file or None for any file)
 NOT_DATASET_NAME_CHECKS = {
     ("image", None),
     ("reason", "dataset/ost_bench.py"),
     ("llm", "vlm/llava/llava_xtuner.py"),
     ("reasoning", "dataset/charxiv.py"),
+    ("id", "dataset/image_mcq.py"),
+    ("id", "dataset/matbench.py"),
+    ("id", "dataset/mmhelix.py"),
+    ("id", "dataset/oceanocr.py"),
+    ("id", "dataset/utils/sarena.py"),
+    ("no", "dataset/image_shortqa.py"),
+    ("no", "dataset/utils/yorn.py"),
+    ("true", "dataset/image_vqa.py"),
+    ("false", "dataset/image_vqa.py"),
+    ("true", "dataset/utils/tablevqabench.py"),
+    ("false", "dataset/utils/tablevqabench.py"),
+    ("true", "dataset/utils/omni3dbench.py"),
+    ("false", "dataset/utils/omni3dbench.py"),
+    ("true", "dataset/utils/physics_eval_utils.py"),
+    ("pi", "dataset/utils/hipho_verifier.py"),
+    ("es", "dataset/utils/megabench/scoring/constrained_generation.py"),
+    ("ies", "dataset/utils/megabench/scoring/constrained_generation.py"),
+    ("grid", "dataset/utils/mmhelix/evaluators/shingoki_eval.py"),
+    ("ignore", "dataset/utils/ocrbrnch_v2_eval.py"),
+    ("or", "dataset/utils/puzzlevqa.py"),
+    ("or", "dataset/utils/visualpuzzles.py"),
+    ("or", "dataset/utils/visulogic.py"),
 }
 
 
