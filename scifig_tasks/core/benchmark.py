@@ -93,7 +93,8 @@ class VlmevalDataset:
 
 @dataclass(frozen=True)
 class Vlmeval:
-    """A benchmark's VLMEvalKit side."""
+    """A benchmark's datasets served by VLMEvalKit classes of its own (optional: every task and group of its task
+    folder is a VLMEvalKit dataset of its name anyway, served from its YAML's hooks, scifig_tasks.vlmeval.generic)."""
 
     datasets: tuple[VlmevalDataset, ...]
     classes: tuple[str, ...]
@@ -150,7 +151,8 @@ class Benchmark:
     """Source key -> the rule drawing a chance answer from a prompt, or why there is none (free text)."""
     report: Report | None = None
     vlmeval: Vlmeval | None = None
-    """None: the benchmark has no VLMEvalKit datasets."""
+    """None: no datasets served by classes of its own; every task and group is still a VLMEvalKit dataset of its
+    name, served from its YAML's hooks (scifig_tasks.vlmeval.generic)."""
     curate: str = ""
     """``"module:register"`` adding ``scifig curate <name>`` (``register(subparsers)``); empty: none."""
     settings: tuple[settings.Setting[Any], ...] = ()
