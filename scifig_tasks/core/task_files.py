@@ -36,7 +36,8 @@ class TaskInfo:
     path: Path
     members: list[str] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)
-    """The YAML's own ``metadata`` (not its included files')."""
+    """The YAML's ``metadata``, through its ``include`` chain as lmms-eval reads it (a variant task that includes its
+    parent and names no facts of its own has the parent's)."""
     options: dict[str, Any] = field(default_factory=dict)
     """The task's options (module docstring); empty for a group."""
 
@@ -77,8 +78,9 @@ def scifig_tasks(folders: Mapping[str, Path] | None = None) -> dict[str, TaskInf
                 name, members = members, []
             if not isinstance(name, str):
                 continue
-            metadata = config.get("metadata")
-            options = {} if members else _options(resolved(path), path)
+            whole = config if members else resolved(path)
+            metadata = whole.get("metadata")
+            options = {} if members else _options(whole, path)
             metadata = metadata if isinstance(metadata, dict) else {}
             found.append(TaskInfo(name, benchmark, path, members, metadata, options))
     return {info.name: info for info in found}

@@ -5,8 +5,10 @@ prompt hooks (``doc_to_text`` / ``doc_to_messages`` receive ``lmms_eval_specific
 receives only the document and the outputs, and lmms-eval's YAML loader imports a hook by name with no arguments. So
 the options a scorer needs reach it through the hook the YAML names: ``bind(score, protocol="paper")`` is ``score``
 with those keyword arguments, a plain function lmms-eval (upstream too) imports as it is — no patch, no context
-variable. :func:`bound` reads the values back, and the test of every registered task checks that each scoring hook is
-bound to exactly the values its YAML declares; VLMEvalKit reads the YAML itself.
+variable. :func:`bound` reads the values back; a run checks that each task's scoring hook is bound to exactly the
+values its YAML declares before the model is asked anything (:func:`refuse_disagreement`: lmms-eval when its tasks are
+built, VLMEvalKit before a dataset is scored), so a plugin's hook bound to another value than its YAML says is one line,
+not a silently different number; VLMEvalKit reads the YAML itself.
 """
 
 from __future__ import annotations
@@ -58,3 +60,27 @@ def disagreements(hook: Any, declared: Mapping[str, Any]) -> list[str]:
 
 
 _MISSING = object()
+
+
+class OptionsDisagree(SystemExit):
+    """A task's scoring hook is bound to other option values than its YAML declares: one line naming the task, the
+    option and the fix, before the model is asked anything (a :class:`SystemExit`, status 1, which lmms-eval's
+    catch-all leaves alone)."""
+
+    def __init__(self, task: str, problems: list[str]) -> None:
+        self.line = (
+            f"task {task}: {'; '.join(problems)} — bind the scoring hook to the options its YAML declares "
+            "(process_results = bind(score, OPTION=VALUE), scifig_tasks.core.task_options)"
+        )
+        super().__init__(f"scifig: {self.line}")
+
+
+def refuse_disagreement(task: str, hook: Any, declared: Mapping[str, Any]) -> None:
+    """Raise :class:`OptionsDisagree` when ``hook`` (task ``task``'s scoring hook) is bound otherwise than its YAML's
+    options ``declared`` (:func:`disagreements`)."""
+    try:
+        problems = disagreements(hook, declared)
+    except (TypeError, ValueError):  # a hook whose signature cannot be read: lmms-eval calls it as it is
+        return
+    if problems:
+        raise OptionsDisagree(task, problems)

@@ -246,6 +246,23 @@ def wrap_build_all_requests(build: Any) -> Any:
     return build_then_bound
 
 
+def _check_options(built: Iterable[Any]) -> None:
+    """Each scifig task's scoring hook is bound to the options its YAML declares
+    (:func:`scifig_tasks.core.task_options.refuse_disagreement`), before any request is built."""
+    from scifig_tasks.core import task_files
+    from scifig_tasks.core.task_options import refuse_disagreement
+    from scifig_tasks.lmms_eval.plugin import scifig_source
+
+    ours = [output for output in built if scifig_source(getattr(output.task, "config", None)) is not None]
+    if not ours:
+        return
+    declared = task_files.scifig_tasks()
+    for output in ours:
+        info = declared.get(output.task_name)
+        if info is not None and not info.is_group:
+            refuse_disagreement(output.task_name, output.task.config.process_results, info.options)
+
+
 def wrap_get_task_list(get_task_list: Any) -> Any:
     """``evaluator_utils.get_task_list`` noting the run's tasks (for the judge bound), and refusing them before any
     request is built when one cannot be scored without the judge and none is configured
@@ -255,6 +272,7 @@ def wrap_get_task_list(get_task_list: Any) -> Any:
     def task_list_expected(task_dict: dict[Any, Any]) -> Any:
         outputs = get_task_list(task_dict)
         built = [output for output in outputs if getattr(output, "task", None) is not None]
+        _check_options(built)
         needing = [output.task_name for output in built if _requires_judge(output.task)]
         if needing:
             from scifig_tasks.core.judge.required import judge_refusal

@@ -307,3 +307,21 @@ def _minimal_plugin(packages: Path, name: str, task: str) -> None:
     info.mkdir()
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}-bench\nVersion: 0.1\n")
     (info / "entry_points.txt").write_text(f"[scifig.benchmarks]\n{name} = {name}_bench.description:BENCHMARK\n")
+
+
+def test_a_hook_bound_otherwise_than_its_yaml_is_one_line_before_the_model_runs(tmp_path: Path) -> None:
+    """``toybars_strict`` declares ``strict: true``; its hook bound to ``strict=False`` would score as the plain task
+    under the variant's name. lmms-eval stops once the tasks are built, before any request, naming task and option."""
+    misbound = replace("tasks/utils.py", "bind(_results, strict=True)", "bind(_results, strict=False)")
+    packages = install(tmp_path / "packages", misbound)
+    env = environment(tmp_path, packages, SCIFIG_TOYBARS_DATA=str(_toy_data(tmp_path, packages)))
+
+    completed = run([_executable("lmms-eval"), "--model", "scifig_chance", "--tasks", "toybars_strict"], env, tmp_path)
+
+    assert completed.returncode == 1, completed.stderr[-3000:]
+    assert last_line(completed) == (
+        "scifig: task toybars_strict: the hook is bound to strict=False, the task declares strict=True — bind the "
+        "scoring hook to the options its YAML declares (process_results = bind(score, OPTION=VALUE), "
+        "scifig_tasks.core.task_options)"
+    )
+    assert "Running generate_until requests" not in completed.stderr
