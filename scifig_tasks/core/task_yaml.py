@@ -84,5 +84,3 @@ def resolved(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
     for name in reversed([included] if isinstance(included, str) else included or []):
         merged |= resolved(path.parent / name, (*seen, path))
     return merged | config
-
-
