@@ -116,14 +116,20 @@ class Plugin:
     package: str
     """``name version`` of the distribution registering it (:func:`scifig_tasks.core.registry.package_of`)."""
     task_folder: Path
+    settings: tuple[str, ...] = ()
+    """Its settings: each source's data (and Hub revision) variable, then those its description declares."""
 
 
 def registered_plugins() -> list[Plugin]:
     """The registered benchmarks that plugins add, in registry order."""
     from scifig_tasks.core import registry
 
+    def settings_of(described: Any) -> tuple[str, ...]:
+        variables = [name for source in described.sources.values() for name in (source.env_var, source.revision_var)]
+        return tuple(dict.fromkeys(filter(None, [*variables, *(setting.name for setting in described.settings)])))
+
     return [
-        Plugin(name, registry.package_of(name), Path(described.task_folder))
+        Plugin(name, registry.package_of(name), Path(described.task_folder), settings_of(described))
         for name, described in registry.benchmarks().items()
         if registry.is_plugin(name)
     ]
@@ -357,8 +363,8 @@ def hub_data_check(probe: Probe, label: str, source: Any) -> Check:
 def check_settings(probe: Probe) -> Iterator[Check]:
     """The settings of the probe's environment (:mod:`scifig_tasks.core.settings`): a value that does not parse
     fails, an unknown ``SCIFIG_*`` variable or a deprecated one in use is a note; the table is ``scifig config``'s."""
-    from scifig_tasks.commands.config import problems
-    from scifig_tasks.core.settings import DECLARED, Settings, lookup
+    from scifig_tasks.commands.config import listed, problems
+    from scifig_tasks.core.settings import Settings, lookup
 
     given = Settings.from_environment(probe.environ, warn=False)
     for line in problems(given, probe.environ):
@@ -368,7 +374,7 @@ def check_settings(probe: Probe) -> Iterator[Check]:
         if lookup(name).deprecated:
             yield Check("note", "settings", f"{name} is deprecated: use {lookup(name).deprecated} instead")
     if not given.errors:
-        yield Check("ok", "settings", f"{len(given.raw)} of {len(DECLARED)} set (`scifig config` shows them all)")
+        yield Check("ok", "settings", f"{len(given.raw)} of {len(listed())} set (`scifig config` shows them all)")
 
 
 def check_plugins(probe: Probe) -> Iterator[Check]:
@@ -377,7 +383,8 @@ def check_plugins(probe: Probe) -> Iterator[Check]:
     for name, reason in probe.refused().items():
         yield Check("FAIL", f"plugin {name}", reason)
     for plugin in probe.plugins():
-        yield Check("ok", f"plugin {plugin.benchmark}", f"{plugin.package}, task folder {plugin.task_folder}")
+        settings = f"; settings {', '.join(plugin.settings)}" if plugin.settings else ""
+        yield Check("ok", f"plugin {plugin.benchmark}", f"{plugin.package}, task folder {plugin.task_folder}{settings}")
 
 
 def check_judge(probe: Probe) -> Iterator[Check]:

@@ -185,7 +185,10 @@ def test_the_command_exits_1_on_a_problem_and_0_without_and_lists_plugins_as_plu
     assert done.stdout.splitlines()[0].startswith("scifig doctor — scifig ") and done.stdout.endswith("no problems\n")
     assert done.stderr == ""  # VLMEvalKit's import-time log line is not shown
     tasks = packages / "toy_bench" / "tasks"
-    assert shown(done.stdout, "plugin toybars") == ("ok", f"toy-bench 0.1, task folder {tasks}")
+    assert shown(done.stdout, "plugin toybars") == (
+        "ok",
+        f"toy-bench 0.1, task folder {tasks}; settings SCIFIG_TOYBARS_DATA",
+    )
     if Path(sys.prefix).resolve() == (REPO / ".venv").resolve():
         assert shown(done.stdout, "lock")[0] == "ok", done.stdout  # the plugin is not a difference from the lock
     assert "toy-bench" not in shown(done.stdout, "lock")[1]
