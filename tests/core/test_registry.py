@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from scifig_tasks.core import registry
-from scifig_tasks.core.benchmark import BenchmarkError
+from scifig_tasks.core.benchmark import BenchmarkError, PublishedSet, Report, SummaryRow
+from scifig_tasks.core.settings import Setting, text
 
 
 def test_scifigs_own_benchmarks_are_registered() -> None:
@@ -40,6 +41,15 @@ def test_scifigs_own_benchmarks_are_registered() -> None:
         ({"chance": {}}, "chance has no entry for source grab"),
         ({"name": "grabs"}, "source variable SCIFIG_GRAB_DATA must be named SCIFIG_GRABS_[<PART>_]DATA"),
         ({"curate": "curation.grab.cli.register"}, "'curation.grab.cli.register' is not a 'module:attribute'"),
+        (
+            {"report": Report(summary=(SummaryRow("GRAB", (("grab",),)),), published=PublishedSet("GRAB", "grab"))},
+            "report.published is given but no report.summary row names coverage",
+        ),
+        (
+            {"settings": (Setting("SCIFIG_OTHER_X", text, None, "x", "x", "grab"),)},
+            "setting SCIFIG_OTHER_X must be named SCIFIG_GRAB_<WHAT>",
+        ),
+        ({"report": None}, "report is missing"),
     ],
 )
 def test_a_description_missing_a_part_is_refused_in_one_line(change: dict, message: str) -> None:
