@@ -19,6 +19,12 @@ What changes against the packaged folder, and nothing else:
   benchmark with a published copy, or — with ``--data`` or for a benchmark without one — ``dataset_path: parquet``
   with ``dataset_kwargs.data_files`` naming one parquet file per split. Rows are not validated as the packaged tasks
   do; images arrive decoded (the hooks accept both forms).
+* Several questions per row. Rule: a task reading a source with a ``questions`` rule gets its documents as the
+  packaged task does, one per question. Its YAML's ``process_docs`` becomes a hook of the generated
+  ``<bench>_questions.py``: ``expand_questions`` of :mod:`scifig_tasks.core.data` (cut from that file with what it
+  uses into ``<bench>_core/row_questions.py``, the one implementation) with the source's rule (vendored as the
+  plugin's modules are), then the ``process_docs`` the YAML had through its ``include`` chain, if any
+  (:func:`questions_rules`, :func:`_with_questions`).
 * README. The task README with its data section (the plugin's ``SCIFIG_*_DATA`` loading) replaced by the plain
   lmms-eval data set-up, and a note on the vendored code.
 """
@@ -28,12 +34,13 @@ from __future__ import annotations
 import argparse
 import ast
 import re
+import textwrap
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from scifig_tasks.core import registry
+from scifig_tasks.core import registry, task_yaml
 from scifig_tasks.core.resources import shipped_config_dir
 from scifig_tasks.core.schema import BenchmarkSource
 
@@ -57,6 +64,10 @@ class Exported:
     """Source name -> split -> parquet path written into the YAMLs."""
     plugin: list[str] = field(default_factory=list)
     """The plugin's vendored files, relative to ``<bench>_core/`` (``toy_bench/rules.py``); empty for scifig's own."""
+    questions: dict[str, str] = field(default_factory=dict)
+    """Source -> its questions rule (``toy_bench.rules.questions``), for the sources whose rows hold several."""
+    hooks: str = ""
+    """The generated questions hook file (``<bench>_questions.py``); empty when no source has a questions rule."""
 
 
 def benchmarks() -> list[str]:
@@ -152,28 +163,37 @@ def _module_of(path: Path, package: Package) -> str:
     return ".".join([package.name, *(parts[:-1] if parts[-1] == "__init__" else parts)])
 
 
-def closure(files: Iterable[Path], plugin: Package | None = None) -> tuple[list[str], list[str]]:
+def closure(
+    files: Iterable[Path], plugin: Package | None = None, imports: Iterable[tuple[str, str, list[str]]] = ()
+) -> tuple[list[str], list[str]]:
     """The ``scifig_tasks.core`` modules and the ``plugin``'s modules that ``files`` need, transitively, each as
-    dotted names relative to its package (:class:`Package`); an import of anything else of this package is an
-    error naming the file and line."""
+    dotted names relative to its package (:class:`Package`); ``imports`` are more ``(where, module, names)`` imports
+    to follow as if a file made them (``where`` names it in an error). An import of anything else of this package
+    is an error naming the file and line."""
     packages = [CORE_PACKAGE, *([plugin] if plugin is not None else [])]
     needed: dict[str, list[str]] = {package.name: [] for package in packages}
-    pending = [(path, None) for path in files]
+    pending: list[tuple[Path, Package | None]] = [(path, None) for path in files]
+
+    def follow(where: str, module: str, names: list[str]) -> None:
+        package = next((package for package in packages if package.owns(module)), None)
+        if package is None:
+            if module.split(".")[0] in FORBIDDEN_ROOTS:
+                raise ExportError(f"{where}: imports {module}, which is not part of {CORE}")
+            return
+        for name in package.modules(module, names):
+            file = package.file(name)
+            if not file.is_file():
+                raise ExportError(f"{where}: {package.name}.{name} is not a module file")
+            if name not in needed[package.name]:
+                needed[package.name].append(name)
+                pending.append((file, package))
+
+    for where, module, names in imports:
+        follow(where, module, names)
     while pending:
         path, owner = pending.pop()
         for line, module, names in _imports(path, _module_of(path, owner) if owner is not None else None):
-            package = next((package for package in packages if package.owns(module)), None)
-            if package is None:
-                if module.split(".")[0] in FORBIDDEN_ROOTS:
-                    raise ExportError(f"{path}, line {line}: imports {module}, which is not part of {CORE}")
-                continue
-            for name in package.modules(module, names):
-                file = package.file(name)
-                if not file.is_file():
-                    raise ExportError(f"{path}, line {line}: {package.name}.{name} is not a module file")
-                if name not in needed[package.name]:
-                    needed[package.name].append(name)
-                    pending.append((file, package))
+            follow(f"{path}, line {line}", module, names)
     own = needed[plugin.name] if plugin is not None else []
     return sorted(needed[CORE]), sorted(own)
 
@@ -231,12 +251,15 @@ def _copy_presets(dest: Path) -> None:
             (dest / entry.name).write_bytes(entry.read_bytes())
 
 
-def _vendor(source: Path, dest: Path, package: str) -> tuple[list[str], list[str]]:
-    """Copy the task folder's Python files and vendor what they import: the core modules and the plugin's own
-    (module docstring); the core modules and the plugin's files, as listed in the README."""
+def _vendor(
+    source: Path, dest: Path, package: str, imports: Iterable[tuple[str, str, list[str]]] = ()
+) -> tuple[list[str], list[str]]:
+    """Copy the task folder's Python files and vendor what they import, and what ``imports`` name (the questions
+    rules and the expansion: :func:`questions_hooks`): the core modules and the plugin's own (module docstring); the
+    core modules and the plugin's files, as listed in the README."""
     plugin = plugin_package(source)
     hooks = [path for path in sorted(source.glob("*.py")) if path.name != "__init__.py"]
-    modules, own = closure(hooks, plugin)
+    modules, own = closure(hooks, plugin, imports)
     core = dest / package
     core.mkdir(parents=True)
     (core / "__init__.py").write_text(
@@ -266,7 +289,6 @@ def _vendor(source: Path, dest: Path, package: str) -> tuple[list[str], list[str
         if package in text:
             text = _with_prologue(text, package, path)
         (dest / path.name).write_text(text, encoding="utf-8")
-    _check_self_contained(dest, FORBIDDEN_ROOTS + ((plugin.name,) if plugin is not None else ()))
     return modules, sorted(files)
 
 
@@ -334,6 +356,202 @@ def _export_yaml(text: str, origin: Path, data_files: dict[str, dict[str, str]],
     return text.rstrip("\n") + "\n" + _data_block(splits)
 
 
+# ---- several questions per row ------------------------------------------------------------------------------------
+
+DATA_MODULE = CORE_DIR / "data.py"
+EXPAND = "expand_questions"
+"""The function of :data:`DATA_MODULE` turning checked rows into their question documents."""
+EXPANSION = "row_questions"
+"""The vendored module (``<bench>_core/row_questions.py``) holding :data:`EXPAND` and what it calls."""
+HOOKS_FILE = "{bench}_questions"
+"""The generated hook module beside the YAMLs (``<bench>_questions.py``)."""
+
+
+@dataclass(frozen=True)
+class QuestionsRule:
+    """A data source whose rows hold several questions: its key and where its ``questions`` rule is defined (the
+    module's dotted name, relative to the package that owns it, and the function's name)."""
+
+    source: str
+    package: Package
+    module: str
+    name: str
+
+    @property
+    def defined_in(self) -> str:
+        """The rule's module as the package names it (``toy_bench.rules``)."""
+        return ".".join([self.package.name, *filter(None, [self.module])])
+
+    def vendored(self, package: str) -> str:
+        """The rule's module in the exported folder: ``<bench>_core[.<plugin>].<module>``."""
+        inside = [] if self.package is CORE_PACKAGE else [self.package.name]
+        return ".".join([package, *inside, *filter(None, [self.module])])
+
+
+def _source_of(config: Mapping[str, Any]) -> str | None:
+    """A resolved task YAML's ``metadata.scifig_source`` (``None`` for a group or a YAML naming none)."""
+    metadata = config.get("metadata")
+    entries = metadata if isinstance(metadata, list) else [metadata]
+    found = [entry["scifig_source"] for entry in entries if isinstance(entry, Mapping) and "scifig_source" in entry]
+    return str(found[0]) if found and not isinstance(config.get("task"), list) else None
+
+
+def questions_rules(folder: Path, plugin: Package | None) -> dict[str, QuestionsRule]:
+    """The sources with a ``questions`` rule that the folder's YAMLs read (through their ``include`` chains), each
+    rule located in the core or in the ``plugin``; a rule defined elsewhere, or not a module-level function, cannot
+    be vendored and is an error naming the source and what to do."""
+    sources = registry.sources()
+    found: dict[str, QuestionsRule] = {}
+    for path in _yaml_files(folder):
+        name = _source_of(task_yaml.resolved(path))
+        source = sources.get(name) if name is not None else None
+        if name is None or source is None or source.questions is None or name in found:
+            continue
+        rule = source.questions
+        module, qualname = getattr(rule, "__module__", None), getattr(rule, "__qualname__", "")
+        if not isinstance(module, str) or not qualname.isidentifier():
+            raise ExportError(
+                f"source {name}: its questions rule {rule!r} is not a module-level function; define it with `def` "
+                "at the top level of a module of the package holding the task folder"
+            )
+        owner = next((package for package in (CORE_PACKAGE, plugin) if package and package.owns(module)), None)
+        if owner is None or (owner is CORE_PACKAGE and module == CORE):
+            where = plugin.name if plugin is not None else CORE
+            raise ExportError(
+                f"source {name}: its questions rule {module}.{qualname} is outside {where}, so the export cannot "
+                f"vendor it; move it into a module of {where}"
+            )
+        found[name] = QuestionsRule(name, owner, module[len(owner.name) + 1 :], qualname)
+    return found
+
+
+def _expansion() -> tuple[str, list[tuple[str, str, list[str]]]]:
+    """:data:`EXPAND` of :data:`DATA_MODULE` as a module of its own: the function, the module-level definitions it
+    uses (transitively, in the file's order) and the imports they use, copied as they are (core imports not yet
+    renamed); with the imports to vendor, as :func:`closure` takes them."""
+    text = DATA_MODULE.read_text(encoding="utf-8")
+    tree = ast.parse(text, filename=str(DATA_MODULE))
+    defined: dict[str, ast.stmt] = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.ClassDef):
+            defined[node.name] = node
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            defined |= {target.id: node for target in targets if isinstance(target, ast.Name)}
+    if EXPAND not in defined:
+        raise ExportError(f"{DATA_MODULE}: no function {EXPAND} to vendor")
+    wanted: list[ast.stmt] = []
+    used: set[str] = set()
+    pending = [defined[EXPAND]]
+    while pending:
+        node = pending.pop()
+        if node in wanted:
+            continue
+        wanted.append(node)
+        names = {name.id for name in ast.walk(node) if isinstance(name, ast.Name)}
+        used |= names
+        pending += [defined[name] for name in names if name in defined and defined[name] not in wanted]
+    lines = text.splitlines()
+    imports, follow = [], []
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module == "__future__":
+            imports.append(ast.unparse(node))
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            kept = [
+                alias
+                for alias in node.names
+                if (alias.asname or (alias.name if isinstance(node, ast.ImportFrom) else alias.name.split(".")[0]))
+                in used
+            ]
+            if not kept:
+                continue
+            statement = ast.ImportFrom(node.module, kept, 0) if isinstance(node, ast.ImportFrom) else ast.Import(kept)
+            imports.append(ast.unparse(statement))
+            where = f"{DATA_MODULE}, line {node.lineno}"
+            if isinstance(node, ast.ImportFrom):
+                follow.append((where, node.module or "", [alias.name for alias in kept]))
+            else:
+                follow += [(where, alias.name, []) for alias in kept]
+    ordered = sorted(wanted, key=lambda node: node.lineno)
+    starts = [min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))]) for node in ordered]
+    body = ["\n".join(lines[start - 1 : node.end_lineno]) for start, node in zip(starts, ordered, strict=True)]
+    names = ", ".join(node.name for node in ordered if isinstance(node, ast.FunctionDef | ast.ClassDef))
+    doc = _docstring(
+        f"Several questions per source row: ``{EXPAND}`` of scifig's data module with what it uses ({names}), "
+        "copied as it is, so the exported tasks make the documents the packaged tasks make."
+    )
+    head = "\n\n".join([doc, *imports[:1], "\n".join(imports[1:])])
+    return "\n\n\n".join([head, *body]) + "\n", follow
+
+
+def _docstring(text: str) -> str:
+    """A module docstring wrapped at 120 columns."""
+    return '"""' + textwrap.fill(text, 114) + '"""'
+
+
+def _hook_name(source: str, tag: task_yaml.FunctionTag | None) -> str:
+    """The generated hook of ``source``'s rows, chained before a YAML's own ``process_docs`` (``tag``)."""
+    return source if tag is None else "__".join([source, *tag.name.split(".")])
+
+
+def _hooks_text(package: str, rules: Mapping[str, QuestionsRule], chains: Mapping[str, tuple[str, str]]) -> str:
+    """The generated hook module: per source, its rows' question documents; per chain, those documents through a
+    YAML's own ``process_docs`` (``name -> (source, "module.function")``)."""
+    doc = _docstring(
+        "Each source row's question documents, made as the packaged tasks make them: the source's `questions` rule "
+        f"through `{package}/{EXPANSION}.py`, before a task's own `process_docs` (chained below). lmms-eval gives "
+        "each hook one split as a `datasets.Dataset` and takes the documents back as one."
+    )
+    rule_imports = "".join(
+        f"from {rule.vendored(package)} import {rule.name} as _{source}_questions\n" for source, rule in rules.items()
+    )
+    parts = [
+        f"{doc}\n\nfrom __future__ import annotations\n\nimport importlib.util\nfrom typing import Any\n\n"
+        f"{_PATH_PROLOGUE.format(package=package)}from {package}.{EXPANSION} import {EXPAND}\n{rule_imports}",
+        "def _hook(module: str, name: str) -> Any:\n"
+        '    """A task\'s own hook, loaded as lmms-eval loads `!function module.name` (`module.py` beside it)."""\n'
+        '    spec = importlib.util.spec_from_file_location(module, _os.path.join(_HERE, f"{module}.py"))\n'
+        "    loaded = importlib.util.module_from_spec(spec)\n"
+        "    spec.loader.exec_module(loaded)\n"
+        "    return getattr(loaded, name)\n",
+    ]
+    for source in rules:
+        parts.append(
+            f"def {source}(dataset: Any) -> Any:\n"
+            f'    """The question documents of each row of source `{source}`, in row order."""\n'
+            f'    return {EXPAND}(dataset, _{source}_questions, "{source}")\n'
+        )
+    for name, (source, hook) in chains.items():
+        module, _, function = hook.rpartition(".")
+        parts.append(
+            f"def {name}(dataset: Any) -> Any:\n"
+            f'    """The question documents of source `{source}`, then `{hook}`."""\n'
+            f'    return _hook("{module}", "{function}")({source}(dataset))\n'
+        )
+    return "\n\n".join(parts)
+
+
+_PROCESS_DOCS = re.compile(r"^process_docs:.*\n(?:[ \t]+.*\n)*", re.MULTILINE)
+
+
+def _with_questions(
+    text: str, origin: Path, rules: Mapping[str, QuestionsRule], hooks: str
+) -> tuple[str, dict[str, tuple[str, str]]]:
+    """A YAML reading a source with a questions rule gets its ``process_docs`` from the generated hooks: the source's
+    expansion, chained before the ``process_docs`` it has through its ``include`` chain. The YAML's text, and the
+    chain it needs (``hook name -> (source, "module.function")``; empty when there is none to chain)."""
+    config = task_yaml.resolved(origin)
+    source = _source_of(config)
+    if source is None or source not in rules:
+        return text, {}
+    own = config.get("process_docs")
+    if own is not None and not (isinstance(own, task_yaml.FunctionTag) and own.folder == origin.parent):
+        raise ExportError(f"{origin}: process_docs must be a `!function module.name` of a file beside the YAML")
+    name = _hook_name(source, own)
+    text = _PROCESS_DOCS.sub("", text).rstrip("\n") + f"\nprocess_docs: !function {hooks}.{name}\n"
+    return text, ({name: (source, own.name)} if own is not None else {})
+
+
 # ---- README --------------------------------------------------------------------------------------------------------
 
 
@@ -344,6 +562,7 @@ def _readme(
     modules: list[str],
     data_files: dict[str, dict[str, str]],
     plugin: list[str],
+    hooks: str = "",
 ) -> str:
     from scifig_tasks.core import registry
 
@@ -387,6 +606,12 @@ def _readme(
         "`SCIFIG_JUDGE_BASE_URL` / `SCIFIG_JUDGE_MODEL` / `SCIFIG_JUDGE_API_KEY` (falling back to `OPENAI_*`) or "
         f"`SCIFIG_JUDGE=<preset>` with the presets in `{package}/judges/`; `SCIFIG_JUDGE=off` disables it.\n",
     ]
+    if hooks:
+        vendored.append(
+            f"A source row holds several questions: each task's `process_docs` is a hook of `{hooks}.py`, which makes "
+            f"every row's question documents with the source's `questions` rule (`{package}/{EXPANSION}.py`), as the "
+            "packaged tasks do, then runs the task's own `process_docs`, if it has one.\n"
+        )
     parts = [*body, "\n".join(data) + "\n", "\n".join(vendored) + "\n", *citation]
     return "".join(part if part.endswith("\n\n") else part.rstrip("\n") + "\n\n" for part in parts).rstrip() + "\n"
 
@@ -411,18 +636,36 @@ def export(bench: str, out: Path, data: Mapping[str, Path] | None = None) -> Exp
         if name not in registry.sources():
             raise ExportError(f"--data {name}=...: unknown data source (known: {', '.join(registry.sources())})")
         data_files[name] = local_splits(registry.sources()[name], Path(path))
-    package = f"{bench}_core"
+    package, owner = f"{bench}_core", plugin_package(source)
+    rules = questions_rules(source, owner)
+    hooks = HOOKS_FILE.format(bench=bench)
+    if rules and (source / f"{hooks}.py").exists():
+        raise ExportError(f"{source / f'{hooks}.py'}: the export writes its questions hooks there; rename that file")
+    expansion, imports = _expansion() if rules else ("", [])
+    for name, rule in rules.items():
+        imports.append((f"source {name}'s questions rule", rule.defined_in, [rule.name]))
     dest.mkdir(parents=True, exist_ok=True)
-    modules, plugin = _vendor(source, dest, package)
+    modules, plugin = _vendor(source, dest, package, imports)
     yamls = []
+    chains: dict[str, tuple[str, str]] = {}
     for path in _yaml_files(source):
-        (dest / path.name).write_text(_export_yaml(path.read_text(encoding="utf-8"), path, data_files, bench))
+        text = _export_yaml(path.read_text(encoding="utf-8"), path, data_files, bench)
+        text, chained = _with_questions(text, path, rules, hooks)
+        chains |= chained
+        (dest / path.name).write_text(text, encoding="utf-8")
         yamls.append(path.name)
     unused = set(data or {}) - set(data_files)
     if unused:
         raise ExportError(f"--data {', '.join(sorted(unused))}: no task of {bench} reads that source")
-    (dest / "README.md").write_text(_readme(source, bench, package, modules, data_files, plugin), encoding="utf-8")
-    return Exported(dest, modules, yamls, data_files, plugin)
+    if rules:
+        (dest / package / f"{EXPANSION}.py").write_text(_rewrite(expansion, package), encoding="utf-8")
+        (dest / f"{hooks}.py").write_text(_hooks_text(package, rules, chains), encoding="utf-8")
+    _check_self_contained(dest, FORBIDDEN_ROOTS + ((owner.name,) if owner is not None else ()))
+    (dest / "README.md").write_text(
+        _readme(source, bench, package, modules, data_files, plugin, hooks if rules else ""), encoding="utf-8"
+    )
+    questions = {name: f"{rule.defined_in}.{rule.name}" for name, rule in rules.items()}
+    return Exported(dest, modules, yamls, data_files, plugin, questions, f"{hooks}.py" if rules else "")
 
 
 def _data_args(values: Iterable[str], bench: str) -> dict[str, Path]:
@@ -468,6 +711,8 @@ def _run(args: argparse.Namespace) -> int:
     print(f"vendored core modules: {', '.join(exported.vendored)}")
     if exported.plugin:
         print(f"vendored plugin files: {', '.join(exported.plugin)}")
+    for name, rule in exported.questions.items():
+        print(f"questions per row of {name}: {rule}, applied by {exported.hooks} before each task's own process_docs")
     for name, splits in exported.data_files.items():
         for split, path in splits.items():
             print(f"data {name} {split}: {path}")

@@ -202,21 +202,49 @@ print(json.dumps({
 """
 
 
+TOY_DOCS = """
+import json, sys
+from lmms_eval.tasks import TaskManager, get_task_dict
+manager = TaskManager(include_path=sys.argv[1], include_defaults=False)  # only the exported folder
+tasks = get_task_dict(["toybars", "toybars_strict", "toybars_few"], manager)
+fields = ("qid", "question", "options", "answer", "category")
+print(json.dumps({name: [[doc[f] for f in fields] for doc in task.test_docs()] for name, task in tasks.items()}))
+"""
+
+
 @pytest.mark.slow
 @pytest.mark.cli
-def test_a_plugins_export_vendors_its_own_modules_and_runs_without_the_plugin(tmp_path: Path, lmms_env) -> None:
+def test_a_plugins_export_vendors_its_own_modules_and_runs_without_the_plugin(
+    tmp_path: Path, lmms_env, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The toy benchmark (an outside package, docs/adding-a-benchmark.md) exported: the hooks import the plugin's
     rule module (``from toy_bench import rules``), which is vendored beside the core modules; the exported hooks
-    score a reply in a process where neither scifig nor the toy package can be imported."""
+    score a reply in a process where neither scifig nor the toy package can be imported. Its rows hold two questions
+    each (the source's ``questions`` rule, vendored too): lmms-eval's own TaskManager, in that process, gives both
+    exported tasks the 20 documents the packaged tasks have, in their order, and a variant with a ``process_docs`` of
+    its own gets it after the expansion."""
     from tests.project.test_outside_benchmark import install_toy
 
     packages = install_toy(tmp_path / "packages")
+    tasks = packages / "toy_bench" / "tasks"  # a variant filtering the questions: its process_docs sees each question
+    (tasks / "toybars_few.yaml").write_text(
+        "task: toybars_few\ninclude: toybars.yaml\nprocess_docs: !function utils.few\n"
+    )
+    few = '\n\ndef few(dataset: Any) -> Any:\n    return dataset.filter(lambda doc: doc["category"] == "few")\n'
+    (tasks / "utils.py").write_text((tasks / "utils.py").read_text() + few)
     env = {**lmms_env, "PYTHONPATH": str(packages)}
+    built = subprocess.run(
+        [sys.executable, "-m", "toy_bench.build", "data"], env=env, cwd=tmp_path, capture_output=True, text=True
+    )
+    assert built.returncode == 0, built.stderr
     command = [str(Path(sys.executable).parent / "scifig"), "export-upstream", "--bench", "toybars", "--out", "up"]
-    done = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [*command, "--data", str(tmp_path / "data")], env=env, cwd=tmp_path, capture_output=True, text=True
+    )
     assert done.returncode == 0, done.stderr
     folder = tmp_path / "up" / "toybars"
     assert "vendored plugin files: toy_bench/__init__.py, toy_bench/rules.py" in done.stdout
+    assert "questions per row of toybars: toy_bench.rules.questions, applied by toybars_questions.py" in done.stdout
     assert (folder / "toybars_core" / "toy_bench" / "rules.py").is_file()
     assert "from toybars_core.toy_bench import rules" in (folder / "utils.py").read_text()
     assert "`toy_bench/rules.py`" in (folder / "README.md").read_text()  # the README lists what is vendored
@@ -232,6 +260,22 @@ def test_a_plugins_export_vendors_its_own_modules_and_runs_without_the_plugin(tm
         "breakdown": 1.0,
         "imported": [],
     }
+
+    from scifig_tasks.core import registry
+    from scifig_tasks.core.data import load_benchmark
+
+    monkeypatch.setenv("SCIFIG_TOYBARS_DATA", str(tmp_path / "data"))
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf-datasets"))
+    packaged = load_benchmark(registry.sources()["toybars"], split="test")
+    fields = ("qid", "question", "options", "answer", "category")
+    expected = [[doc[name] for name in fields] for doc in packaged]
+    assert len(expected) == 20 and expected[1][0] == "toy-0-more"  # two questions per chart, in order
+    assert _python(TOY_DOCS, {**blocked, "HF_DATASETS_CACHE": str(tmp_path / "up-cache")}, tmp_path, str(folder)) == {
+        "toybars": expected,
+        "toybars_strict": expected,
+        "toybars_few": [doc for doc in expected if doc[-1] == "few"],
+    }
+    assert "process_docs: !function toybars_questions.toybars__utils__few" in (folder / "toybars_few.yaml").read_text()
 
 
 @pytest.mark.slow
