@@ -93,8 +93,9 @@ def build_report(results: Iterable[Path], out: Path) -> Report:
     sections.append(environment_section(runs))
     details = next(block for block in top.blocks if isinstance(block, Details))
     for run in runs:
-        named = ", ".join(shown_path(path, out) for path in run.sources)
-        details.blocks.append(Note(f"{run.model}: {named}."))
+        if run.sources:  # none when every file of the run is one the report does not show (its notes say so)
+            named = ", ".join(shown_path(path, out) for path in run.sources)
+            details.blocks.append(Note(f"{run.model}: {named}."))
         details.blocks += [Note(f"{run.model}: {note}.") for note in run.notes]
     top.blocks.append(
         Note(

@@ -16,6 +16,14 @@ VLMEvalKit runs of this package's datasets write ``<work-dir>/<model>/<model>_<d
 ``..._scifig_records.jsonl`` (one scored record per question); they become the run ``<model> (VLMEvalKit)`` with
 each dataset under the lmms-eval task name it corresponds to (:func:`vlmeval_tasks`).
 
+Every other task and group of a registered benchmark is a VLMEvalKit dataset of its name too, served from its YAML's
+hooks (:class:`scifig_tasks.vlmeval.generic.SciFigTask`). Rule: a scores file carrying ``results`` for its dataset
+(every metric of the dataset and of each of its tasks, as lmms-eval's results file holds them) is read as lmms-eval's
+results are (:func:`_generic`): each task and group under its own name, the group's tasks beside it; its records
+(``{"task", "doc_id", <process_results' metrics>, "prediction"}``) become each task's samples as lmms-eval logs them,
+``doc_id`` the question's position among its task's documents, and :data:`VLMEVAL_ROW` its row of the dataset
+(:func:`task_position`).
+
 Rule: this module names no benchmark. Which VLMEvalKit datasets the report shows, the names earlier releases gave
 them and the metric their details are stored under are read from the registered benchmark descriptions
 (:class:`scifig_tasks.core.benchmark.VlmevalDataset` ``shown``, ``old_names``, ``detail_metric``;
@@ -215,6 +223,60 @@ def _samples(results_path: Path) -> dict[str, list[dict[str, Any]]]:
     return found
 
 
+VLMEVAL_ROW = "vlmeval_row"
+"""A generic VLMEvalKit dataset's sample: its record's row of the dataset (of its TSV), where ``doc_id`` is the
+question's position among its task's documents."""
+
+
+def task_position(sample: Mapping[str, Any]) -> bool:
+    """Whether a logged sample's ``doc_id`` is its question's position among its task's documents as lmms-eval loads
+    them: an lmms-eval sample's, and a generic VLMEvalKit dataset's record's (:data:`VLMEVAL_ROW`); a VLMEvalKit
+    dataset with a class of its own numbers its records by its rows instead."""
+    return not sample.get("vlmeval_dataset") or VLMEVAL_ROW in sample
+
+
+def _is_generic(data: Mapping[str, Any]) -> bool:
+    """Whether a scores file is a generic dataset's (:class:`scifig_tasks.vlmeval.generic.SciFigTask`): ``results``
+    holding its dataset, a task or group of a registered benchmark, in lmms-eval's shape."""
+    results, dataset = data.get("results"), str(data["dataset"])
+    return (
+        isinstance(results, Mapping)
+        and isinstance(results.get(dataset), Mapping)
+        and all(isinstance(entry, Mapping) for entry in results.values())
+        and registry.of_task(dataset) is not None
+    )
+
+
+def _generic(path: Path, data: Mapping[str, Any], run: Run) -> None:
+    """A generic dataset's scores file (and its records) into ``run``, as lmms-eval's results and samples are read:
+    every task and group of ``results`` under its own name (module docstring)."""
+    dataset, results = str(data["dataset"]), data["results"]
+    run.sources.append(path)
+    run.environments[path] = data.get(KEY)
+    for task, metrics in results.items():
+        if task in run.task_files:
+            run.notes.append(f"{task}: {path.name} replaces {run.task_files[task].name}")
+        run.entries[task] = {f"{name},none": value for name, value in metrics.items() if name != "samples"}
+        run.task_files[task] = path
+        run.protocols[task] = declared_protocols().get(task) or scoring_protocol.of_task(task)
+        run.task_versions.setdefault(path, {})[task] = str(data.get("version", "-"))
+    tasks = [task for task in results if task != dataset] or [dataset]
+    if tasks != [dataset]:
+        run.group_tasks[dataset] = tuple(tasks)
+    if isinstance(data.get("partial"), dict):  # scifig rescore --allow-partial
+        run.notes.append(scores_note(dataset, data["partial"], path))
+    records = path.with_name(path.name[: -len(SCORES_SUFFIX)] + RECORDS_SUFFIX)
+    if not records.is_file():
+        return
+    for task in tasks:
+        run.samples[task] = []
+    for row, record in enumerate(read_jsonl(records)):
+        task = str(record.get("task", dataset))
+        logged = {name: value for name, value in record.items() if name not in ("task", "prediction")}
+        sample = {**logged, "doc_id": record.get("doc_id", row), "filtered_resps": record.get("prediction")}
+        run.samples.setdefault(task, []).append({**sample, "vlmeval_dataset": dataset, VLMEVAL_ROW: row})
+
+
 def _vlmeval(path: Path, runs: dict[str, Run]) -> None:
     """One VLMEvalKit scores file into the run ``<model> (VLMEvalKit)``."""
     try:
@@ -230,6 +292,9 @@ def _vlmeval(path: Path, runs: dict[str, Run]) -> None:
     )
     run = runs.setdefault(f"{model} (VLMEvalKit)", Run(f"{model} (VLMEvalKit)"))
     task = vlmeval_tasks().get(dataset)
+    if task is None and _is_generic(data):
+        _generic(path, data, run)
+        return
     if task is None:
         run.notes.append(f"{dataset}: not shown in this report ({path.name})")
         return

@@ -79,7 +79,7 @@ from typing import TYPE_CHECKING, Any
 from scifig_tasks.core import registry
 from scifig_tasks.core.images import check_structure, open_image, to_rgb
 from scifig_tasks.report.paths import shown
-from scifig_tasks.report.runs import Run
+from scifig_tasks.report.runs import VLMEVAL_ROW, Run
 
 if TYPE_CHECKING:
     from jinja2 import Environment
@@ -313,7 +313,8 @@ def collect(runs: Sequence[Run]) -> tuple[list[Group], list[str]]:
                 record = _record(sample)
                 doc_id = int(sample.get("doc_id", position))
                 dataset = sample.get("vlmeval_dataset")
-                source = ("vlmeval", str(dataset), doc_id) if dataset else ("lmms", task, doc_id)
+                row = int(sample.get(VLMEVAL_ROW, doc_id))  # the record's row of the dataset's TSV
+                source = ("vlmeval", str(dataset), row) if dataset else ("lmms", task, doc_id)
                 entries.append((model_index, viewer_task(task, record), doc_id, sample, source))
     # a document's identity: its record's own id fields, unless they repeat within one model's task
     keyed: dict[tuple[int, str], set[Any]] = {}

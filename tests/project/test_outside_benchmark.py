@@ -6,8 +6,8 @@ copied into a temporary folder and made importable with its ``scifig.benchmarks`
 beside it, as ``pip install`` writes). Then the guide's commands run as a user runs them: the data builder,
 ``scifig tasks``, plain ``lmms-eval --model scifig_chance``, the same replies through lmms-eval and ``scifig
 vlmeval`` (equal numbers; the toy has no VLMEvalKit code: its tasks are datasets of their names, served from their
-YAMLs' hooks), ``scifig rescore``, ``scifig report`` (the generic section), ``scifig compare`` and ``scifig
-export-upstream``.
+YAMLs' hooks), ``scifig rescore``, ``scifig report`` (the generic section, the lmms-eval and VLMEvalKit runs side by
+side with the same numbers), ``scifig compare`` and ``scifig export-upstream``.
 """
 
 from __future__ import annotations
@@ -122,12 +122,23 @@ def test_a_benchmark_registered_from_outside_runs_through_every_command(tmp_path
     toy_diff = json.loads(diff.read_text())["tasks"]["toybars"]
     assert toy_diff["changed_samples"] == 0 and toy_diff["samples"] == 20, toy_diff
 
+    runs = [str(chance_out), str(lmms_out), str(vlmeval_out)]
     report = command(
-        [scifig, "report", str(chance_out), str(lmms_out), "--out", str(tmp_path / "report")], env, tmp_path
+        [scifig, "report", *runs, "--out", str(tmp_path / "report")],
+        {**env, "LMUData": str(tmp_path / "LMUData")},
+        tmp_path,
     )
     assert report.returncode == 0, report.stderr[-3000:]
     markdown = (tmp_path / "report" / "report.md").read_text()
     assert "## Toy bars" in markdown and "Toy bars accuracy per category" in markdown
+    # the VLMEvalKit run of the tasks' own datasets stands beside the lmms-eval run, with the same numbers
+    assert "not shown in this report" not in markdown and "fake-vlm (VLMEvalKit): ." not in markdown.splitlines()
+    accuracy = f"{100 * replied['toybars']['accuracy,none']:.1f} ("
+    lmms_rows, vlmeval_rows = _table_rows(markdown, "fake-vlm"), _table_rows(markdown, "fake-vlm (VLMEvalKit)")
+    assert vlmeval_rows[:2] == lmms_rows[:2] and lmms_rows[0][0].startswith(accuracy)  # summary and runs tables
+    section = markdown.split("## Toy bars", 1)[1].split("\n## ", 1)[0]
+    shown = _table_rows(section, "toybars") + _table_rows(section, "toybars_strict")  # per task, per category
+    assert len(shown) == 6 and all(row[-1] == row[-2] != "-" for row in shown), shown
 
     compared = command([scifig, "compare", str(chance_out), str(lmms_out)], env, tmp_path)
     assert compared.returncode == 0 and "toybars" in compared.stdout, compared.stderr[-3000:]
@@ -146,6 +157,12 @@ def _lmms(executable: str, args: list[str], env: dict[str, str], cwd: Path, out:
     run = command([executable, *args, "--log_samples", "--output_path", str(out)], env, cwd)
     assert run.returncode == 0, (run.stdout + run.stderr)[-4000:]
     return CliRun(run.returncode, run.stdout + run.stderr, out)
+
+
+def _table_rows(markdown: str, first: str) -> list[list[str]]:
+    """The cells after the first of every Markdown table row whose first cell is ``first``."""
+    rows = [[cell.strip() for cell in line[1:-1].split("|")] for line in markdown.splitlines() if line.startswith("|")]
+    return [row[1:] for row in rows if row[0] == first]
 
 
 def _rows(path: Path) -> list[dict]:
