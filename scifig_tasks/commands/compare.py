@@ -89,9 +89,10 @@ def _redo(label: str) -> str:
 
 def load_run(path: Path, label: str) -> Run:
     """The one run at ``path`` with its per-question records, or a :class:`CommandError`: several runs or none with
-    records (status 2, a mistake on the command line); a damaged file, unreadable or an empty log the results file
+    records (status 2, a mistake on the command line, naming the files that lack them:
+    :func:`scifig_tasks.report.compare.no_records`); a damaged file, unreadable or an empty log the results file
     counts samples of (status 1, naming the file; :func:`scifig_tasks.report.compare.empty_logs`)."""
-    from scifig_tasks.report.compare import empty_logs, unreadable_log
+    from scifig_tasks.report.compare import empty_logs, no_records, unreadable_log
     from scifig_tasks.report.runs import load_runs
 
     try:
@@ -105,10 +106,7 @@ def load_run(path: Path, label: str) -> Run:
     if damaged:
         raise CommandError(f"{label} ({path}): {'; '.join(damaged.values())}", _redo(label), status=1)
     if not found[0].samples:
-        raise CommandError(
-            f"{path} has no per-question records",
-            "run lmms-eval with --log_samples (VLMEvalKit: keep the *_scifig_records.jsonl)",
-        )
+        raise CommandError(*no_records(found[0], path))
     return found[0]
 
 

@@ -13,7 +13,10 @@ Questions are matched by their records' own id fields (their benchmark descripti
 :func:`scifig_tasks.report.samples.document_id`: GRAB ``pid``, SciFIBench ``ID``, Plot Twist ``q_id`` + ``variant``,
 MMSci ``uid`` + figure + setting + subfigure) when every
 question of the task carries them once in both runs, so an lmms-eval run and a VLMEvalKit run line up; otherwise by
-lmms-eval's ``doc_id`` within one framework. A task whose per-question log is empty while the run's results file scores
+task and ``doc_id``, the question's position among its task's documents: lmms-eval's, and a generic VLMEvalKit
+dataset's records' (:func:`scifig_tasks.report.runs.task_position`), so these pair across the two frameworks too; a
+VLMEvalKit dataset with a class of its own numbers its records by its rows and pairs so only with its own framework.
+A task whose per-question log is empty while the run's results file scores
 it is a damaged log (:func:`empty_logs`), refused with the file named, not "only A has it"; ``scifig compare``
 refuses such a run, or one with an unreadable file (:func:`unreadable_log`), before comparing. The statistics and
 the pairing rule are :mod:`scifig_tasks.core.compare`. Every pair is a later run against the first (``B`` vs ``A``,
@@ -44,7 +47,7 @@ from scifig_tasks.core import registry
 from scifig_tasks.core.errors import DataError
 from scifig_tasks.core.run_files import RECORDS_SUFFIX, RESULTS_SUFFIX, SCORES_SUFFIX, read_results
 from scifig_tasks.report.document import Note, Section, Table
-from scifig_tasks.report.runs import Run
+from scifig_tasks.report.runs import Run, task_position
 from scifig_tasks.report.samples import cell_of, document_id, is_benchmark_task, viewer_task
 
 WIDTH = 100
@@ -71,6 +74,9 @@ class Answers:
     by_doc: dict[Any, bool] | None = field(default_factory=dict)
     """``None`` when a ``doc_id`` is logged twice."""
     framework: str = "lmms-eval"
+    by_position: bool = True
+    """Every ``doc_id`` is the question's position among its task's documents
+    (:func:`scifig_tasks.report.runs.task_position`), so ``by_doc`` pairs with another framework's."""
     version: str | None = None
     unscored: bool = False
     """Some question has no per-question correctness (captioning)."""
@@ -178,6 +184,26 @@ def empty_logs(run: Run) -> dict[str, str]:
     return found
 
 
+def no_records(run: Run, path: Path) -> tuple[str, str]:
+    """Why a run given as ``path`` has no per-question record at all, naming the files that lack their log, and what
+    to do, each in one line: an lmms-eval results file written without ``--log_samples`` (no
+    ``<date>_samples_<task>.jsonl`` beside it), a VLMEvalKit scores file without its ``*_scifig_records.jsonl``, or
+    only datasets the report does not read (the run's notes name them)."""
+    missing, todo = [], []
+    lmms = [source.name for source in run.sources if not source.name.endswith(SCORES_SUFFIX)]
+    vlmeval = [source.name for source in run.sources if source.name.endswith(SCORES_SUFFIX)]
+    if lmms:
+        missing.append(f"no <date>_samples_<task>.jsonl beside {', '.join(lmms)}")
+        todo.append("run lmms-eval again with --log_samples")
+    if vlmeval:
+        missing.append(f"no *{RECORDS_SUFFIX} beside {', '.join(vlmeval)}")
+        todo.append("run scifig vlmeval again (each dataset's evaluation writes its *_scifig_records.jsonl)")
+    if not run.sources:
+        missing.append("; ".join(run.notes) or "no results file")
+        todo.append("compare runs of the tasks and datasets scifig report shows")
+    return f"{path} has no per-question records: {'; '.join(missing)}", "; ".join(todo)
+
+
 def unreadable_log(error: DataError) -> str:
     """The words for a run file that could not be read (:class:`DataError` from the run's reader): a per-question log
     is ``unreadable (line N: ...)`` while its results file counts its samples; a results file is unreadable."""
@@ -224,6 +250,7 @@ def answers(run: Run) -> dict[str, Answers]:
             if entry is None:
                 framework = "VLMEvalKit" if sample.get("vlmeval_dataset") else "lmms-eval"
                 entry = found[task] = Answers(framework=framework, version=version)
+            entry.by_position = entry.by_position and task_position(sample)
             correct = cell_of(logged_as, sample).correct
             if correct is None:
                 entry.unscored = True
@@ -244,13 +271,13 @@ def answers(run: Run) -> dict[str, Answers]:
 
 
 def _pair(a: Answers, b: Answers, names: tuple[str, str]) -> tuple[list[bool], list[bool]] | str:
-    """The pairing rule on two runs' answers to a task: by id fields when both have them, else by ``doc_id`` within
-    one framework."""
+    """The pairing rule on two runs' answers to a task: by id fields when both have them, else by ``doc_id``: the
+    question's position among the task's documents in both, or within one framework."""
     if a.unscored or b.unscored:
         return NO_CORRECTNESS
     if a.by_id is not None and b.by_id is not None:
         return stats.pair(a.by_id, b.by_id, a.version, b.version, names)
-    if a.framework != b.framework:
+    if a.framework != b.framework and not (a.by_position and b.by_position):
         return "the questions cannot be matched across frameworks (no unique question ids in the records)"
     if a.by_doc is None or b.by_doc is None:
         twice = " and ".join(name for name, side in zip(names, (a, b), strict=True) if side.by_doc is None)

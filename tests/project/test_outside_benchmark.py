@@ -7,7 +7,9 @@ beside it, as ``pip install`` writes). Then the guide's commands run as a user r
 ``scifig tasks``, plain ``lmms-eval --model scifig_chance``, the same replies through lmms-eval and ``scifig
 vlmeval`` (equal numbers; the toy has no VLMEvalKit code: its tasks are datasets of their names, served from their
 YAMLs' hooks), ``scifig rescore``, ``scifig report`` (the generic section, the lmms-eval and VLMEvalKit runs side by
-side with the same numbers), ``scifig compare`` and ``scifig export-upstream``.
+side with the same numbers), ``scifig compare`` (the two frameworks' runs paired question by question, by ``qid`` or,
+without it, by task and document index; a run without its records named with the files that lack them) and ``scifig
+export-upstream``.
 """
 
 from __future__ import annotations
@@ -41,6 +43,11 @@ def install_toy(folder: Path) -> Path:
 def command(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
     """Run a command line (recorded in :data:`RAN`, by :func:`command_key`)."""
     RAN.append(command_key(shlex.join([Path(args[0]).name, *args[1:]])))
+    return unlisted(args, env, cwd)
+
+
+def unlisted(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
+    """Run a command line the guide does not list (a check on the files the listed ones wrote)."""
     return subprocess.run(
         args, env=env, cwd=cwd, capture_output=True, text=True, timeout=CLI_TIMEOUT_S, stdin=subprocess.DEVNULL
     )
@@ -140,8 +147,18 @@ def test_a_benchmark_registered_from_outside_runs_through_every_command(tmp_path
     shown = _table_rows(section, "toybars") + _table_rows(section, "toybars_strict")  # per task, per category
     assert len(shown) == 6 and all(row[-1] == row[-2] != "-" for row in shown), shown
 
-    compared = command([scifig, "compare", str(chance_out), str(lmms_out)], env, tmp_path)
+    # question by question: the two frameworks' runs pair on the benchmark's document_id (qid), and agree
+    comparison = tmp_path / "compare.json"
+    compared = command(
+        [scifig, "compare", str(lmms_out), str(vlmeval_out), str(chance_out), "--json", str(comparison)], env, tmp_path
+    )
     assert compared.returncode == 0 and "toybars" in compared.stdout, compared.stderr[-3000:]
+    pairs = {(row["b"], row["task"]): row for row in json.loads(comparison.read_text())["comparisons"]}
+    for task in ("toybars", "toybars_strict"):
+        both = pairs[("B", task)]  # the VLMEvalKit run against the lmms-eval run
+        assert (both["status"], both["n"], both["only_a"], both["only_b"]) == ("compared", 20, 0, 0), both
+        assert both["accuracy_a"] == both["accuracy_b"] == replied[task]["accuracy,none"]
+    assert pairs[("C", "toybars")]["status"] == "compared"  # the chance run (toybars only) against the lmms-eval run
 
     exported = command([scifig, "export-upstream", "--bench", "toybars", "--out", str(tmp_path / "up")], env, tmp_path)
     assert exported.returncode == 0, exported.stderr[-3000:]
@@ -151,6 +168,30 @@ def test_a_benchmark_registered_from_outside_runs_through_every_command(tmp_path
         "toybars_questions.py",
     }
     assert RAN == RUN  # what the guide lists (test_the_guide_lists_the_commands_the_test_runs)
+
+    # records without the id fields pair by task and document index (both frameworks number a task's documents alike)
+    without_ids = tmp_path / "vlmeval-no-ids"
+    shutil.copytree(vlmeval_out, without_ids)
+    for records in without_ids.glob("*_scifig_records.jsonl"):
+        lines = [json.loads(line) for line in records.read_text().splitlines()]
+        for line in lines:
+            del line["breakdown"]["qid"]
+        records.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    by_position = unlisted(
+        [scifig, "compare", str(lmms_out), str(without_ids), "--json", str(comparison)], env, tmp_path
+    )
+    assert by_position.returncode == 0, (by_position.stdout + by_position.stderr)[-3000:]
+    for row in json.loads(comparison.read_text())["comparisons"]:
+        assert (row["status"], row["n"], row["only_a"], row["only_b"]) == ("compared", 20, 0, 0), row
+    # a run without its records: the message names the files that lack them and what writes them
+    for records in without_ids.glob("*_scifig_records.jsonl"):
+        records.unlink()
+    missing = unlisted([scifig, "compare", str(lmms_out), str(without_ids)], env, tmp_path)
+    assert missing.returncode == 2 and missing.stderr.strip().splitlines() == [
+        f"scifig compare: {without_ids} has no per-question records: no *_scifig_records.jsonl beside "
+        "fake-vlm_toybars_scifig_scores.json, fake-vlm_toybars_strict_scifig_scores.json — run scifig vlmeval again "
+        "(each dataset's evaluation writes its *_scifig_records.jsonl)"
+    ], missing.stderr
 
 
 def _lmms(executable: str, args: list[str], env: dict[str, str], cwd: Path, out: Path) -> CliRun:
