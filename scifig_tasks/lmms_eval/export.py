@@ -21,8 +21,8 @@ What changes against the packaged folder, and nothing else:
   do; images arrive decoded (the hooks accept both forms).
 * Several questions per row. Rule: a task reading a source with a ``questions`` rule gets its documents as the
   packaged task does, one per question. Its YAML's ``process_docs`` becomes a hook of the generated
-  ``<bench>_questions.py``: ``expand_questions`` of :mod:`scifig_tasks.core.data` (cut from that file with what it
-  uses into ``<bench>_core/row_questions.py``, the one implementation) with the source's rule (vendored as the
+  ``<bench>_questions.py``: ``expand_questions`` of :mod:`scifig_tasks.core.row_questions` (vendored into
+  ``<bench>_core/row_questions.py`` as any core module, the one implementation) with the source's rule (vendored as the
   plugin's modules are), then the ``process_docs`` the YAML had through its ``include`` chain, if any
   (:func:`questions_rules`, :func:`_with_questions`).
 * README. The task README with its data section (the plugin's ``SCIFIG_*_DATA`` loading) replaced by the plain
@@ -358,11 +358,10 @@ def _export_yaml(text: str, origin: Path, data_files: dict[str, dict[str, str]],
 
 # ---- several questions per row ------------------------------------------------------------------------------------
 
-DATA_MODULE = CORE_DIR / "data.py"
 EXPAND = "expand_questions"
-"""The function of :data:`DATA_MODULE` turning checked rows into their question documents."""
+"""The function turning checked rows into their question documents (:mod:`scifig_tasks.core.row_questions`)."""
 EXPANSION = "row_questions"
-"""The vendored module (``<bench>_core/row_questions.py``) holding :data:`EXPAND` and what it calls."""
+"""Its module, vendored as any core module the hooks reach (``<bench>_core/row_questions.py``)."""
 HOOKS_FILE = "{bench}_questions"
 """The generated hook module beside the YAMLs (``<bench>_questions.py``)."""
 
@@ -423,65 +422,6 @@ def questions_rules(folder: Path, plugin: Package | None) -> dict[str, Questions
             )
         found[name] = QuestionsRule(name, owner, module[len(owner.name) + 1 :], qualname)
     return found
-
-
-def _expansion() -> tuple[str, list[tuple[str, str, list[str]]]]:
-    """:data:`EXPAND` of :data:`DATA_MODULE` as a module of its own: the function, the module-level definitions it
-    uses (transitively, in the file's order) and the imports they use, copied as they are (core imports not yet
-    renamed); with the imports to vendor, as :func:`closure` takes them."""
-    text = DATA_MODULE.read_text(encoding="utf-8")
-    tree = ast.parse(text, filename=str(DATA_MODULE))
-    defined: dict[str, ast.stmt] = {}
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef | ast.ClassDef):
-            defined[node.name] = node
-        elif isinstance(node, ast.Assign | ast.AnnAssign):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            defined |= {target.id: node for target in targets if isinstance(target, ast.Name)}
-    if EXPAND not in defined:
-        raise ExportError(f"{DATA_MODULE}: no function {EXPAND} to vendor")
-    wanted: list[ast.stmt] = []
-    used: set[str] = set()
-    pending = [defined[EXPAND]]
-    while pending:
-        node = pending.pop()
-        if node in wanted:
-            continue
-        wanted.append(node)
-        names = {name.id for name in ast.walk(node) if isinstance(name, ast.Name)}
-        used |= names
-        pending += [defined[name] for name in names if name in defined and defined[name] not in wanted]
-    lines = text.splitlines()
-    imports, follow = [], []
-    for node in tree.body:
-        if isinstance(node, ast.ImportFrom) and node.module == "__future__":
-            imports.append(ast.unparse(node))
-        elif isinstance(node, ast.Import | ast.ImportFrom):
-            kept = [
-                alias
-                for alias in node.names
-                if (alias.asname or (alias.name if isinstance(node, ast.ImportFrom) else alias.name.split(".")[0]))
-                in used
-            ]
-            if not kept:
-                continue
-            statement = ast.ImportFrom(node.module, kept, 0) if isinstance(node, ast.ImportFrom) else ast.Import(kept)
-            imports.append(ast.unparse(statement))
-            where = f"{DATA_MODULE}, line {node.lineno}"
-            if isinstance(node, ast.ImportFrom):
-                follow.append((where, node.module or "", [alias.name for alias in kept]))
-            else:
-                follow += [(where, alias.name, []) for alias in kept]
-    ordered = sorted(wanted, key=lambda node: node.lineno)
-    starts = [min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))]) for node in ordered]
-    body = ["\n".join(lines[start - 1 : node.end_lineno]) for start, node in zip(starts, ordered, strict=True)]
-    names = ", ".join(node.name for node in ordered if isinstance(node, ast.FunctionDef | ast.ClassDef))
-    doc = _docstring(
-        f"Several questions per source row: ``{EXPAND}`` of scifig's data module with what it uses ({names}), "
-        "copied as it is, so the exported tasks make the documents the packaged tasks make."
-    )
-    head = "\n\n".join([doc, *imports[:1], "\n".join(imports[1:])])
-    return "\n\n\n".join([head, *body]) + "\n", follow
 
 
 def _docstring(text: str) -> str:
@@ -641,7 +581,9 @@ def export(bench: str, out: Path, data: Mapping[str, Path] | None = None) -> Exp
     hooks = HOOKS_FILE.format(bench=bench)
     if rules and (source / f"{hooks}.py").exists():
         raise ExportError(f"{source / f'{hooks}.py'}: the export writes its questions hooks there; rename that file")
-    expansion, imports = _expansion() if rules else ("", [])
+    imports: list[tuple[str, str, list[str]]] = (
+        [("questions per row", f"{CORE}.{EXPANSION}", [EXPAND])] if rules else []
+    )
     for name, rule in rules.items():
         imports.append((f"source {name}'s questions rule", rule.defined_in, [rule.name]))
     dest.mkdir(parents=True, exist_ok=True)
@@ -658,7 +600,6 @@ def export(bench: str, out: Path, data: Mapping[str, Path] | None = None) -> Exp
     if unused:
         raise ExportError(f"--data {', '.join(sorted(unused))}: no task of {bench} reads that source")
     if rules:
-        (dest / package / f"{EXPANSION}.py").write_text(_rewrite(expansion, package), encoding="utf-8")
         (dest / f"{hooks}.py").write_text(_hooks_text(package, rules, chains), encoding="utf-8")
     _check_self_contained(dest, FORBIDDEN_ROOTS + ((owner.name,) if owner is not None else ()))
     (dest / "README.md").write_text(
