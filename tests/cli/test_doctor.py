@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from scifig_tasks.commands import doctor
+from scifig_tasks.commands.config import listed
 from scifig_tasks.commands.doctor import Check, Probe, render, run_checks
 from scifig_tasks.core.grab.source import GRAB
-from scifig_tasks.core.settings import DECLARED
 from tests.harness.lmms import offline_env
 from tests.harness.paths import REPO
 from tests.project.test_outside_benchmark import install_toy
@@ -270,7 +270,7 @@ def test_settings_a_bad_value_fails_an_unknown_or_deprecated_variable_is_a_note(
         ("note", "SCIFIG_PROTOCOL is deprecated: use the task name (the _paper task) instead"),
     ]
     (fine,) = [check for check in run_checks(probe(tmp_path)) if check.name == "settings"]
-    assert fine == Check("ok", "settings", f"1 of {len(DECLARED)} set (`scifig config` shows them all)")
+    assert fine == Check("ok", "settings", f"1 of {len(listed())} set (`scifig config` shows them all)")
 
 
 def test_an_lmms_eval_whose_patched_internals_changed_fails_naming_the_target(
