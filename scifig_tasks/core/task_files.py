@@ -45,6 +45,12 @@ class TaskInfo:
     def is_group(self) -> bool:
         return bool(self.members)
 
+    @property
+    def source(self) -> str | None:
+        """The data source the task reads (``metadata.scifig_source``); None for a group."""
+        value = self.metadata.get("scifig_source")
+        return None if self.is_group or value is None else str(value)
+
     def fact(self, key: str) -> str:
         """``metadata.scifig_<key>`` as text, or :data:`NO_VALUE`."""
         value = self.metadata.get(f"scifig_{key}")

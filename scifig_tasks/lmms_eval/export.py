@@ -43,6 +43,7 @@ from typing import Any
 from scifig_tasks.core import registry, task_yaml
 from scifig_tasks.core.resources import shipped_config_dir
 from scifig_tasks.core.schema import BenchmarkSource
+from scifig_tasks.lmms_eval.plugin import scifig_source
 
 CORE_DIR = Path(__file__).resolve().parents[1] / "core"
 CORE = "scifig_tasks.core"
@@ -389,10 +390,7 @@ class QuestionsRule:
 
 def _source_of(config: Mapping[str, Any]) -> str | None:
     """A resolved task YAML's ``metadata.scifig_source`` (``None`` for a group or a YAML naming none)."""
-    metadata = config.get("metadata")
-    entries = metadata if isinstance(metadata, list) else [metadata]
-    found = [entry["scifig_source"] for entry in entries if isinstance(entry, Mapping) and "scifig_source" in entry]
-    return str(found[0]) if found and not isinstance(config.get("task"), list) else None
+    return None if isinstance(config.get("task"), list) else scifig_source(dict(config))
 
 
 def questions_rules(folder: Path, plugin: Package | None) -> dict[str, QuestionsRule]:

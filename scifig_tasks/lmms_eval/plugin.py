@@ -178,8 +178,11 @@ def _same_entry(a: dict[str, Any], b: dict[str, Any]) -> bool:
 
 
 def scifig_source(config: Any) -> str | None:
-    """The ``metadata.scifig_source`` of a task config (``None`` for tasks that are not this package's)."""
+    """The ``metadata.scifig_source`` of a task config, lmms-eval's or a YAML read as a mapping (``None`` for tasks
+    that are not this package's)."""
     metadata = getattr(config, "metadata", None)
+    if metadata is None and isinstance(config, dict):
+        metadata = config.get("metadata")
     entries = metadata if isinstance(metadata, list) else [metadata]
     for entry in entries:
         if isinstance(entry, dict) and "scifig_source" in entry:

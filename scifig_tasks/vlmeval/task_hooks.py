@@ -53,7 +53,7 @@ class Leaf:
 
     @property
     def source_key(self) -> str:
-        return str((self.config.get("metadata") or {}).get("scifig_source"))
+        return str(offered()[self.name].source)
 
     @property
     def source(self) -> BenchmarkSource:
