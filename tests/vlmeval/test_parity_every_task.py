@@ -13,13 +13,19 @@ against VLMEvalKit's record of the same document (a described dataset's record a
 paired on the benchmark's ``document_id`` fields) -- and each dataset's metrics. A task sampling several outputs
 (``repeats`` > 1) gets one reply in VLMEvalKit (it asks once): its verdicts are compared on its first sample's fields
 only where they do not depend on the count; its corpus numbers are not compared (printed).
+
+Also compared: every lmms-eval task's and group's numbers against ``every_task_scores.json`` beside this file, written
+by the same test on the code before the built-ins became packages (refreshed on purpose with
+``SCIFIG_WRITE_SCORES=1`` when a number is meant to change, which bumps a task version).
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib
+import json
 import math
+import os
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -43,6 +49,9 @@ REPLIES = (
     "[2, 4]",
 )
 """Replies the model gives, one chosen per request by its text."""
+
+SCORES = Path(__file__).with_name("every_task_scores.json")
+"""Every task's and group's numbers on the sample data, as recorded (see the module docstring)."""
 
 
 def model_reply(request: ChatRequest) -> str:
@@ -79,6 +88,25 @@ def counts(table: Any) -> Any:
     if isinstance(table, list):
         return [counts(value) for value in table]
     return "nan" if isinstance(table, float) and math.isnan(table) else table
+
+
+def numbers(results: Mapping[str, Any]) -> dict[str, Any]:
+    """Each task's and group's metrics (``metric,filter`` keys) as compared with the record."""
+    return {
+        task: {key: counts(value) for key, value in sorted(entry.items()) if "," in key}
+        for task, entry in sorted(results.items())
+    }
+
+
+def check_recorded_scores(results: Mapping[str, Any], run: Mapping[str, Any]) -> None:
+    """Every task's numbers equal the recorded ones (those of the tasks run: a plugin not installed is not asked
+    for); with ``SCIFIG_WRITE_SCORES=1`` the record is written instead."""
+    found = numbers(results)
+    if os.environ.get("SCIFIG_WRITE_SCORES") == "1":
+        SCORES.write_text(json.dumps(found, indent=1, sort_keys=True) + "\n")
+    recorded = {task: value for task, value in json.loads(SCORES.read_text()).items() if task in run}
+    changed = sorted(task for task in recorded.keys() | found.keys() if recorded.get(task) != found.get(task))
+    assert changed == [], f"numbers differ from {SCORES.name} for: {changed}"
 
 
 def sample_data(root: Path) -> tuple[dict[str, str], dict[str, str]]:
@@ -177,6 +205,7 @@ def test_both_frameworks_give_the_same_verdicts_on_every_task(tmp_path: Path, op
     results = lmms.results()
     lmms_results = {**results["results"], **results.get("groups", {})}
     samples = {task: {s["doc_id"]: s for s in lmms.samples(task)} for task in run if not run[task].is_group}
+    check_recorded_scores(lmms_results, run)
 
     compared: dict[str, int] = {}
     not_compared: list[str] = []
