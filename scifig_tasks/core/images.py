@@ -61,6 +61,22 @@ def open_image(cell: Any) -> Image.Image:
     raise TypeError(f"not an image cell: {type(cell).__name__}")
 
 
+def stored_bytes(cell: Any) -> bytes | None:
+    """The encoded bytes of a stored image cell (a mapping ``{"bytes", "path"}``): its ``bytes`` when they are
+    non-empty, else, when ``bytes`` is ``None``, the bytes of the file its ``path`` names, read as the path stands;
+    ``None`` for anything else (a decoded image, a cell with neither). Nothing is decoded. Raises ``OSError`` when the
+    named file cannot be read."""
+    if not isinstance(cell, Mapping):
+        return None
+    data = cell.get("bytes")
+    if isinstance(data, bytes | bytearray | memoryview) and len(data):
+        return bytes(data)
+    path = cell.get("path")
+    if data is None and isinstance(path, str) and path:
+        return Path(path).read_bytes()
+    return None
+
+
 def image_file(path: str, folders: Sequence[Path]) -> Path:
     """The file an image cell's ``path`` names, allowed only inside ``folders`` (the data's own folder, first).
 

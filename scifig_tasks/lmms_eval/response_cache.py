@@ -81,6 +81,7 @@ from loguru import logger
 
 from scifig_tasks.core import settings
 from scifig_tasks.core.errors import CommandError
+from scifig_tasks.core.images import stored_bytes
 from scifig_tasks.core.secrets import mask
 
 RUN_ID = "scifig"
@@ -133,20 +134,16 @@ STAND_IN_SIZE = (8, 4)
 """A stand-in image (:func:`stand_ins`): 32 grey-level pixels, the SHA-256 digest of the stored image's bytes."""
 
 
-def _stored_bytes(cell: Any) -> bytes | None:
-    """The encoded bytes of a stored image cell (``{"bytes", "path"}``: the bytes, else the file the path names);
-    ``None`` for anything else, or a file that cannot be read (the hooks then see the cell itself)."""
-    if not isinstance(cell, Mapping) or set(cell) != {"bytes", "path"}:
+def _stored_bytes(value: Any) -> bytes | None:
+    """The encoded bytes of a document value that is a stored image cell (exactly the keys ``bytes`` and ``path``:
+    :func:`scifig_tasks.core.images.stored_bytes`); ``None`` for any other value, or a file that cannot be read (the
+    hooks then see the cell itself)."""
+    if not isinstance(value, Mapping) or set(value) != {"bytes", "path"}:
         return None
-    data = cell["bytes"]
-    if isinstance(data, bytes | bytearray | memoryview) and len(data):
-        return bytes(data)
-    if data is None and isinstance(cell["path"], str) and cell["path"]:
-        try:
-            return Path(cell["path"]).read_bytes()
-        except OSError:
-            return None
-    return None
+    try:
+        return stored_bytes(value)
+    except OSError:
+        return None
 
 
 def _stand_in(data: bytes, images: list[bytes]) -> Any:

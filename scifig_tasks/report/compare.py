@@ -1,34 +1,9 @@
 """Runs compared question by question: the table ``scifig compare`` prints and the report's "Comparison" section.
 
-Each run's per-question verdicts are read from what its scorer logged, through the readers the report uses
-(:func:`scifig_tasks.report.runs.load_runs` for lmms-eval sample logs and VLMEvalKit ``*_scifig_records.jsonl``;
-:func:`scifig_tasks.report.samples.cell_of` for "correct"): GRAB's ``breakdown`` record ``correct`` (exact match),
-SciFIBench's and MMSci's ``correct`` (the resolved letter), and for Plot Twist the standard (exact) accuracy
-``standard_acc`` of the question (counted correct when every repeat is standard-correct; with the default single
-repeat that is the question's ``standard_acc``). MMSci captioning has corpus-level metrics only and is not compared.
-A VLMEvalKit dataset spanning several lmms-eval tasks (``grab``, ``plot_twist``, ``mmsci``) is split into them as
-the samples page splits it (:func:`scifig_tasks.report.samples.viewer_task`).
-
-Questions are matched by their records' own id fields (their benchmark description's ``document_id``, read by
-:func:`scifig_tasks.report.samples.document_id`: GRAB ``pid``, SciFIBench ``ID``, Plot Twist ``q_id`` + ``variant``,
-MMSci ``uid`` + figure + setting + subfigure) when every
-question of the task carries them once in both runs, so an lmms-eval run and a VLMEvalKit run line up; otherwise by
-task and ``doc_id``, the question's position among its task's documents: lmms-eval's, and a generic VLMEvalKit
-dataset's records' (:func:`scifig_tasks.report.runs.task_position`), so these pair across the two frameworks too; a
-VLMEvalKit dataset with a class of its own numbers its records by its rows and pairs so only with its own framework.
-A task whose per-question log is empty while the run's results file scores
-it is a damaged log (:func:`empty_logs`), refused with the file named, not "only A has it"; ``scifig compare``
-refuses such a run, or one with an unreadable file (:func:`unreadable_log`), before comparing. The statistics and
-the pairing rule are :mod:`scifig_tasks.core.compare`. Every pair is a later run against the first (``B`` vs ``A``,
-``C`` vs ``A``).
-A top-level lmms-eval group of this package (``grab``, ``scifibench``, ``mmsci``, ``grab_llm_extract``, ...; read
-from the task YAMLs) with two or more of its tasks compared also gets a row pooling their questions, as the group's
-own accuracy does: a question is never counted twice (``grab`` and ``grab_llm_extract`` ask the same questions and
-are pooled apart).
-
-Rule: this module names no benchmark. Which tasks are a benchmark's and in which order benchmarks are listed come from
-the registry (:func:`scifig_tasks.core.registry.of_task`, registry order); the groups never pooled are the
-descriptions' ``report.not_pooled``.
+Each run's per-question verdicts are what its scorer logged, read as the sample viewer reads them
+(:mod:`scifig_tasks.report.sample_records`); questions are paired by their own ids, else by their position, and the
+statistics are :mod:`scifig_tasks.core.compare`. What is compared, pooled and refused: docs/reports.md, "Comparing
+runs".
 """
 
 from __future__ import annotations
@@ -48,7 +23,7 @@ from scifig_tasks.core.errors import DataError
 from scifig_tasks.core.run_files import RECORDS_SUFFIX, RESULTS_SUFFIX, SCORES_SUFFIX, read_results
 from scifig_tasks.report.document import Note, Section, Table
 from scifig_tasks.report.runs import Run, task_position
-from scifig_tasks.report.samples import cell_of, document_id, is_benchmark_task, viewer_task
+from scifig_tasks.report.sample_records import cell_of, document_id, is_benchmark_task, viewer_task
 
 WIDTH = 100
 """Columns of the terminal table and its verdict lines."""

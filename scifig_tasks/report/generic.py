@@ -8,8 +8,8 @@ every benchmark's (:mod:`scifig_tasks.report.samples`). The counts come from wha
 
 * the task's ``breakdown`` metric when it holds counts (``overall.all`` and ``category`` cells of
   :func:`scifig_tasks.core.stats.cell`, the shape every scifig scorer writes);
-* else its logged samples: each record's ``correct`` (:func:`scifig_tasks.report.samples.cell_of`) tallied overall
-  and per category (the record's ``category`` or ``question_type``) with :class:`scifig_tasks.core.stats.Tally`;
+* else its logged samples: each record's ``correct`` (:func:`scifig_tasks.report.sample_records.cell_of`) tallied
+  overall and per category (the record's ``category`` or ``question_type``) with :class:`scifig_tasks.core.stats.Tally`;
 * else its ``accuracy`` metric alone, shown without an interval (no counts recorded).
 
 This module names no benchmark: it is given the description.
@@ -26,7 +26,7 @@ from scifig_tasks.core.benchmark import Benchmark
 from scifig_tasks.core.stats import Tally
 from scifig_tasks.report.document import Note, Section, Table, percent, percent_ci
 from scifig_tasks.report.runs import Run
-from scifig_tasks.report.samples import cell_of, sample_category
+from scifig_tasks.report.sample_records import cell_of, sample_category
 
 Cells = dict[str, dict[str, Any]]
 """Dimension (``overall``, ``category``) -> key -> :func:`scifig_tasks.core.stats.cell`."""

@@ -9,7 +9,7 @@ from the YAML itself: its ``include`` chain applied as lmms-eval applies it (the
 the including file's keys replace theirs) and a ``!function module.name`` tag resolved as lmms-eval resolves it
 (``module.py`` beside the YAML that holds the tag), both read by :mod:`scifig_tasks.core.task_files`. Importing
 lmms-eval and indexing its thousands of task YAMLs takes longer than the rest of a report, so the viewer asks lmms-eval
-only for a task this module cannot read (:func:`scifig_tasks.report.samples.lmms_docs`).
+only for a task this module cannot read (:func:`scifig_tasks.report.sample_documents.lmms_docs`).
 """
 
 from __future__ import annotations

@@ -53,7 +53,7 @@ from scifig_tasks.core import provenance, registry
 from scifig_tasks.core.benchmark import VlmevalDataset
 from scifig_tasks.core.data import load_benchmark
 from scifig_tasks.core.image_cells import undecoded
-from scifig_tasks.core.images import decoded_pixels, to_rgb
+from scifig_tasks.core.images import decoded_pixels, stored_bytes, to_rgb
 from scifig_tasks.core.multiple_choice import strip_label
 from scifig_tasks.core.plot_twist import rules as plot_twist
 from scifig_tasks.core.schema import BenchmarkSource
@@ -304,9 +304,7 @@ def image_bytes(cell: Any) -> tuple[bytes, str]:
     (the TSV is what VLMEvalKit builds its requests from): damaged pixel data raises the data check's file, row and
     column."""
     image = decoded_pixels(cell)
-    data = cell.get("bytes") if isinstance(cell, Mapping) else None
-    if data is None and isinstance(cell, Mapping) and cell.get("path"):
-        data = Path(cell["path"]).read_bytes()
+    data = stored_bytes(cell)
     if data is None or not _stored_bytes_usable(image) or image.format not in _EXTENSIONS:
         buffer = io.BytesIO()
         to_rgb(image).save(buffer, format="PNG")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import io
+from pathlib import Path
 
 import pytest
 from lmms_eval.models.model_utils.media_encoder import encode_image_to_base64
@@ -12,7 +13,7 @@ from PIL import Image, ImageFile
 from scifig_tasks.core import images
 from scifig_tasks.core.errors import DataError
 from scifig_tasks.core.image_cells import image_problem
-from scifig_tasks.core.images import for_upload, to_rgb
+from scifig_tasks.core.images import for_upload, stored_bytes, to_rgb
 from tests.harness.bad_images import broken_stream, truncated_stream
 
 
@@ -124,3 +125,20 @@ def test_strict_decoding_in_many_threads_refuses_every_damaged_image_and_restore
 
     assert accepted == []
     assert ImageFile.LOAD_TRUNCATED_IMAGES is True
+
+
+def test_stored_bytes_are_the_cells_bytes_else_its_files(tmp_path: Path) -> None:
+    data = png_bytes("RGB", (4, 5, 6))
+    file = tmp_path / "figure.png"
+    file.write_bytes(data)
+    assert stored_bytes({"bytes": data, "path": "elsewhere.png"}) == data
+    assert stored_bytes({"bytes": bytearray(data), "path": None}) == data
+    assert stored_bytes({"bytes": None, "path": str(file)}) == data
+    # no bytes to give: a decoded image, an empty cell, empty bytes (the path is then not read), not a cell
+    with Image.open(io.BytesIO(data)) as image:
+        assert stored_bytes(image) is None
+    assert stored_bytes({"bytes": None, "path": None}) is None
+    assert stored_bytes({"bytes": b"", "path": str(file)}) is None
+    assert stored_bytes("figure.png") is None
+    with pytest.raises(OSError):
+        stored_bytes({"bytes": None, "path": str(tmp_path / "missing.png")})

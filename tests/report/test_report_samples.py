@@ -25,7 +25,8 @@ from PIL import Image, ImageDraw
 
 from curation.plot_twist.build import build_plot_twist
 from scifig_tasks.report.runs import load_runs
-from scifig_tasks.report.samples import SHOWN_AS_STORED_PX, write_samples_page
+from scifig_tasks.report.sample_figures import SHOWN_AS_STORED_PX
+from scifig_tasks.report.samples import write_samples_page
 from tests.harness import mmsci_data
 from tests.harness.grab_data import Row, write_parquet
 from tests.harness.lmms import offline_env, run

@@ -16,7 +16,8 @@ import pytest
 from PIL import Image, ImageDraw
 
 from scifig_tasks.report.runs import load_runs
-from scifig_tasks.report.samples import PAGE_ROWS, THUMBNAIL_PX, write_samples_page
+from scifig_tasks.report.sample_figures import THUMBNAIL_PX
+from scifig_tasks.report.samples import PAGE_ROWS, write_samples_page
 from tests.report.test_report_samples import chromium_dom, count_of, page_json, visible_rows
 
 DOCUMENTS = 120

@@ -1,0 +1,148 @@
+"""The sample viewer's figures: each distinct image written once beside the page, named by its content, with a
+thumbnail file for a large one (:class:`Thumbnails`); data URIs when the page has no folder.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from scifig_tasks.core.images import check_structure, open_image, stored_bytes, to_rgb
+
+THUMBNAIL_PX = 160
+FULL_SIZE_DIR = "sample-figures"
+"""Folder beside ``samples.html`` holding each distinct image at full size, named by its content's hash (and the
+thumbnails of the images too large to show as they are)."""
+SHOWN_AS_STORED_PX = 2_000_000
+"""An image of at most this many pixels that a browser shows as stored is its own thumbnail (the browser scales it);
+a larger one gets a thumbnail file of :data:`THUMBNAIL_PX`."""
+BROWSER_FORMATS = {b"\x89PNG\r\n\x1a\n": "png", b"\xff\xd8\xff": "jpg", b"GIF87a": "gif", b"GIF89a": "gif"}
+"""Leading bytes of image files a browser shows as they are (WebP: ``RIFF....WEBP``)."""
+JPEG_QUALITY = 70
+FEW_COLOURS = 256
+"""A thumbnail with at most this many colours is also tried as PNG."""
+
+
+def thumbnail_image(cell: Any, size: int = THUMBNAIL_PX) -> tuple[str, bytes]:
+    """The image scaled to ``size`` pixels on its long side, as ``(format, bytes)``: JPEG, or PNG when that is smaller
+    (flat drawings of a few colours). The full-size pixels are dropped before returning."""
+    with open_image(cell) as image:
+        image.draft("RGB", (size, size))  # JPEG: decode at a reduced scale
+        rgb = to_rgb(image)
+        try:
+            rgb.thumbnail((size, size))
+            jpeg, png = io.BytesIO(), io.BytesIO()
+            rgb.save(jpeg, format="JPEG", quality=JPEG_QUALITY, optimize=True)
+            if rgb.getcolors(FEW_COLOURS) is not None:
+                rgb.save(png, format="PNG", optimize=True)
+        finally:
+            if rgb is not image:
+                rgb.close()
+    if 0 < png.tell() < jpeg.tell():
+        return "png", png.getvalue()
+    return "jpeg", jpeg.getvalue()
+
+
+def thumbnail(cell: Any, size: int = THUMBNAIL_PX) -> str:
+    """:func:`thumbnail_image` as a data URI (the page without a folder for its figures)."""
+    kind, data = thumbnail_image(cell, size)
+    return f"data:image/{kind};base64,{base64.b64encode(data).decode('ascii')}"
+
+
+def browser_extension(data: bytes) -> str | None:
+    """The file extension of image bytes a browser shows as they are, ``None`` for other formats."""
+    for magic, extension in BROWSER_FORMATS.items():
+        if data.startswith(magic):
+            return extension
+    return "webp" if data[:4] == b"RIFF" and data[8:12] == b"WEBP" else None
+
+
+def _write_once(target: Path, write: Callable[[Path], None]) -> str:
+    """``target``'s name, written by ``write`` (to a partial file, then renamed) unless a file of that name, named by
+    its content, is there already."""
+    if not target.is_file():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        partial = target.with_name(target.name + ".partial")
+        write(partial)
+        partial.replace(target)
+    return target.name
+
+
+def write_full_size(cell: Any, data: bytes | None, folder: Path, digest: str | None) -> str:
+    """Write the image of ``cell`` at full size into ``folder`` (its stored bytes when a browser shows them, else
+    PNG) and return the file's name; an existing file of the same content is kept."""
+    extension = browser_extension(data) if data is not None else None
+    name = f"{(digest or hashlib.sha256(repr(cell).encode()).hexdigest())[:24]}.{extension or 'png'}"
+
+    def write(partial: Path) -> None:
+        if extension is not None and data is not None:
+            partial.write_bytes(data)
+            return
+        with open_image(cell) as image:
+            rgb = image if image.mode in ("RGB", "RGBA", "L", "LA", "P") else to_rgb(image)
+            rgb.save(partial, format="PNG")
+            if rgb is not image:
+                rgb.close()
+
+    return _write_once(folder / name, write)
+
+
+def write_thumbnail(cell: Any, full: str, folder: Path) -> str:
+    """The thumbnail file of the full-size image file ``full`` in ``folder``: kept when there, else made
+    (:func:`thumbnail_image`) and written as ``<full's stem>.thumb.jpg`` (``.png``)."""
+    stem = Path(full).stem
+    for existing in (folder / f"{stem}.thumb.jpg", folder / f"{stem}.thumb.png"):
+        if existing.is_file():
+            return existing.name
+    kind, data = thumbnail_image(cell)
+    target = folder / f"{stem}.thumb.{'jpg' if kind == 'jpeg' else 'png'}"
+    return _write_once(target, lambda path: path.write_bytes(data))
+
+
+class Thumbnails:
+    """Each distinct stored image once (by content): without a folder, a thumbnail data URI (``uris[i]``); with a
+    folder (:data:`FULL_SIZE_DIR`), its file at full size there (``full[i]``, relative to the page) and what the page
+    shows in a row (``uris[i]``): the full-size file itself when a browser shows it and it has at most
+    :data:`SHOWN_AS_STORED_PX` pixels, else a thumbnail file beside it. Files are named by their content, so a page
+    written again into the same folder reuses them. The page's image is checked as the data check does
+    (:func:`scifig_tasks.core.images.check_structure`: header, size, chunk checksums) without decoding its pixels."""
+
+    def __init__(self, folder: Path | None = None) -> None:
+        self.uris: list[str] = []
+        self.full: list[str] = []
+        self.folder = folder
+        self._index: dict[str, int] = {}
+        self.failed = 0
+
+    def add(self, cell: Any) -> int | None:
+        data = stored_bytes(cell)
+        digest = hashlib.sha256(data).hexdigest() if data is not None else None
+        if digest is not None and digest in self._index:
+            return self._index[digest]
+        try:
+            if self.folder is None:
+                uri, full = thumbnail(cell), ""
+            else:
+                uri, full = self._files(cell, data, digest, self.folder)
+        except Exception:  # noqa: BLE001 - a damaged image is counted and shown as missing
+            self.failed += 1
+            return None
+        self.uris.append(uri)
+        self.full.append(full)
+        if digest is not None:
+            self._index[digest] = len(self.uris) - 1
+        return len(self.uris) - 1
+
+    @staticmethod
+    def _files(cell: Any, data: bytes | None, digest: str | None, folder: Path) -> tuple[str, str]:
+        check_structure(cell)
+        with open_image(cell) as image:
+            width, height = image.size
+        full = write_full_size(cell, data, folder, digest)
+        as_stored = data is not None and browser_extension(data) is not None
+        shown = full if as_stored and width * height <= SHOWN_AS_STORED_PX else write_thumbnail(cell, full, folder)
+        return f"{folder.name}/{shown}", f"{folder.name}/{full}"

@@ -1,0 +1,242 @@
+"""The sample viewer's rows: each model's logged samples read into one row per document (:class:`Group`), every
+model's answer in it (:class:`Cell`), by the records' shape whatever the benchmark; nothing is re-scored.
+
+The rules (what each benchmark's record shows, how one document of several runs is recognised): docs/reports.md,
+"The sample viewer".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from scifig_tasks.core import registry
+from scifig_tasks.report.runs import VLMEVAL_ROW, Run
+
+TEXT_CAP = 20_000
+"""Characters of a prompt, output or reference kept in the page (the page's "show all" unfolds up to this)."""
+
+
+@dataclass
+class Cell:
+    """One model's answer to one document."""
+
+    output: str
+    resolved: str
+    method: str
+    reason: str
+    correct: bool | None
+    detail: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "o": self.output,
+            "a": self.resolved,
+            "m": self.method,
+            "r": self.reason,
+            "c": self.correct,
+            **({"d": self.detail} if self.detail else {}),
+        }
+
+
+@dataclass
+class Group:
+    """One document of one task, with every model's answer to it."""
+
+    task: str
+    doc_id: int
+    label: str
+    category: str
+    prompt: str
+    expected: str
+    source: tuple[str, str, int]
+    """Where its document comes from: ``("lmms", task, doc_id)`` or ``("vlmeval", dataset, row)``."""
+    keys: dict[str, str] = field(default_factory=dict)
+    """The record's id fields (:func:`document_id`), checked against the loaded document."""
+    cells: dict[int, Cell] = field(default_factory=dict)
+    images: list[int] = field(default_factory=list)
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, list):
+        return "\n---\n".join(_text(item) for item in value) if len(value) != 1 else _text(value[0])
+    return str(value)
+
+
+def capped(text: str) -> str:
+    """``text``, cut after :data:`TEXT_CAP` characters with a note of how many more the sample log holds."""
+    if len(text) <= TEXT_CAP:
+        return text
+    return text[:TEXT_CAP] + f"\n[... {len(text) - TEXT_CAP} more characters in the sample log]"
+
+
+def _first(value: Any) -> Any:
+    return value[0] if isinstance(value, list) and value else value
+
+
+def _record(sample: Mapping[str, Any]) -> dict[str, Any]:
+    for name in ("breakdown", "caption_report"):
+        if isinstance(sample.get(name), dict):
+            return sample[name]
+    return {}
+
+
+def _flags(record: Mapping[str, Any]) -> list[str]:
+    """Output problems and judge use worth showing beside the answer."""
+    flags = []
+    status = _first(record.get("output_status"))
+    if status not in (None, "ok"):
+        flags.append(f"output {status}")
+    judge = _first(record.get("judge"))
+    if judge not in (None, "not_used"):
+        flags.append(f"judge {judge}")
+    return flags
+
+
+def cell_of(task: str, sample: Mapping[str, Any]) -> Cell:
+    """A model's answer from its logged sample (lmms-eval line or VLMEvalKit record)."""
+    record = _record(sample)
+    output = capped(_text(sample.get("filtered_resps", record.get("prediction"))))
+    correct: bool | None = None
+    if "correct" in record:
+        correct = bool(record["correct"])
+    elif isinstance(sample.get("accuracy"), (int, float)):
+        correct = bool(sample["accuracy"])
+    flags = _flags(record)
+    if "resolution" in record:  # multiple choice: SciFIBench, MMSci, GRAB's multiple-choice ablation
+        letter = record.get("predicted", record.get("letter"))
+        return Cell(output, _text(letter), str(record["resolution"]), _text(record.get("reason")), correct)
+    if "standard" in record:  # Plot Twist: one entry per repeat
+        extracted = record.get("extracted") or []
+        scores = ", ".join(
+            f"{name} {'✓' if all(record.get(name) or [0]) else '✗'}" for name in ("standard", "relaxed", "range")
+        )
+        source = _first(record.get("answer_source")) or ""
+        method = {"rule": "rule", "judge": "judge", "not_provided": "unresolved"}.get(source, source)
+        reason = "; ".join(flags) or ("no number in the output" if method == "unresolved" else "")
+        standard = record.get("standard") or []
+        return Cell(output, _text(extracted), method, reason, bool(standard) and all(standard), scores)
+    if "reference" in record:  # MMSci captioning: corpus-level metrics only
+        reason = "empty output" if not output.strip() else ""
+        return Cell(output, "", "", reason, None, "caption: scored by the corpus-level metrics above")
+    if "output_status" in record:  # GRAB: exact match (judge extraction under the ablation)
+        extracted = record.get("extracted")
+        judge = record.get("judge")
+        method = "judge extraction + exact match" if judge not in (None, "not_used") else "exact match"
+        resolved = _text(extracted) if extracted is not None else output.strip()
+        return Cell(output, resolved, method, "; ".join(flags), correct)
+    return Cell(output, "", "", "; ".join(flags), correct)
+
+
+def is_benchmark_task(task: str) -> bool:
+    """Whether ``task`` belongs to a registered benchmark (:func:`scifig_tasks.core.registry.of_task`)."""
+    return registry.of_task(task) is not None
+
+
+def document_id(task: str) -> tuple[str, ...]:
+    """The record fields naming a document of ``task`` whatever its position (its benchmark's ``document_id``): they
+    line up the same document of an lmms-eval run and a VLMEvalKit run, whose positions differ; empty when no
+    registered benchmark owns the task."""
+    described = registry.of_task(task)
+    return described.document_id if described is not None else ()
+
+
+def viewer_task(task: str, record: Mapping[str, Any]) -> str:
+    """The lmms-eval task a sample belongs to (VLMEvalKit datasets span a whole lmms-eval group): the record field
+    its benchmark's ``report.sample_tasks`` names for ``task`` maps it to one of the group's tasks."""
+    described = registry.of_task(task)
+    split = described.report.sample_tasks.get(task) if described is not None else None
+    if split is None:
+        return task
+    name, tasks = split
+    value = record.get(name)
+    if isinstance(tasks, str):
+        return tasks.format(value) if value else task
+    return tasks.get(value, task) if isinstance(value, str) else task
+
+
+def _fields(task: str, record: Mapping[str, Any]) -> tuple[str, ...]:
+    """The task's document fields when the record holds the first of them, else none."""
+    fields = document_id(task)
+    return fields if fields and fields[0] in record else ()
+
+
+def _doc_key(task: str, record: Mapping[str, Any]) -> tuple[Any, ...] | None:
+    fields = _fields(task, record)
+    return tuple(str(record.get(name, "")) for name in fields) if fields else None
+
+
+def _id_fields(task: str, record: Mapping[str, Any]) -> dict[str, str]:
+    return {name: str(record[name]) for name in _fields(task, record) if name in record}
+
+
+def _category(record: Mapping[str, Any]) -> str:
+    for name in ("category", "question_type"):
+        if record.get(name) not in (None, ""):
+            return str(record[name])
+    return ""
+
+
+def sample_category(sample: Mapping[str, Any]) -> str:
+    """A logged sample's category: its record's ``category`` or ``question_type`` (empty when it has neither)."""
+    return _category(_record(sample))
+
+
+def _label(task: str, record: Mapping[str, Any], doc_id: int) -> str:
+    fields = _fields(task, record)
+    if fields:
+        named = [f"{name} {record[name]}" for name in fields if record.get(name) not in (None, "")]
+        return f"doc {doc_id}: " + ", ".join(named)
+    return f"doc {doc_id}"
+
+
+def collect(runs: Sequence[Run]) -> tuple[list[Group], list[str]]:
+    """Groups of the benchmarks' samples (one per document, every model's answer in it) and notes."""
+    notes: list[str] = []
+    entries: list[tuple[int, str, int, Mapping[str, Any], tuple[str, str, int]]] = []
+    for model_index, run in enumerate(runs):
+        for task, samples in sorted(run.samples.items()):
+            if not is_benchmark_task(task):
+                notes.append(f"{run.model}: {task} is not a benchmark of this package; its samples are not shown")
+                continue
+            for position, sample in enumerate(samples):
+                record = _record(sample)
+                doc_id = int(sample.get("doc_id", position))
+                dataset = sample.get("vlmeval_dataset")
+                row = int(sample.get(VLMEVAL_ROW, doc_id))  # the record's row of the dataset's TSV
+                source = ("vlmeval", str(dataset), row) if dataset else ("lmms", task, doc_id)
+                entries.append((model_index, viewer_task(task, record), doc_id, sample, source))
+    # a document's identity: its record's own id fields, unless they repeat within one model's task
+    keyed: dict[tuple[int, str], set[Any]] = {}
+    unique = {}
+    for model_index, task, _, sample, _ in entries:
+        key = _doc_key(task, _record(sample))
+        seen = keyed.setdefault((model_index, task), set())
+        unique[task] = unique.get(task, True) and key is not None and key not in seen
+        seen.add(key)
+    groups: dict[tuple[str, Any], Group] = {}
+    for model_index, task, doc_id, sample, source in entries:
+        record = _record(sample)
+        identity = _doc_key(task, record) if unique[task] else ("doc", doc_id, source[0])
+        group = groups.get((task, identity))
+        if group is None:
+            group = groups[(task, identity)] = Group(
+                task,
+                doc_id,
+                _label(task, record, doc_id),
+                _category(record),
+                capped(_text(sample.get("input"))),
+                capped(_text(sample.get("target", record.get("reference", record.get("answer"))))),
+                source,
+                _id_fields(task, record),
+            )
+        elif source[0] == "lmms" and group.source[0] == "vlmeval":
+            group.source, group.doc_id, group.label = source, doc_id, _label(task, record, doc_id)  # the richer prompt
+            group.keys = _id_fields(task, record)
+            group.prompt = capped(_text(sample.get("input"))) or group.prompt
+        group.cells[model_index] = cell_of(task, sample)
+    ordered = sorted(groups.values(), key=lambda g: (g.task, g.doc_id))
+    return ordered, notes
