@@ -9,7 +9,8 @@ The format (the MMSci layout, ``DIR/sft/train.jsonl`` + ``DIR/sft/images/``) is 
 in order, and no other turn holds any; conversations may be multi-turn and must contain an assistant turn.
 
 Converters turn curated benchmark data into the same examples, with the prompts the evaluation tasks send
-(:mod:`scifig_tasks.core.scifibench.rules`, :mod:`scifig_tasks.core.grab.rules`), so training and evaluation see one
+(:mod:`scifig_tasks.benchmarks.scifibench.rules`, :mod:`scifig_tasks.benchmarks.grab.rules`), so training and
+evaluation see one
 format:
 
 * SciFIBench curated parquet (``curation/scifibench`` writer, ``tier`` column): Figure→Caption = the figure then the
@@ -36,10 +37,10 @@ from typing import Any
 import pyarrow.parquet as pq
 from PIL import Image
 
+from scifig_tasks.benchmarks.grab import rules as grab
+from scifig_tasks.benchmarks.scifibench import rules as scifibench
 from scifig_tasks.core.errors import DataError
-from scifig_tasks.core.grab import rules as grab
 from scifig_tasks.core.images import to_rgb
-from scifig_tasks.core.scifibench import rules as scifibench
 
 IMAGE_PLACEHOLDER = "<image>"
 ROLES = ("user", "assistant")

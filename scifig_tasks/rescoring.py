@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 from scifig_tasks.core import provenance
-from scifig_tasks.core.mmsci.rules import PAPER_DENOMINATOR
 from scifig_tasks.core.sample_logs import LogCheck
 
 NOT_VERDICT = frozenset({"audit_prompt"})
@@ -144,8 +143,8 @@ def _canonical(value: Any) -> str:
 
 def headline(metrics: Mapping[str, Any]) -> dict[str, float]:
     """The numeric metrics of a results entry (``accuracy,none`` ...), without standard errors and sizes; from a
-    ``breakdown``, its overall accuracy when the entry has no ``accuracy`` metric, and the accuracy over resolved
-    answers only (``paper_denominator``, MMSci's denominator) when it has one."""
+    ``breakdown``, its overall accuracy when the entry has no ``accuracy`` metric, and the overall accuracy of each
+    table it holds over a subset of the questions (MMSci's ``paper_denominator``: resolved answers only)."""
     found: dict[str, float] = {}
     for key, value in metrics.items():
         if "_stderr" in key or key in ("alias", "samples", " ") or isinstance(value, bool):
@@ -155,7 +154,7 @@ def headline(metrics: Mapping[str, Any]) -> dict[str, float]:
     breakdown = metrics.get("breakdown,none")
     if isinstance(breakdown, Mapping):
         cells = {"breakdown.overall.accuracy": _overall(breakdown)} if "accuracy,none" not in found else {}
-        cells["breakdown.paper_denominator.accuracy"] = _overall(breakdown.get(PAPER_DENOMINATOR))
+        cells |= {f"breakdown.{key}.accuracy": _overall(table) for key, table in breakdown.items() if key != "overall"}
         found.update({key: value for key, value in cells.items() if value is not None})
     return found
 

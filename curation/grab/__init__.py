@@ -11,6 +11,6 @@ Stages and modules:
 * write: :mod:`~curation.grab.build` (parquet with the published features + metadata) and
   :mod:`~curation.grab.card` (dataset card).
 
-Answer formats and rounding live in :mod:`scifig_tasks.core.grab.answers`, the multiple-choice options in
-:mod:`scifig_tasks.core.grab.multiple_choice`.
+Answer formats and rounding live in :mod:`scifig_tasks.benchmarks.grab.answers`, the multiple-choice options in
+:mod:`scifig_tasks.benchmarks.grab.multiple_choice`.
 """

@@ -8,7 +8,7 @@ with ``datasets.load_dataset(out)``:
   the exact ground truth as JSON (:meth:`curation.grab.plan.PlanItem.metadata`);
 * ``README.md`` — the dataset card;
 * with ``mc=True``: ``properties_mc/GRAB.parquet`` — the properties rows plus ``options`` (5 strings ``A) ...``) and
-  ``mc_answer`` (the correct letter) from :func:`scifig_tasks.core.grab.multiple_choice.mc_options` with ``seed =
+  ``mc_answer`` (the correct letter) from :func:`scifig_tasks.benchmarks.grab.multiple_choice.mc_options` with ``seed =
   pid``, the same options the ``grab_properties_mc`` task builds on the fly.
 
 Rendering runs in ``workers`` forked processes (:func:`curation.workers.process_pool`: they die with the command),
@@ -35,8 +35,8 @@ from curation.grab.plan import PlanItem, cached_plan, select
 from curation.grab.render import DEFAULT_DPI, render_job
 from curation.parquet import ParquetRows
 from curation.workers import process_pool
-from scifig_tasks.core.grab.multiple_choice import mc_options
-from scifig_tasks.core.grab.source import grab_features
+from scifig_tasks.benchmarks.grab.multiple_choice import mc_options
+from scifig_tasks.benchmarks.grab.source import grab_features
 from scifig_tasks.core.schema import list_feature
 
 FEATURES = datasets.Features({**grab_features(), "metadata": datasets.Value("string")})

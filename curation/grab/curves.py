@@ -27,7 +27,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from scifig_tasks.core.grab.answers import Value, exact
+from scifig_tasks.benchmarks.grab.answers import Value, exact
 
 TWO_PI = 2 * math.pi
 RENDER_POINTS = 400

@@ -34,7 +34,7 @@ from fractions import Fraction
 from curation.grab.curves import Gaussian, Piece, Polynomial, Sine
 from curation.grab.properties import QUADRATIC_SCALES, random_phase, vertex_quadratic
 from curation.grab.sampling import FIXED_LIMIT, Params, Sampler, curve_element, mean_of, pieces
-from scifig_tasks.core.grab.answers import Value
+from scifig_tasks.benchmarks.grab.answers import Value
 
 PieceDraw = Callable[[random.Random], Piece | None]
 LINE_SLOPES = tuple(Fraction(s) for s in ("-3", "-2", "-1", "-0.5", "0.5", "1", "2", "3"))

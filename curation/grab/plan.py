@@ -10,7 +10,7 @@ Composition (the default, as published): 2,170 questions — properties 660, fun
 * Precision: each type's precision counts (e.g. function maximum: 37 integer, 13 to 1 d.p.) are dealt to its
   questions in a seeded random order.
 * Sampling: property-first sweeps or uniform down-sampling (:mod:`curation.grab.sampling`); candidates whose value
-  is a double within a hair of a rounding tie are rejected (:func:`scifig_tasks.core.grab.answers.near_tie`).
+  is a double within a hair of a rounding tie are rejected (:func:`scifig_tasks.benchmarks.grab.answers.near_tie`).
 * Transform operations: each complexity level's operation families are dealt first (rotation, scale, translation,
   reflection, 25% each as in the real set's 348/357/344/346), every question gets its share as a slot, and the
   down-sampling keeps one candidate per slot, so choosing for uniform answers cannot tilt the mix.
@@ -37,7 +37,7 @@ from curation.grab.curves import to_json
 from curation.grab.questions import EQUATION_MIX, QUESTION_TYPES, TASK_ORDER, QuestionType, question_text
 from curation.grab.render import random_style
 from curation.grab.sampling import Params, Sampler, spread_select
-from scifig_tasks.core.grab.answers import format_equation, format_list, format_number, near_tie
+from scifig_tasks.benchmarks.grab.answers import format_equation, format_list, format_number, near_tie
 
 GENERATOR_VERSION = "2.0.3"
 """Bump whenever a change alters any generated question, answer or image file for a given seed. 2.0.1: the PNG files
@@ -107,7 +107,7 @@ def content_key(params: Params) -> str:
 
 
 def format_answer(value: Any, precision: str) -> str:
-    """The answer string of a ground-truth value in the question's precision (formats: core.grab.answers)."""
+    """The answer string of a ground-truth value in the question's precision (formats: benchmarks.grab.answers)."""
     if precision == "list":
         return format_list(value)
     if precision == "equation":

@@ -45,7 +45,7 @@ from curation.grab.sampling import (
     series_element,
     sweep,
 )
-from scifig_tasks.core.grab.answers import EquationKind, Value
+from scifig_tasks.benchmarks.grab.answers import EquationKind, Value
 
 QUADRATIC_SCALES = tuple(Fraction(s) * sign for s in ("0.1", "0.2", "0.25", "0.5", "1") for sign in (1, -1))
 CUBIC_SCALES = tuple(Fraction(s) * sign for s in ("0.005", "0.01", "0.02", "0.05", "0.1") for sign in (1, -1))

@@ -21,8 +21,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from scifig_tasks.core.grab.answers import EQUATION_TEMPLATES, EquationKind
-from scifig_tasks.core.grab.benchmark import TASK_QUESTIONS
+from scifig_tasks.benchmarks.grab.answers import EQUATION_TEMPLATES, EquationKind
+from scifig_tasks.benchmarks.grab.description import TASK_QUESTIONS
 
 INTEGER = " Give your answer as an integer."
 ONE_DP = " Give your answer to 1 decimal place."

@@ -32,7 +32,7 @@ from fractions import Fraction
 from typing import Any, TypeVar
 
 from curation.grab.curves import Piece
-from scifig_tasks.core.grab.answers import Value
+from scifig_tasks.benchmarks.grab.answers import Value
 
 Params = dict[str, Any]
 Item = TypeVar("Item")

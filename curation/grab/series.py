@@ -16,7 +16,7 @@ from collections.abc import Callable
 from curation.grab import data_stats
 from curation.grab.properties import series_values
 from curation.grab.sampling import FIXED_LIMIT, Params, Sampler, data, mean_of, series_element
-from scifig_tasks.core.grab.answers import Value
+from scifig_tasks.benchmarks.grab.answers import Value
 
 Statistic = Callable[[list[float], list[float]], Value]
 

@@ -22,7 +22,7 @@ from curation.grab.affine import Affine, Operation, compose, deal_families, oper
 from curation.grab.curves import Piece, Polynomial
 from curation.grab.functions import fixed_quadratic, fixed_segment, fixed_sine
 from curation.grab.sampling import FIXED_LIMIT, Params, Sampler, curve_element, pieces
-from scifig_tasks.core.grab.answers import Value
+from scifig_tasks.benchmarks.grab.answers import Value
 
 VALUE_RANGE = (-1000.0, 1000.0)
 

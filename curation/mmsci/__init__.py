@@ -9,7 +9,7 @@ One module per step:
 4. :mod:`.questions` -- the three multiple-choice settings; :mod:`.captioning` -- captioning items;
 5. :mod:`.sft` -- fine-tuning conversations from the train articles;
 6. :mod:`.card` (dataset card); :mod:`.build` runs the steps and writes the parquet features
-   ``mmsci_*_features()`` of :mod:`scifig_tasks.core.mmsci.source`.
+   ``mmsci_*_features()`` of :mod:`scifig_tasks.benchmarks.mmsci.source`.
 
 :mod:`.from_vlmeval` and :mod:`.from_authors` convert VLMEvalKit's TSVs and the authors' benchmark archive (shared
 items: :mod:`.items`, written by :mod:`.layout`; :mod:`.authors_sft` turns their train split into fine-tuning data);

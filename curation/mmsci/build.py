@@ -33,8 +33,8 @@ from curation.mmsci.questions import DRAFTERS, Question, build_questions
 from curation.mmsci.sft import ABSTRACT_WORDS, write_sft
 from curation.mmsci.splits import EVAL_SPLITS, MIN_ARTICLES, RATIO, as_json, predefined_splits, split_articles
 from curation.parquet import ParquetRows
-from scifig_tasks.core.mmsci.rules import SETTINGS
-from scifig_tasks.core.mmsci.source import mmsci_captioning_features, mmsci_mcq_features
+from scifig_tasks.benchmarks.mmsci.rules import SETTINGS
+from scifig_tasks.benchmarks.mmsci.source import mmsci_captioning_features, mmsci_mcq_features
 
 
 def eligible(article: Article, seed: int = 0) -> bool:

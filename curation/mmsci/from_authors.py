@@ -40,8 +40,8 @@ from curation.mmsci.items import (
     verified_image,
 )
 from curation.mmsci.layout import dropped_note, finish, summarise, write_split
+from scifig_tasks.benchmarks.mmsci.rules import SETTINGS
 from scifig_tasks.core.errors import DataError
-from scifig_tasks.core.mmsci.rules import SETTINGS
 
 
 def _authors_image(images: Path, record: Any, origin: str, row: int, verified: set[Path]) -> tuple[str, int, Path, str]:

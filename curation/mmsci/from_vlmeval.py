@@ -43,8 +43,8 @@ from curation.mmsci.items import (
     verified_image,
 )
 from curation.mmsci.layout import dropped_note, finish, summarise, write_split
+from scifig_tasks.benchmarks.mmsci.rules import LETTERS, SETTINGS
 from scifig_tasks.core.errors import DataError
-from scifig_tasks.core.mmsci.rules import LETTERS, SETTINGS
 
 VLMEVAL_SETTINGS = {"Fig2Cap": "fig2cap", "SubFig2Cap": "subfig2cap", "SubCap2Fig": "subcap2fig"}
 

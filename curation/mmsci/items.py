@@ -2,7 +2,7 @@
 :mod:`.from_vlmeval`) and the authors' train split (:mod:`.authors_sft`).
 
 An item is one multiple-choice question (:class:`Mcq`) or one figure to caption (:class:`Caption`); its ``row`` holds
-the columns of the parquet features ``mmsci_*_features()`` of :mod:`scifig_tasks.core.mmsci.source`.
+the columns of the parquet features ``mmsci_*_features()`` of :mod:`scifig_tasks.benchmarks.mmsci.source`.
 
 The fields are read as the authors' archive (github.com/Leezekun/MMSci, ``benchmark.zip``) gives them:
 ``benchmark/<split>/`` holds the files of :data:`AUTHORS_FILES` (JSON), a question's text is the question then one
@@ -31,8 +31,8 @@ from typing import Any
 from PIL import Image as PILImage
 
 from curation.mmsci.captions import extract_subcaptions, normalise_space
+from scifig_tasks.benchmarks.mmsci.rules import LETTERS, SUBCAP2FIG_QUESTION, subfigure_option
 from scifig_tasks.core.errors import DataError
-from scifig_tasks.core.mmsci.rules import LETTERS, SUBCAP2FIG_QUESTION, subfigure_option
 
 AUTHORS_FILES = {"mcq": "image_caption_matching_data.json", "captioning": "image_caption_generation_data.json"}
 _FIGURE_NAME = re.compile(r"^(?P<uid>.+)_figure_(?P<index>\d+)(?:\.[A-Za-z0-9]+)?$")

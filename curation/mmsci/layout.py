@@ -1,6 +1,6 @@
 """An import of a public MMSci copy written in the local layout of ``SCIFIG_MMSCI_DATA``, the layout
 ``scifig curate mmsci`` writes (:mod:`.build`): ``mcq/<split>.parquet`` and ``captioning/<split>.parquet`` in the
-features ``mmsci_*_features()`` of :mod:`scifig_tasks.core.mmsci.source`, ``curation.json`` (questions and
+features ``mmsci_*_features()`` of :mod:`scifig_tasks.benchmarks.mmsci.source`, ``curation.json`` (questions and
 answer letters per setting, captioning items, items dropped) and the dataset card (:mod:`.card`).
 """
 
@@ -17,8 +17,8 @@ from tqdm.auto import tqdm
 from curation.mmsci.card import write_card
 from curation.mmsci.items import Caption, Mcq
 from curation.parquet import ParquetRows
-from scifig_tasks.core.mmsci.rules import SETTINGS
-from scifig_tasks.core.mmsci.source import mmsci_captioning_features, mmsci_mcq_features
+from scifig_tasks.benchmarks.mmsci.rules import SETTINGS
+from scifig_tasks.benchmarks.mmsci.source import mmsci_captioning_features, mmsci_mcq_features
 
 
 def write_split(out: Path, split: str, mcq: Sequence[Mcq] | None, captions: Sequence[Caption] | None) -> None:

@@ -15,7 +15,7 @@ is seeded: the figure, sub-figure and distractors of an article come from ``Rand
 whatever the other articles), and the answer letters of a split are a shuffled balanced sequence (each letter
 ``n/4`` times, up to one) drawn from ``Random(seed, split, setting)``.
 
-Question texts and option rendering are the evaluation side's constants (:mod:`scifig_tasks.core.mmsci.rules`).
+Question texts and option rendering are the evaluation side's constants (:mod:`scifig_tasks.benchmarks.mmsci.rules`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from curation.mmsci.articles import Article, Figure
-from scifig_tasks.core.mmsci.rules import (
+from scifig_tasks.benchmarks.mmsci.rules import (
     FIG2CAP_QUESTION,
     LETTERS,
     SETTINGS,

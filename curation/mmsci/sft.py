@@ -11,10 +11,11 @@ Three sources, as in the paper's training mix:
 * ``mmsci_mcq`` -- the three settings built on every eligible figure of the train articles (setting I: every titled
   figure of articles with >= 4 titled figures; II: one sub-figure of every figure with >= 2 sub-captions; III: one
   sub-caption of every figure with >= 4), answer letters balanced per setting; the user turn is the evaluation's
-  prompt (:func:`scifig_tasks.core.mmsci.rules.mcq_prompt`: question, ``A: text`` lines, answer instruction); the
+  prompt (:func:`scifig_tasks.benchmarks.mmsci.rules.mcq_prompt`: question, ``A: text`` lines, answer instruction); the
   assistant answers the letter;
 * ``mmsci_caption`` -- abstract-grounded captioning: the evaluation's prompt
-  (:func:`scifig_tasks.core.mmsci.rules.caption_prompt` with the article's abstract, cut to ``abstract_words`` words),
+  (:func:`scifig_tasks.benchmarks.mmsci.rules.caption_prompt` with the article's abstract, cut to ``abstract_words``
+  words),
   answered by the reference caption, for every figure whose caption has at least 50 words;
 * ``mmsci_subfigure`` -- a multi-turn conversation per figure with >= 2 sub-captions: one question per sub-figure in a
   seeded order (phrasings from :data:`SUBFIGURE_TEMPLATES`), each answered by its sub-caption.
@@ -38,7 +39,7 @@ from tqdm.auto import tqdm
 from curation.mmsci.articles import Article, Figure
 from curation.mmsci.captioning import caption_items
 from curation.mmsci.questions import Question, build_questions
-from scifig_tasks.core.mmsci.rules import ABSTRACT_WORD_BUDGET, caption_prompt, mcq_prompt
+from scifig_tasks.benchmarks.mmsci.rules import ABSTRACT_WORD_BUDGET, caption_prompt, mcq_prompt
 
 IMAGE_PLACEHOLDER = "<image>"
 SUBFIGURE_TEMPLATES = (

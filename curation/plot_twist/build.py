@@ -5,7 +5,7 @@ behind its 336 scatter, 250 bar and 141 pie questions -- 42 scatter plots x 8 qu
 plots x 3. The default build reproduces those kept counts (:data:`PAPER_PLOTS`); ``plots_per_type`` sets one count
 for every type instead. Our review is automatic and happens while drawing (:mod:`curation.plot_twist.charts`).
 
-Robustness variants (:data:`scifig_tasks.core.plot_twist.rules.VARIANT_CHART_TYPES`) re-render
+Robustness variants (:data:`scifig_tasks.benchmarks.plot_twist.rules.VARIANT_CHART_TYPES`) re-render
 the first ``variant_plots`` charts of each type (default: all) with the same data:
 
 * ``title_none`` -- no title (base charts carry a neutral one); ``title_correct`` / ``title_misleading`` -- one image
@@ -16,7 +16,7 @@ the first ``variant_plots`` charts of each type (default: all) with the same dat
 * ``vegalite`` -- the chart drawn by Vega-Lite (:mod:`curation.plot_twist.render_vega`).
 
 Every question's ground truth is computed from its own rendering (axis answers from that rendering's axes). Output:
-``<out>/test.parquet`` with the schema of :func:`scifig_tasks.core.plot_twist.source.plot_twist_features` plus
+``<out>/test.parquet`` with the schema of :func:`scifig_tasks.benchmarks.plot_twist.source.plot_twist_features` plus
 ``metadata`` (the drawn data and presentation as JSON), and ``<out>/README.md``. Rendering runs in ``workers`` processes
 (:mod:`curation.plot_twist.render`); rows come out in plan order, so the file does not depend on the number of
 workers.
@@ -40,14 +40,14 @@ from curation.plot_twist.charts import Chart, generate
 from curation.plot_twist.questions import BASE_TITLES, Axes, Question, misleading_value, questions_for, title_for
 from curation.plot_twist.render import Job, Renderer, default_workers
 from curation.plot_twist.render_mpl import Style
-from scifig_tasks.core.plot_twist.rules import (
+from scifig_tasks.benchmarks.plot_twist.rules import (
     BASE,
     CHART_TYPES,
     QUESTION_TYPES,
     ROBUSTNESS_VARIANTS,
     VARIANT_CHART_TYPES,
 )
-from scifig_tasks.core.plot_twist.source import plot_twist_features
+from scifig_tasks.benchmarks.plot_twist.source import plot_twist_features
 
 PAPER_PLOTS: dict[str, int] = {"scatter": 42, "bar": 50, "pie": 47}
 """Plots per chart type behind the paper's 336 / 250 / 141 questions."""

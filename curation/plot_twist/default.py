@@ -4,7 +4,7 @@ Rule: when ``SCIFIG_PLOT_TWIST_DATA`` is unset, :func:`ensure_default_data` retu
 ``<cache>/v<GENERATOR_VERSION>-seed<seed>/test.parquet``, building it first (paper composition, every robustness
 variant, with progress bars) if it is not there; with ``base_only``, ``<cache>/v<GENERATOR_VERSION>-seed<seed>-base/
 test.parquet``: the same base charts and rows, without the robustness variants (what the tasks of the base charts
-read; :func:`scifig_tasks.core.plot_twist.source.reads_variants`). ``<cache>`` is ``$SCIFIG_PLOT_TWIST_CACHE`` or
+read; :func:`scifig_tasks.benchmarks.plot_twist.source.reads_variants`). ``<cache>`` is ``$SCIFIG_PLOT_TWIST_CACHE`` or
 ``~/.cache/scifig/plot_twist``. A build goes to a temporary sibling directory
 (``.<name>.partial-<host>-<pid>-<random>``) and is renamed into place when complete, so an interrupted or concurrent
 build never leaves a half-written set where a later run looks. What an interrupted build leaves behind is cleared by
@@ -24,8 +24,8 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from scifig_tasks.benchmarks.plot_twist.source import CACHE
 from scifig_tasks.core import settings
-from scifig_tasks.core.plot_twist.source import CACHE
 
 GENERATOR_VERSION = 2
 """2: question wording as the paper's Table 6 (bar axis-range questions without "approximate", pie

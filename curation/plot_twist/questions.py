@@ -20,7 +20,7 @@ import random
 from dataclasses import dataclass
 
 from curation.plot_twist.charts import Chart
-from scifig_tasks.core.plot_twist.rules import QUESTION_TYPES, range_margin
+from scifig_tasks.benchmarks.plot_twist.rules import QUESTION_TYPES, range_margin
 
 QUESTIONS: dict[str, dict[str, str]] = {
     "scatter": {
@@ -138,7 +138,7 @@ def answer_values(chart: Chart, axes: Axes) -> dict[str, float]:
 
 
 def questions_for(chart: Chart, axes: Axes) -> list[Question]:
-    """The chart's questions in the order of :data:`scifig_tasks.core.plot_twist.rules.QUESTION_TYPES`."""
+    """The chart's questions in the order of :data:`scifig_tasks.benchmarks.plot_twist.rules.QUESTION_TYPES`."""
     values = answer_values(chart, axes)
     return [
         Question(chart.chart_type, kind, QUESTIONS[chart.chart_type][kind], values[kind], axes.x_range, axes.y_range)

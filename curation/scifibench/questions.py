@@ -5,7 +5,8 @@
 * Figure→Caption: the true caption and the 4 negatives' captions, shuffled (5 options, letters A–E);
   Caption→Figure: the true figure and the 4 negatives' figures, shuffled. Every pair gives one question per task,
   with the same negatives. Text formats are the published data's, built from the pieces of
-  :mod:`scifig_tasks.core.scifibench.rules` (which the prompts parse): Figure→Caption ``Question`` = ``F2C_QUESTION``
+  :mod:`scifig_tasks.benchmarks.scifibench.rules` (which the prompts parse): Figure→Caption ``Question`` =
+  ``F2C_QUESTION``
   and ``Options`` = ``"A) <caption>"`` ...; Caption→Figure ``Question`` = ``C2F_QUESTION`` around the caption,
   ``Images`` = the 5 figures in option order and ``Options`` = ``"A) image0"`` ... ``"E) image4"`` (the label of
   each image, in order).
@@ -28,7 +29,7 @@ import numpy as np
 
 from curation.scifibench.neighbours import exact_distances
 from curation.scifibench.similarity import kept_neighbours
-from scifig_tasks.core.scifibench.rules import C2F_QUESTION, F2C_QUESTION, IMAGE_OPTION, option
+from scifig_tasks.benchmarks.scifibench.rules import C2F_QUESTION, F2C_QUESTION, IMAGE_OPTION, option
 
 N_NEGATIVES = 4
 LETTERS = "ABCDE"

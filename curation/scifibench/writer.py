@@ -1,6 +1,6 @@
 """Questions written in exactly the published SciFIBench schema, plus metadata columns.
 
-Published features (:func:`scifig_tasks.core.scifibench.source.scifibench_features`): ``ID`` (int64), ``Question``
+Published features (:func:`scifig_tasks.benchmarks.scifibench.source.scifibench_features`): ``ID`` (int64), ``Question``
 (str), ``Options`` (list of str), ``Answer`` (letter), ``Category`` (str), ``Images`` (list of images: 1 for
 Figure→Caption, 5 for Caption→Figure, the stored bytes of the input figures). Metadata, after them: ``source_figure_id``
 / ``source_paper_id`` (the true pair), ``option_figure_ids`` (the figure behind each option, in option order),
@@ -26,8 +26,8 @@ from tqdm.auto import tqdm
 
 from curation.scifibench.pairs import Pairs
 from curation.scifibench.questions import Question, Task, render
+from scifig_tasks.benchmarks.scifibench.source import scifibench_features
 from scifig_tasks.core.schema import list_feature
-from scifig_tasks.core.scifibench.source import scifibench_features
 
 FEATURES = datasets.Features(
     {

@@ -1,10 +1,4 @@
-"""What a contrastive (CLIP-style) baseline compares on a multiple-choice row of this package's tasks.
-
-SciFIBench (paper §4, VLM baselines): Figure→Caption scores the one image against each option's caption;
-Caption→Figure scores the caption against each option's image. The prediction is the option with the highest
-image–text cosine similarity.
-
-Which open_clip model and weights (shared by ``scifig_clip`` and ``scifig curate scifibench``, whose CLIP embeddings
+"""Which open_clip model and weights (shared by ``scifig_clip`` and ``scifig curate scifibench``, whose CLIP embeddings
 follow the same paper's §3.3):
 
 * :func:`clip_model` reads the user's ``model`` / ``pretrained`` / model-config choice: ``pretrained=none`` builds
@@ -19,37 +13,11 @@ follow the same paper's §3.3):
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
-from typing import Any, Literal
 
 from scifig_tasks.core.errors import CommandError
-from scifig_tasks.core.multiple_choice import strip_label
-from scifig_tasks.core.scifibench.rules import caption_of
-
-
-@dataclass(frozen=True)
-class ChoiceQuery:
-    """``image_to_texts``: the row's single image vs ``texts``; ``text_to_images``: ``text`` vs the row's images."""
-
-    mode: Literal["image_to_texts", "text_to_images"]
-    text: str | None = None
-    texts: tuple[str, ...] = ()
-
-
-def choice_query(doc: Mapping[str, Any], n_images: int) -> ChoiceQuery:
-    """The comparison for one row; raises for rows that are not image↔text multiple choice."""
-    options = doc.get("Options")
-    if not options:
-        raise ValueError("a contrastive baseline needs a multiple-choice row with an 'Options' column")
-    if n_images == 1:
-        return ChoiceQuery("image_to_texts", texts=tuple(strip_label(option) for option in options))
-    if n_images == len(options):
-        return ChoiceQuery("text_to_images", text=caption_of(doc["Question"]))
-    raise ValueError(f"{n_images} images for {len(options)} options: not an image↔text multiple-choice row")
-
 
 # ---- which model and weights ---------------------------------------------------------------------------------------
 

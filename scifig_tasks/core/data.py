@@ -113,7 +113,7 @@ def default_data(source: BenchmarkSource, reader: str | None = None) -> Path:
 
     Rule: a builder whose signature has a ``reader`` parameter is given the task or VLMEvalKit dataset that reads the
     rows, so it builds only the part that reader reads (Plot Twist: the base charts, or the robustness variants
-    too; :mod:`scifig_tasks.core.plot_twist.source`); any other builder, or no reader, builds everything. The data
+    too; :mod:`scifig_tasks.benchmarks.plot_twist.source`); any other builder, or no reader, builds everything. The data
     record (:func:`scifig_tasks.core.provenance.note_data`) is that of the files read."""
     build = source.default_data
     if build is None:

@@ -28,7 +28,8 @@ from lmms_eval.api.model import lmms
 from loguru import logger
 from tqdm import tqdm
 
-from scifig_tasks.core.clip_baseline import check_weights, choice_query, clip_model
+from scifig_tasks.benchmarks.scifibench.contrastive import choice_query
+from scifig_tasks.core.clip_baseline import check_weights, clip_model
 from scifig_tasks.lmms_eval.chance_model import join_data_parallel
 
 

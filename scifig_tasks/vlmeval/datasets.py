@@ -1,41 +1,7 @@
-"""VLMEvalKit dataset classes for GRAB, SciFIBench and Plot Twist: prompts and scores from :mod:`scifig_tasks.core`.
-
-Each class follows VLMEvalKit's image-dataset API (``load_data``, ``build_prompt``, ``dump_image``, ``evaluate``) and
-calls the same core functions as the lmms-eval tasks, so the same replies give the same numbers in both frameworks:
-
-* prompts: :func:`core.grab.rules.build_prompt`, :func:`core.scifibench.rules.f2c_text` /
-:func:`core.scifibench.rules.c2f_segments`
-  (Caption→Figure interleaves ``A)`` image ``B)`` image ...), :func:`core.plot_twist.rules.build_prompt`;
-  ``force_use_dataset_prompt`` makes every model use them (VLMEvalKit models otherwise build their own MCQ prompts);
-* scores: :func:`core.grab.rules.score_doc` (exact match), :func:`core.multiple_choice.resolve` (rules, then the judge
-only for
-  ambiguous outputs, never a random guess), :func:`core.plot_twist.rules.score_output` (extraction, three accuracies,
-  collective accuracy); breakdowns from the same core functions.
-
-VLMEvalKit behaviours deliberately not inherited: its MCQ evaluation (random guess when matching fails, ``can_infer``
-reading the article "A" as an option), its VQA scoring, and its json dumping of numpy scalars (numpy 2). A reply
-VLMEvalKit could not obtain (``Failed to obtain answer via API.``) is counted wrong and flagged ``request_failed``.
-
-Names (:mod:`scifig_tasks.vlmeval.names`): each dataset is called as the lmms-eval task of the same questions and
-protocol; a ``_paper`` twin scores with the paper's protocol (:func:`scifig_tasks.core.scoring_protocol.in_force`, as
-the
-lmms-eval hooks call it, so ``scifig rescore --protocol`` and the deprecated variables act alike in both frameworks).
-A deprecated ``SciFig_*`` name still builds its dataset, under the new name, with a one-line warning.
-
-The classes VLMEvalKit gets are those the registered benchmark descriptions name (``vlmeval.classes``:
-:func:`scifig_tasks.vlmeval.dataset_classes`); a class serving several datasets takes their names from its
-benchmark's description (:func:`served`), and its scores carry that benchmark's registered task version.
-
-The judge (SciFIBench ambiguous outputs and the paper protocol, MMSci, Plot Twist reformatting, GRAB extraction) is
-VLMEvalKit's ``--judge`` / ``--judge-base-url`` / ``--judge-key`` choice when one was made, else the
-``SCIFIG_JUDGE_*`` setup as for lmms-eval (:mod:`scifig_tasks.vlmeval.judging`); the scores file names it (``judge``).
-
-``evaluate`` writes ``<prediction file>_scifig_records.jsonl`` (one scored record per question, with the reply) and
-``<prediction file>_scifig_scores.json`` (the metrics, the breakdown, the task version and the environment block of
-:mod:`scifig_tasks.core.provenance`), the environment's secrets masked in both (:mod:`scifig_tasks.core.secrets`: a
-server echoing a key puts it in the replies; ``scifig vlmeval`` also masks the keys its command line names), and
-returns the metrics as plain numbers.
-"""
+"""The base of scifig's VLMEvalKit dataset classes (:class:`SciFigDataset`): TSV from the benchmark's data, image
+files as stored, predictions read, records and scores written with the environment block. Each benchmark's classes live
+in its package (``scifig_tasks.benchmarks.<name>.vlmeval``) and call the same rules as its lmms-eval tasks; what they
+share and what they deliberately do not inherit from VLMEvalKit is in docs/vlmeval.md."""
 
 from __future__ import annotations
 
@@ -56,14 +22,10 @@ from vlmeval.smp import LMUDataRoot, toliststr
 from scifig_tasks.core import judge as judge_accounting
 from scifig_tasks.core import registry, settings, task_files
 from scifig_tasks.core.benchmark import VlmevalDataset
-from scifig_tasks.core.grab import rules as grab
 from scifig_tasks.core.judge import JudgeClient, get_judge
 from scifig_tasks.core.judge.required import judge_refusal
-from scifig_tasks.core.judged_hooks import JudgeRequired
-from scifig_tasks.core.plot_twist import rules as plot_twist
 from scifig_tasks.core.provenance import DATA, KEY, environment
 from scifig_tasks.core.run_files import RECORDS_SUFFIX, SCORES_SUFFIX
-from scifig_tasks.core.scifibench import rules as scifibench
 from scifig_tasks.core.scoring_protocol import Protocol, in_force
 from scifig_tasks.core.secrets import mask_value
 from scifig_tasks.vlmeval import judging, names, tsv
@@ -225,125 +187,6 @@ def read_predictions(eval_file: str) -> dict[str, str | None]:
     return replies
 
 
-def _message(images: list[str], text: str) -> Message:
+def message(images: list[str], text: str) -> Message:
+    """VLMEvalKit's message: the images, then the text."""
     return [*({"type": "image", "value": path} for path in images), {"type": "text", "value": text}]
-
-
-# ---- GRAB ----------------------------------------------------------------------------------------------------------
-
-
-class SciFigGRAB(SciFigDataset):
-    """GRAB (all four tasks): the README prompt, text then image (the README's chat message), exact match, breakdown
-    per task/category/complexity/precision. ``grab_llm_extract`` (option ``llm_extract``) is the paper's ablation
-    protocol: the judge extracts the answer with the paper's prompt, then the same exact match; it refuses to start
-    without a judge (``SCIFIG_JUDGE_*``, or VLMEvalKit's ``--judge`` options)."""
-
-    NAMES = served("grab", lambda dataset: True)
-    BENCHMARK = "grab"
-
-    def build_prompt(self, line: int | Mapping[str, Any]) -> Message:
-        line = self._row(line)
-        text = {"type": "text", "value": grab.build_prompt(line["question"])}
-        return [text, *({"type": "image", "value": path} for path in self.dump_image(line))]
-
-    def score(self, line: Mapping[str, Any], reply: str | None) -> dict[str, Any]:
-        doc, llm_extract = self.doc(line), bool(self.options.get("llm_extract", False))
-        if llm_extract and self.judge is None:
-            raise RuntimeError(JudgeRequired([self.dataset_name]).sentence)
-        score = grab.score_doc(doc, reply, self.judge if llm_extract else None, llm_extract=llm_extract)
-        return grab.sample_record(doc, score)
-
-    def summarise(self, records: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
-        table = grab.breakdown(records)
-        correct = sum(record["correct"] for record in records)
-        metrics = {"accuracy": correct / len(records), "n": len(records), "correct": correct}
-        metrics |= {f"task={key}": cell["accuracy"] for key, cell in table.get("task", {}).items()}
-        return metrics, table
-
-
-# ---- SciFIBench ----------------------------------------------------------------------------------------------------
-
-
-class SciFigSciFIBench(SciFigDataset):
-    """SciFIBench, four splits (``scifibench_cs_figure2caption`` ...): the paper's prompts (Caption→Figure
-    interleaved), letter resolution by rules then the judge for what they refuse, never guessing; accuracy overall
-    and per category. The ``_reasoning`` datasets ask with the paper's "reasoning" prompt (option ``prompt_variant``),
-    the ``_paper`` ones score as the paper does (option ``protocol``: the judge parses every output,
-    :func:`scifig_tasks.core.multiple_choice_paper.resolve_scifibench`)."""
-
-    TYPE = "MCQ"
-    BENCHMARK = "scifibench"
-    NAMES = served("scifibench", lambda dataset: True)
-
-    def build_prompt(self, line: int | Mapping[str, Any]) -> Message:
-        line = self._row(line)
-        doc, images = self.doc(line), self.dump_image(line)
-        variant = self.options.get("prompt_variant", "standard")
-        if len(images) == 1:
-            return _message(images, scifibench.f2c_text(doc["Options"], variant))
-        segments = scifibench.c2f_segments(doc["Question"], len(images), variant)
-        return [
-            {"type": "text", "value": segment}
-            if isinstance(segment, str)
-            else {"type": "image", "value": images[segment]}
-            for segment in segments
-        ]
-
-    def score(self, line: Mapping[str, Any], reply: str | None) -> dict[str, Any]:
-        doc = self.doc(line)
-        resolution = scifibench.resolve_answer(doc, reply, self.judge, self.protocol())
-        return scifibench.sample_record(doc, resolution)
-
-    def summarise(self, records: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
-        table = scifibench.breakdown(records, self.judge)
-        correct = sum(record["correct"] for record in records)
-        unresolved = sum(record["resolution"] == "unresolved" for record in records)
-        metrics = {"accuracy": correct / len(records), "n": len(records), "correct": correct, "unresolved": unresolved}
-        metrics |= {f"category={key}": cell["accuracy"] for key, cell in table.get("category", {}).items()}
-        return metrics, table
-
-
-# ---- Plot Twist ----------------------------------------------------------------------------------------------------
-
-
-class SciFigPlotTwist(SciFigDataset):
-    """Plot Twist (base charts: scatter, bar, pie): the paper's prompt and extraction, standard / relaxed /
-    range-based accuracy and their collective forms, breakdown per chart and question type; ``plot_twist_open`` and
-    ``plot_twist_open_pali`` under the paper's CogVLM/ChartLlama and PaLI-3 protocols."""
-
-    NAMES = served("plot_twist", lambda dataset: "robustness" not in dataset.name)
-    BENCHMARK = "plot_twist"
-
-    def build_prompt(self, line: int | Mapping[str, Any]) -> Message:
-        line = self._row(line)
-        return _message(self.dump_image(line), plot_twist.task_prompt(self.doc(line), self.options))
-
-    def score(self, line: Mapping[str, Any], reply: str | None) -> dict[str, Any]:
-        """Scored under the dataset's ``protocol`` option (:data:`core.plot_twist.rules.PROTOCOLS`: the prompt and the
-        reformatting) and its ``margin_rule``."""
-        doc, protocol = self.doc(line), self.options.get("protocol", plot_twist.DEFAULT_PROTOCOL)
-        margin_rule = self.options.get("margin_rule", "synthetic")
-        score = plot_twist.score_output(doc, reply, self.judge, margin_rule, protocol)
-        return plot_twist.sample_record(doc, [score], protocol)
-
-    def summarise(self, records: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
-        metrics: dict[str, Any] = {"n": len(records)}
-        for key in plot_twist.ACCURACIES:
-            metrics[f"{key}_acc"] = plot_twist.accuracy(records, key)
-        for key in plot_twist.ACCURACIES:
-            metrics[f"collective_{key}"] = float(plot_twist.collective(records, key))
-        return metrics, plot_twist.breakdown(records)
-
-
-class SciFigPlotTwistRobustness(SciFigPlotTwist):
-    """Plot Twist with every robustness variant (titles, markers, grid, Vega-Lite) and the base charts: the same
-    metrics per variant and each variant's change against ``base``; under each of the three protocols."""
-
-    NAMES = served("plot_twist", lambda dataset: "robustness" in dataset.name)
-
-    def summarise(self, records: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
-        metrics, table = super().summarise(records)
-        table["delta_vs_base"] = plot_twist.deltas_vs_base(table["variant"])
-        for variant, deltas in table["delta_vs_base"].items():
-            metrics |= {f"delta_vs_base/{variant}/{metric}": value for metric, value in deltas.items()}
-        return metrics, table

@@ -21,21 +21,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from scifig_tasks import rescoring
 from scifig_tasks.core import judge, provenance
 from scifig_tasks.core.errors import DataError
 from scifig_tasks.core.run_files import RECORDS_SUFFIX, SCORES_SUFFIX, read_jsonl
 from scifig_tasks.core.sample_logs import check_ids
-from scifig_tasks.rescoring import (
-    RescoredRun,
-    RescoreRefused,
-    TaskDiff,
-    accept,
-    changed_sample,
-    data_changes,
-    environment_changes,
-    metric_pairs,
-    partial_ids,
-)
 
 PREDICTION_SUFFIXES = ("tsv", "xlsx", "json", "pkl")
 """The file types of VLMEvalKit prediction files."""
@@ -72,12 +62,12 @@ def _dataset_class(name: str) -> type:
     for cls in dataset_classes():
         if name in cls.supported_datasets():
             return cls
-    raise RescoreRefused(f"{name}: not a scifig VLMEvalKit dataset")
+    raise rescoring.RescoreRefused(f"{name}: not a scifig VLMEvalKit dataset")
 
 
 def rescore_vlmeval(
     path: Path, model: str, dataset: str, out: Path, allow_partial: bool = False, dry: bool = False
-) -> RescoredRun:
+) -> rescoring.RescoredRun:
     """Score a VLMEvalKit prediction file again with its dataset class's ``evaluate``, into ``out/<model>/``. A file
     that lacks or repeats questions of the dataset is refused unless ``allow_partial``
     (:func:`scifig_tasks.rescoring.accept`): then the questions predicted are scored and the scores file records
@@ -89,7 +79,7 @@ def rescore_vlmeval(
 
         with tempfile.TemporaryDirectory(prefix="scifig-rescore-dry-") as scratch:
             run = rescore_vlmeval(path, model, dataset, Path(scratch), allow_partial)
-        return RescoredRun(path, [], out / model, [], partial=run.partial, judge_usage=run.judge_usage)
+        return rescoring.RescoredRun(path, [], out / model, [], partial=run.partial, judge_usage=run.judge_usage)
     from scifig_tasks.vlmeval.datasets import read_predictions
     from scifig_tasks.vlmeval.names import DEPRECATED
 
@@ -97,13 +87,13 @@ def rescore_vlmeval(
     model_dir.mkdir(parents=True, exist_ok=True)
     copied = model_dir / path.name
     if copied.resolve() == path.resolve():
-        raise RescoreRefused(f"{path}: --out would overwrite the run itself; choose another folder")
+        raise rescoring.RescoreRefused(f"{path}: --out would overwrite the run itself; choose another folder")
     data = _dataset_class(dataset)(dataset=DEPRECATED.get(dataset, dataset))  # an old file: no deprecation line
     replies = read_predictions(str(path))
     _check_vlmeval_rows(path, dataset, data.data)
     all_indices = [str(index) for index in data.data["index"]]
     check = check_ids(dataset, str(path), all_indices, _prediction_rows(path), key="index")
-    partial = accept([check], f"of {dataset}", allow_partial)
+    partial = rescoring.accept([check], f"of {dataset}", allow_partial)
     if partial:  # score the questions predicted
         data.data = data.data[data.data["index"].astype(str).isin(replies)].reset_index(drop=True)
     shutil.copyfile(path, copied)
@@ -122,14 +112,16 @@ def rescore_vlmeval(
         Path(f"{new_stem}{SCORES_SUFFIX}").write_text(json.dumps(new_scores, indent=1), encoding="utf-8")
     old_records = read_jsonl(Path(f"{stem}{RECORDS_SUFFIX}")) if Path(f"{stem}{RECORDS_SUFFIX}").is_file() else []
     new_records = read_jsonl(Path(f"{new_stem}{RECORDS_SUFFIX}"))
-    diff = TaskDiff(dataset, len(new_records), expected=check.expected, partial=partial_ids(check))
-    diff.metrics = metric_pairs((old_scores or {}).get("metrics", {}), new_scores.get("metrics", {}))
+    diff = rescoring.TaskDiff(dataset, len(new_records), expected=check.expected, partial=rescoring.partial_ids(check))
+    diff.metrics = rescoring.metric_pairs((old_scores or {}).get("metrics", {}), new_scores.get("metrics", {}))
     old_by_index = dict(zip(all_indices, old_records, strict=False))  # the run's records follow the whole dataset
     indices = [str(index) for index in data.data["index"]]
     for index, new in zip(indices, new_records, strict=False):
         if index not in old_by_index:
             continue
-        entry = changed_sample(index, {"breakdown": old_by_index[index]}, {"breakdown": new}, new.get("prediction"))
+        entry = rescoring.changed_sample(
+            index, {"breakdown": old_by_index[index]}, {"breakdown": new}, new.get("prediction")
+        )
         if entry is not None:
             entry["index"] = entry.pop("doc_id")
             if entry["output"] is None:
@@ -137,10 +129,12 @@ def rescore_vlmeval(
             diff.changed.append(entry)
     written = [copied, Path(f"{new_stem}{SCORES_SUFFIX}"), Path(f"{new_stem}{RECORDS_SUFFIX}")]
     failed = _count_judge_failed(new_scores.get("breakdown"))
-    changes = environment_changes((old_scores or {}).get(provenance.KEY), new_scores.get(provenance.KEY) or {})
+    changes = rescoring.environment_changes(
+        (old_scores or {}).get(provenance.KEY), new_scores.get(provenance.KEY) or {}
+    )
     failures = {dataset: failed} if failed else {}
-    data = data_changes((old_scores or {}).get(provenance.KEY), new_scores.get(provenance.KEY) or {})
-    return RescoredRun(
+    data = rescoring.data_changes((old_scores or {}).get(provenance.KEY), new_scores.get(provenance.KEY) or {})
+    return rescoring.RescoredRun(
         path, written, model_dir, [diff], failures, changes, partial, judge_usage=usage, data_changes=data
     )
 
@@ -176,7 +170,7 @@ def _check_vlmeval_rows(path: Path, dataset: str, data: Any) -> None:
     expected = {str(index): str(answer) for index, answer in zip(data["index"], data["answer"], strict=True)}
     for index, answer in zip(table["index"], table["answer"], strict=True):
         if str(index) not in expected or expected[str(index)] != str(answer):
-            raise RescoreRefused(
+            raise rescoring.RescoreRefused(
                 f"{path}: {dataset}, index {index}: the data changed since the run (the logged answer {answer!r} is "
                 f"not the dataset's {expected.get(str(index))!r}); set the benchmark's SCIFIG_*_DATA to the data the "
                 "run used"

@@ -54,11 +54,10 @@ from scifig_tasks.core.benchmark import VlmevalDataset
 from scifig_tasks.core.data import load_benchmark
 from scifig_tasks.core.image_cells import undecoded
 from scifig_tasks.core.images import decoded_pixels, stored_bytes, to_rgb
-from scifig_tasks.core.multiple_choice import strip_label
-from scifig_tasks.core.plot_twist import rules as plot_twist
 from scifig_tasks.core.schema import BenchmarkSource
 from scifig_tasks.core.validated import files_identity
 from scifig_tasks.vlmeval import names, task_hooks
+from scifig_tasks.vlmeval.tsv_layout import TsvFormat
 
 if TYPE_CHECKING:
     import datasets
@@ -70,146 +69,6 @@ carriage return is quoted; 3: images with an opaque alpha channel are written as
 Row = Mapping[str, Any]
 Keep = Callable[[Row], bool] | None
 """Which source rows a dataset keeps (``None``: all)."""
-
-
-# ---- rows <-> TSV columns ------------------------------------------------------------------------------------------
-
-
-def _same(value: Any) -> Any:
-    return value
-
-
-def _json_list(value: Any) -> str:
-    return json.dumps(list(value), ensure_ascii=False)
-
-
-def _float_text(value: Any) -> str:
-    return repr(float(value))
-
-
-@dataclass(frozen=True)
-class Codec:
-    """How a field's value is written as TSV text and read back from it (exactly: ``read(write(value)) == value``)."""
-
-    write: Callable[[Any], str]
-    read: Callable[[str], Any]
-
-
-TEXT = Codec(_same, _same)
-INT = Codec(str, int)
-FLOAT = Codec(_float_text, float)  # repr: the shortest text that reads back as the same float
-JSON_LIST = Codec(_json_list, json.loads)
-
-
-@dataclass(frozen=True)
-class Field:
-    """A TSV column holding one row field: ``column`` in the TSV, ``key`` in the row when the row (published / core
-    names) calls it otherwise. ``default`` is written when the row lacks the field or holds nothing (Plot Twist's
-    optional ``variant``)."""
-
-    column: str
-    codec: Codec = TEXT
-    key: str = ""
-    default: str | None = None
-
-    @property
-    def row_key(self) -> str:
-        return self.key or self.column
-
-    def write(self, row: Row) -> str:
-        value = row[self.row_key] if self.default is None else (row.get(self.row_key) or self.default)
-        return self.codec.write(value)
-
-
-@dataclass(frozen=True)
-class OptionLetters:
-    """The options of ``key`` one per column ``A``, ``B``, ... (VLMEvalKit's multiple-choice layout), each as
-    ``text(option)``. Written for VLMEvalKit's listings only: the row reads its options back from the JSON column."""
-
-    key: str
-    text: Callable[[str], str] = _same
-
-    def write(self, row: Row) -> dict[str, str]:
-        return {chr(ord("A") + index): self.text(option) for index, option in enumerate(row[self.key])}
-
-
-@dataclass(frozen=True)
-class TsvFormat:
-    """One benchmark's rows as TSV columns, in column order, and back: :meth:`columns` writes a source row,
-    :meth:`row` reads a TSV line into the row the core functions take (every :class:`Field`, typed)."""
-
-    image_column: str
-    fields: tuple[Field | OptionLetters, ...]
-
-    def columns(self, row: Row) -> dict[str, str]:
-        columns: dict[str, str] = {}
-        for field in self.fields:
-            if isinstance(field, OptionLetters):
-                columns |= field.write(row)
-            else:
-                columns[field.column] = field.write(row)
-        return columns
-
-    def row(self, line: Row) -> dict[str, Any]:
-        fields = [field for field in self.fields if isinstance(field, Field)]
-        return {field.row_key: field.codec.read(line[field.column]) for field in fields}
-
-
-GRAB_FORMAT = TsvFormat(
-    "decoded_image",
-    (
-        Field("question"),
-        Field("answer"),
-        Field("pid", INT),
-        Field("task"),
-        Field("category"),
-        Field("complexity", INT),
-        Field("source_image", key="image"),  # the published image file name; the pixels are in ``image``
-    ),
-)
-SCIFIBENCH_FORMAT = TsvFormat(
-    "Images",
-    (
-        Field("question", key="Question"),
-        OptionLetters("Options", strip_label),
-        Field("answer", key="Answer"),
-        Field("category", key="Category"),
-        Field("ID", INT),
-        Field("options", JSON_LIST, key="Options"),  # the labelled options, as published
-    ),
-)
-PLOT_TWIST_FORMAT = TsvFormat(
-    "image",
-    (
-        *(Field(name) for name in ("question", "answer", "q_id", "figure_id", "chart_type", "question_type")),
-        Field("x_range", FLOAT),
-        Field("y_range", FLOAT),
-        Field("variant", default=plot_twist.BASE),
-    ),
-)
-MMSCI_MCQ_FORMAT = TsvFormat(
-    "image",
-    (
-        Field("question"),
-        OptionLetters("options"),
-        Field("answer"),
-        Field("options", JSON_LIST),
-        Field("uid"),
-        Field("figure_index", INT),
-        *(Field(name) for name in ("setting", "category", "subject", "subfigure")),
-    ),
-)
-MMSCI_CAPTION_FORMAT = TsvFormat(
-    "image",
-    (
-        Field("answer", key="caption"),  # VLMEvalKit's name for the reference
-        Field("abstract"),
-        Field("uid"),
-        Field("figure_index", INT),
-        Field("category"),
-        Field("subject"),
-    ),
-)
 
 
 @dataclass(frozen=True)

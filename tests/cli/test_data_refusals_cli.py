@@ -20,7 +20,7 @@ from pathlib import Path
 import datasets
 import pytest
 
-from scifig_tasks.core.plot_twist.source import plot_twist_features
+from scifig_tasks.benchmarks.plot_twist.source import plot_twist_features
 from tests.harness.grab_data import Row, png, question_text, records, with_invalid_utf8, write_records
 from tests.harness.openai_server import Reply, by_question
 

@@ -46,7 +46,7 @@ def scifibench_images_for_options(root: Path) -> tuple[dict[str, str], Path]:
 
 
 def mmsci_duplicate_question(root: Path) -> tuple[dict[str, str], Path]:
-    from scifig_tasks.core.mmsci.source import mmsci_mcq_features
+    from scifig_tasks.benchmarks.mmsci.source import mmsci_mcq_features
 
     rows = [mcq_row(0, Mcq("fig2cap", "A")), mcq_row(1, Mcq("subfig2cap", "B")), mcq_row(2, Mcq("fig2cap", "C"))]
     rows.append({**rows[1], "answer": "D", "image": rows[0]["image"]})  # same figure, setting and sub-figure

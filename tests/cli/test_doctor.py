@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
+from scifig_tasks.benchmarks.grab.source import GRAB
 from scifig_tasks.commands import doctor
 from scifig_tasks.commands.config import listed
 from scifig_tasks.commands.doctor import Check, Probe, render, run_checks
-from scifig_tasks.core.grab.source import GRAB
 from tests.harness.lmms import offline_env
 from tests.harness.paths import REPO
 from tests.project.test_outside_benchmark import install_toy

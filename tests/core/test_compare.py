@@ -17,10 +17,10 @@ import pytest
 from scipy.stats import binomtest, norm
 from statsmodels.stats.contingency_tables import mcnemar
 
+from scifig_tasks.benchmarks.grab import rules as grab
 from scifig_tasks.commands import compare as compare_cli
 from scifig_tasks.core import compare as stats
 from scifig_tasks.core.errors import CommandError
-from scifig_tasks.core.grab import rules as grab
 from scifig_tasks.report.build import build_report
 from scifig_tasks.report.compare import WIDTH, compare_runs, text_table
 from scifig_tasks.report.runs import Run, load_runs

@@ -9,9 +9,9 @@ from pathlib import Path
 import datasets
 import pytest
 
+from scifig_tasks.benchmarks.grab.source import GRAB
 from scifig_tasks.core import data, validated
 from scifig_tasks.core.errors import DataError
-from scifig_tasks.core.grab.source import GRAB
 from tests.harness.grab_data import Row, write_parquet
 
 ROWS = [Row("properties", "3"), Row("function", "4"), Row("series", "5"), Row("transform", "6")]

@@ -8,9 +8,9 @@ import datasets
 import pytest
 from PIL import Image, ImageFile
 
+from scifig_tasks.benchmarks.grab.source import GRAB
 from scifig_tasks.core.data import load_benchmark
 from scifig_tasks.core.errors import DataError
-from scifig_tasks.core.grab.source import GRAB
 from scifig_tasks.core.image_cells import undecoded
 from scifig_tasks.core.images import for_upload, to_rgb
 from tests.harness.bad_images import bad_checksum, broken_stream, declared_size, truncated_stream
@@ -137,7 +137,7 @@ def test_scifig_eval_exits_non_zero_on_unknown_task(tmp_path: Path, lmms_env, ru
 
 
 def test_scifibench_options_and_split_names_are_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from scifig_tasks.core.scifibench.source import SCIFIBENCH
+    from scifig_tasks.benchmarks.scifibench.source import SCIFIBENCH
     from tests.harness.scifibench_data import Question
     from tests.harness.scifibench_data import build as build_scifibench
 
@@ -225,7 +225,7 @@ SCIFIBENCH_BAD = {
 def test_scifibench_rows_agree_with_their_options_and_are_unique(
     case: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from scifig_tasks.core.scifibench.source import SCIFIBENCH
+    from scifig_tasks.benchmarks.scifibench.source import SCIFIBENCH
     from tests.harness.scifibench_data import FEATURES
 
     split, change, (row, column, problem) = SCIFIBENCH_BAD[case]
@@ -239,7 +239,7 @@ def test_scifibench_rows_agree_with_their_options_and_are_unique(
 
 
 def test_scifibench_good_rows_of_both_kinds_load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from scifig_tasks.core.scifibench.source import SCIFIBENCH
+    from scifig_tasks.benchmarks.scifibench.source import SCIFIBENCH
     from tests.harness.scifibench_data import FEATURES
 
     directory = tmp_path / "sfb"
@@ -283,7 +283,7 @@ MMSCI_BAD = {
 def test_mmsci_answers_and_question_keys_are_checked(
     case: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from scifig_tasks.core.mmsci.source import MMSCI_MCQ, mmsci_mcq_features
+    from scifig_tasks.benchmarks.mmsci.source import MMSCI_MCQ, mmsci_mcq_features
 
     change, (row, column, problem) = MMSCI_BAD[case]
     dataset = datasets.Dataset.from_list(change(_mmsci_rows()), features=mmsci_mcq_features())

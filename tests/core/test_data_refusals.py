@@ -11,14 +11,14 @@ import huggingface_hub
 import pyarrow.parquet as pq
 import pytest
 
+from scifig_tasks.benchmarks.grab import rules as grab
+from scifig_tasks.benchmarks.grab.source import GRAB, grab_features
+from scifig_tasks.benchmarks.plot_twist import rules as plot_twist
+from scifig_tasks.benchmarks.scifibench.source import SCIFIBENCH
 from scifig_tasks.core.data import load_benchmark
 from scifig_tasks.core.errors import DataError
-from scifig_tasks.core.grab import rules as grab
-from scifig_tasks.core.grab.source import GRAB, grab_features
 from scifig_tasks.core.image_cells import undecoded
-from scifig_tasks.core.plot_twist import rules as plot_twist
 from scifig_tasks.core.schema import expect_answer
-from scifig_tasks.core.scifibench.source import SCIFIBENCH
 from tests.harness.grab_data import Row, png, records, write_records
 from tests.harness.scifibench_data import FEATURES as SCIFIBENCH_FEATURES
 from tests.harness.scifibench_data import Question

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from datasets import Dataset
 
+from scifig_tasks.benchmarks.grab.source import GRAB
+from scifig_tasks.benchmarks.scifibench.source import SCIFIBENCH
 from scifig_tasks.core import data, provenance, validated
 from scifig_tasks.core.data import load_benchmark
 from scifig_tasks.core.errors import DataError
-from scifig_tasks.core.grab.source import GRAB
 from scifig_tasks.core.schema import UNPINNED
-from scifig_tasks.core.scifibench.source import SCIFIBENCH
 from tests.harness.grab_data import Row, build
 from tests.harness.hub_layout import card, hub_dataset, offline_hub
 from tests.harness.scifibench_data import Question

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from scifig_tasks.benchmarks.mmsci import captioning_settings
 from scifig_tasks.core import registry, settings
 from scifig_tasks.core.judge import JudgeConfig, get_judge
-from scifig_tasks.core.mmsci import captioning_settings
 from scifig_tasks.core.settings import DECLARED, SettingError, Settings
 from tests.harness import benchmarks
 from tests.harness.paths import REPO

@@ -15,10 +15,10 @@ from PIL import Image
 
 from curation.grab.build import FEATURES, build_grab
 from curation.grab.plan import answer_of
+from scifig_tasks.benchmarks.grab.multiple_choice import mc_options
+from scifig_tasks.benchmarks.grab.source import GRAB, grab_features
 from scifig_tasks.commands.main import main
 from scifig_tasks.core.data import load_benchmark
-from scifig_tasks.core.grab.multiple_choice import mc_options
-from scifig_tasks.core.grab.source import GRAB, grab_features
 
 DPI = 20
 LIMIT = 12

@@ -18,7 +18,7 @@ from curation.grab.curves import Gaussian, Piece, Polynomial, Sine
 from curation.grab.plan import SAMPLERS, format_answer
 from curation.grab.properties import vertex_quadratic
 from curation.grab.sampling import curve_element, series_element
-from scifig_tasks.core.grab.answers import format_equation, format_number, near_tie, parse_equation
+from scifig_tasks.benchmarks.grab.answers import format_equation, format_number, near_tie, parse_equation
 
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -12,8 +12,8 @@ import pytest
 from curation.grab.affine import Operation
 from curation.grab.plan import PlanItem, answer_of, cached_plan, content_key, plan_type, select
 from curation.grab.questions import QUESTION_TYPES, question_text
-from scifig_tasks.core.grab import rules as grab
-from scifig_tasks.core.grab.answers import matches_format
+from scifig_tasks.benchmarks.grab import rules as grab
+from scifig_tasks.benchmarks.grab.answers import matches_format
 
 # Counts of the published set, written out again here (not read from the generator's table).
 TASKS = {"properties": 660, "function": 710, "series": 490, "transform": 310}

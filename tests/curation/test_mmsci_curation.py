@@ -12,7 +12,7 @@ import pytest
 from curation.mmsci import captioning, questions, sft, splits
 from curation.mmsci.articles import Article, Figure, read_articles
 from curation.mmsci.captions import clean_title, extract_subcaptions, full_caption, word_count
-from scifig_tasks.core.mmsci.rules import (
+from scifig_tasks.benchmarks.mmsci.rules import (
     FIG2CAP_QUESTION,
     LETTERS,
     SUBCAP2FIG_QUESTION,

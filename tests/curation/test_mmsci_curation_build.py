@@ -12,10 +12,15 @@ from pathlib import Path
 import datasets
 import pytest
 
+from scifig_tasks.benchmarks.mmsci.rules import LETTERS, SUBCAP2FIG_QUESTION, SUBFIG2CAP_QUESTION
+from scifig_tasks.benchmarks.mmsci.source import (
+    MMSCI_CAPTIONING,
+    MMSCI_MCQ,
+    mmsci_captioning_features,
+    mmsci_mcq_features,
+)
 from scifig_tasks.commands.main import main as scifig_main
 from scifig_tasks.core.data import load_benchmark
-from scifig_tasks.core.mmsci.rules import LETTERS, SUBCAP2FIG_QUESTION, SUBFIG2CAP_QUESTION
-from scifig_tasks.core.mmsci.source import MMSCI_CAPTIONING, MMSCI_MCQ, mmsci_captioning_features, mmsci_mcq_features
 from tests.harness.mmsci_articles import LABELS, figure_record, subcaption, title, write_articles
 
 SUBJECTS = {("Physical sciences", "Physics"): 12, ("Biological sciences", "Genetics"): 8}

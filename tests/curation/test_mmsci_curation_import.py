@@ -13,11 +13,11 @@ import pandas as pd
 import pytest
 
 from curation.mmsci.items import split_options, to_paper_setting3
+from scifig_tasks.benchmarks.mmsci.rules import SUBCAP2FIG_QUESTION
+from scifig_tasks.benchmarks.mmsci.source import MMSCI_CAPTIONING, MMSCI_MCQ
 from scifig_tasks.commands.main import main as scifig_main
 from scifig_tasks.core.data import load_benchmark
 from scifig_tasks.core.errors import DataError
-from scifig_tasks.core.mmsci.rules import SUBCAP2FIG_QUESTION
-from scifig_tasks.core.mmsci.source import MMSCI_CAPTIONING, MMSCI_MCQ
 from tests.harness.mmsci_articles import png
 
 SUB = {
@@ -339,7 +339,7 @@ def write_train(benchmark: Path) -> None:
 
 @pytest.mark.cli
 def test_authors_train_split_to_sft(tmp_path: Path) -> None:
-    from scifig_tasks.core.mmsci.rules import caption_prompt, mcq_prompt
+    from scifig_tasks.benchmarks.mmsci.rules import caption_prompt, mcq_prompt
 
     benchmark = write_archive(tmp_path)
     write_train(benchmark)

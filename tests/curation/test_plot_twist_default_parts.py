@@ -15,9 +15,9 @@ import pytest
 from PIL import Image
 
 from curation.plot_twist import build, default
+from scifig_tasks.benchmarks.plot_twist import source
+from scifig_tasks.benchmarks.plot_twist.source import PLOT_TWIST, plot_twist_features, reads_variants
 from scifig_tasks.core.data import load_benchmark
-from scifig_tasks.core.plot_twist import source
-from scifig_tasks.core.plot_twist.source import PLOT_TWIST, plot_twist_features, reads_variants
 from scifig_tasks.core.validated import data_digest
 from tests.harness.lmms import offline_env
 from tests.harness.paths import REPO

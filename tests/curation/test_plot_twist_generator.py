@@ -19,9 +19,9 @@ from curation.plot_twist import build, charts, render_mpl, render_vega
 from curation.plot_twist.cli import main as curate_main
 from curation.plot_twist.questions import BASE_TITLES, TITLE_STATEMENTS, Axes, questions_for
 from curation.plot_twist.render import Job, render_job
+from scifig_tasks.benchmarks.plot_twist import rules as pt
+from scifig_tasks.benchmarks.plot_twist.source import PLOT_TWIST
 from scifig_tasks.core.data import load_benchmark
-from scifig_tasks.core.plot_twist import rules as pt
-from scifig_tasks.core.plot_twist.source import PLOT_TWIST
 
 SEEDS = (0, 7)
 PLOTS = 6  # per chart type and seed in the object-level checks

@@ -28,10 +28,10 @@ from curation.scifibench.embed import ClipSpec, ProcessLayout, embed_pairs
 from curation.scifibench.gold import accept
 from curation.scifibench.pairs import read_pairs
 from curation.scifibench.questions import TASKS
+from scifig_tasks.benchmarks.scifibench.source import SCIFIBENCH
 from scifig_tasks.core.clip_baseline import TINY_MODEL, tiny_config
 from scifig_tasks.core.data import load_benchmark
 from scifig_tasks.core.errors import DataError
-from scifig_tasks.core.scifibench.source import SCIFIBENCH
 
 MODEL = TINY_MODEL
 WORDS = [

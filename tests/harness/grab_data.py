@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 from PIL import Image, ImageDraw
 from tqdm import tqdm
 
-from scifig_tasks.core.grab.source import grab_features
+from scifig_tasks.benchmarks.grab.source import grab_features
 
 INTEGER = " Give your answer as an integer."
 ONE_DP = " Give your answer to 1 decimal place."

@@ -16,8 +16,8 @@ from pathlib import Path
 import datasets
 from PIL import Image
 
-from scifig_tasks.core.mmsci import rules as mmsci
-from scifig_tasks.core.mmsci.source import mmsci_captioning_features, mmsci_mcq_features
+from scifig_tasks.benchmarks.mmsci import rules as mmsci
+from scifig_tasks.benchmarks.mmsci.source import mmsci_captioning_features, mmsci_mcq_features
 
 MCQ_FEATURES = mmsci_mcq_features()
 CAPTION_FEATURES = mmsci_captioning_features()

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from scifig_tasks.core.mmsci.judged_metrics import FACTS_INSTRUCTION, GEVAL_RELEVANCE_CRITERIA, RATING_DEFINITION
+from scifig_tasks.benchmarks.mmsci.judged_metrics import FACTS_INSTRUCTION, GEVAL_RELEVANCE_CRITERIA, RATING_DEFINITION
 from tests.harness.lmms import CliRun, offline_env, run
 from tests.harness.mmsci_data import Caption, Mcq, row_of_request, tiny_bert, write
 from tests.harness.openai_server import ChatRequest, FakeOpenAIServer, Reply

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from lmms_eval.caching.response_cache import _SCHEMA_SQL
 
-from scifig_tasks.commands.main import CACHE_FOLDER
+from scifig_tasks.commands.eval import CACHE_FOLDER
 from scifig_tasks.lmms_eval.response_cache import RUN_ID, check_cache_folder
 from tests.harness.grab_data import sample
 from tests.harness.lmms import CLI_TIMEOUT_S, _executable

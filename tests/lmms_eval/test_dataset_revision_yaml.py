@@ -17,12 +17,12 @@ class _TaggedLoader(yaml.SafeLoader):
 
 
 _TaggedLoader.add_multi_constructor("!", lambda loader, suffix, node: None)
-TASKS = Path(registry.__file__).parents[1] / "lmms_eval"
+TASKS = Path(registry.__file__).parents[1] / "benchmarks"
 
 
 def _templates() -> dict[str, dict[str, Any]]:
     found = {}
-    for path in sorted(TASKS.glob("*/_*template_yaml")):
+    for path in sorted(TASKS.glob("*/tasks/_*template_yaml")):
         found[str(path.relative_to(TASKS))] = yaml.load(path.read_text(encoding="utf-8"), Loader=_TaggedLoader) or {}
     return found
 

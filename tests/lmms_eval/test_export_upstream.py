@@ -168,7 +168,7 @@ def test_export_is_generated_from_the_package_and_self_contained(tmp_path: Path)
     yamls = sorted(p.name for p in folder.iterdir() if p.suffix == ".yaml" or p.name == "_default_template_yaml")
     assert yamls == sorted(
         p.name
-        for p in (REPO / "scifig_tasks/lmms_eval/grab").iterdir()
+        for p in (REPO / "scifig_tasks/benchmarks/grab/tasks").iterdir()
         if p.suffix == ".yaml" or p.name == "_default_template_yaml"
     )
     for name in yamls:
@@ -293,7 +293,7 @@ def test_plot_twist_export_documents_local_data(tmp_path: Path) -> None:
     assert "plot_twist_core" in (tmp_path / "plot_twist" / "utils.py").read_text()
     # every task keeps its options (prompt protocol, margin rule): the exported hooks read the same YAML values
     exported = task_files.scifig_tasks({"plot_twist": tmp_path / "plot_twist"})
-    packaged = task_files.scifig_tasks({"plot_twist": REPO / "scifig_tasks" / "lmms_eval" / "plot_twist"})
+    packaged = task_files.scifig_tasks({"plot_twist": REPO / "scifig_tasks" / "benchmarks" / "plot_twist" / "tasks"})
     assert {name: info.options for name, info in exported.items()} == {
         name: info.options for name, info in packaged.items()
     }

@@ -11,8 +11,8 @@ from pathlib import Path
 import datasets
 
 from curation.grab.build import build_grab
-from scifig_tasks.core.grab import rules as grab
-from scifig_tasks.core.grab.multiple_choice import MC_INSTRUCTION
+from scifig_tasks.benchmarks.grab import rules as grab
+from scifig_tasks.benchmarks.grab.multiple_choice import MC_INSTRUCTION
 from tests.harness.openai_server import ChatRequest, Reply
 
 JUDGED_OUTPUT = re.compile(r"Here is the output from a generative model:\n(.*)\nThe output contains", re.DOTALL)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from datasets import Dataset
 
-from scifig_tasks.core.grab.source import GRAB
+from scifig_tasks.benchmarks.grab.source import GRAB
 from scifig_tasks.core.provenance import KEY
 from tests.harness.grab_data import Row, build
 from tests.harness.hub_layout import card, hub_dataset

@@ -15,10 +15,10 @@ from pathlib import Path
 
 from PIL import Image
 
-from scifig_tasks.core.grab import multiple_choice as grab_mc
+from scifig_tasks.benchmarks.grab import multiple_choice as grab_mc
+from scifig_tasks.benchmarks.mmsci import rules as mmsci
+from scifig_tasks.benchmarks.plot_twist import rules as pt
 from scifig_tasks.core.judge import JudgeClient, JudgeConfig
-from scifig_tasks.core.mmsci import rules as mmsci
-from scifig_tasks.core.plot_twist import rules as pt
 from tests.harness.lmms import served_env
 from tests.harness.openai_server import ChatRequest, Reply
 from tests.harness.scifibench_data import Question, build, write_splits

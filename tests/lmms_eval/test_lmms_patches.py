@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
-from scifig_tasks.commands import main as cli
+from scifig_tasks.commands import eval as cli
 from scifig_tasks.commands.format import error_line
+from scifig_tasks.commands.main import main
 from scifig_tasks.core.provenance import scifig_version
 from scifig_tasks.lmms_eval import patches
 from scifig_tasks.lmms_eval.output_folder import EVALUATION_TRACKER, complete_files
@@ -92,7 +93,7 @@ def snapshot():
 before = snapshot()
 plugin.install = install
 install()
-from scifig_tasks.commands import main as cli
+from scifig_tasks.commands import eval as cli
 from scifig_tasks.lmms_eval import patches
 from scifig_tasks.lmms_eval.output_folder import EVALUATION_TRACKER, complete_files
 from scifig_tasks.lmms_eval.response_cache import installed
@@ -170,7 +171,7 @@ def test_scifig_eval_says_the_version_problem_in_one_line(
     monkeypatch.setattr(EvaluationTracker, "save_results_aggregated", save_results_aggregated)
     monkeypatch.setattr(cli, "tasks_path", lambda: pytest.fail("lmms-eval must not be started"))
 
-    assert cli.main(["eval", "--model", "scifig_chance"]) == 1
+    assert main(["eval", "--model", "scifig_chance"]) == 1
 
     lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     target = "lmms_eval.loggers.evaluation_tracker.EvaluationTracker.save_results_aggregated"

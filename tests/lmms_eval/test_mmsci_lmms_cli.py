@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from scifig_tasks.core.mmsci import rules as mmsci
-from scifig_tasks.core.mmsci.judged_metrics import FACTS_INSTRUCTION, GEVAL_RELEVANCE_CRITERIA, RATING_DEFINITION
+from scifig_tasks.benchmarks.mmsci import rules as mmsci
+from scifig_tasks.benchmarks.mmsci.judged_metrics import FACTS_INSTRUCTION, GEVAL_RELEVANCE_CRITERIA, RATING_DEFINITION
 from tests.harness.mmsci_data import row_of_request
 from tests.harness.mmsci_run import (
     ABSTRACT,

@@ -22,7 +22,7 @@ import pytest
 
 from curation.plot_twist.build import build_plot_twist
 from curation.plot_twist.questions import TITLE_STATEMENTS
-from scifig_tasks.core.plot_twist.source import plot_twist_features
+from scifig_tasks.benchmarks.plot_twist.source import plot_twist_features
 from tests.harness.openai_server import ChatRequest, Reply
 from tests.harness.plot_twist_prompts import API, COGVLM_REFORMAT, OPEN, OPEN_FIGURE_ONLY, PALI_REFORMAT
 

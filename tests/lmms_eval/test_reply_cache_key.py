@@ -15,8 +15,8 @@ import pytest
 from lmms_eval.api.instance import GenerationResult, Instance
 from PIL import ImageFile
 
+from scifig_tasks.benchmarks.grab.tasks.utils import grab_doc_to_messages
 from scifig_tasks.lmms_eval import response_cache
-from scifig_tasks.lmms_eval.grab.utils import grab_doc_to_messages
 from scifig_tasks.lmms_eval.response_cache import ScifigResponseCache, installed, request_digest
 from tests.harness.grab_data import png
 

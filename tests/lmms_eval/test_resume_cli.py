@@ -23,7 +23,7 @@ from lmms_eval.api.instance import GenerationResult, Instance
 from lmms_eval.caching.response_cache import _extract_content_hash, compute_cache_key
 from PIL import Image
 
-from scifig_tasks.commands.main import CACHE_FOLDER, with_default_cache
+from scifig_tasks.commands.eval import CACHE_FOLDER, with_default_cache
 from scifig_tasks.core.errors import CommandError
 from scifig_tasks.lmms_eval.response_cache import RUN_ID, ScifigResponseCache, chunk_size, installed
 from tests.harness.grab_data import Row, question_text, write_parquet

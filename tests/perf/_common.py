@@ -24,7 +24,7 @@ from typing import Any
 import datasets
 import psutil
 
-from scifig_tasks.core.grab.rules import TASKS
+from scifig_tasks.benchmarks.grab.rules import TASKS
 from tests.harness.grab_data import Row, build
 from tests.harness.openai_server import ChatRequest, Policy, Reply
 

@@ -70,7 +70,7 @@ import pyarrow.compute
 from PIL import Image, ImageDraw
 from tqdm import tqdm
 
-from scifig_tasks.core.grab.source import grab_features
+from scifig_tasks.benchmarks.grab.source import grab_features
 from tests.harness.grab_data import Row, question_text
 from tests.harness.lmms import offline_env
 from tests.harness.openai_server import FakeOpenAIServer

@@ -1,7 +1,8 @@
 """How long MMSci's reference-based captioning metrics take on a set the size of a captioning task.
 
 Builds ``--samples`` seeded pairs of ~120-word captions (a reference and a partly paraphrased prediction) and times
-each metric of :mod:`scifig_tasks.core.mmsci.captioning_metrics` once: per-caption BLEU-2/4 and ROUGE, METEOR 1.5 and
+each metric of :mod:`scifig_tasks.benchmarks.mmsci.captioning_metrics` once: per-caption BLEU-2/4 and ROUGE, METEOR 1.5
+and
 CIDEr (the pycocoevalcap jars: PTB tokenisation, then METEOR's java process, which loads its tables first), BERTScore
 with a tiny random BERT (the default roberta-large is not available offline; its cost scales with model size).
 The judged metrics are not timed here: their cost is the judge's (``bench_api_throughput``).
@@ -17,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from scifig_tasks.core.mmsci import captioning_metrics as captioning
+from scifig_tasks.benchmarks.mmsci import captioning_metrics as captioning
 from tests.harness.mmsci_data import TINY_VOCAB, tiny_bert
 
 WORDS = [word for word in TINY_VOCAB if not word.startswith("[")] + [

@@ -1,13 +1,13 @@
 """The import structure's rules, read from the source (every import statement, lazy ones inside functions too):
 
 * ``scifig_tasks`` (the evaluation package, what lmms-eval and VLMEvalKit load) imports nothing of ``curation`` or
-  ``finetune``: those sit above it and find the core by importing it; the core reaches their builders only through
-  the ``scifig.builders`` entry points and the ``curate`` references of the benchmark descriptions
-  (``docs/adding-a-benchmark.md``);
-* ``scifig_tasks.core`` imports nothing of ``scifig_tasks`` outside the core: the rules know no framework;
-* the benchmark packages of the core (``core/grab``, ``core/mmsci``, ``core/plot_twist``, ``core/scifibench``) import
-  none of each other; the shared modules import none of them (:data:`CROSS_BENCHMARK` excepted): a benchmark's
-  facts reach them through the registry (:mod:`scifig_tasks.core.registry`);
+  ``finetune``: those sit above it; the core reaches their builders only through entry points;
+* the kernel (``scifig_tasks.core``) imports nothing of ``scifig_tasks`` outside itself: the rules know no framework
+  and no benchmark;
+* a benchmark package (``scifig_tasks.benchmarks.<name>``) imports only the kernel and its own modules; its two
+  framework parts also the package they are written with (:data:`TOOLKITS`);
+* nothing else in ``scifig_tasks`` imports a benchmark package: the framework adapters, the report and the commands
+  reach every benchmark, built-in or plugin, through the registry (:data:`REACHES_A_BENCHMARK` excepted);
 * the two framework adapters (``scifig_tasks.lmms_eval``, ``scifig_tasks.vlmeval``) import none of each other;
 * no import circle between modules.
 
@@ -22,15 +22,19 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
-from scifig_tasks.core import registry
 from tests.harness.paths import REPO
 
 PACKAGES = ("scifig_tasks", "curation", "finetune")
 CORE = "scifig_tasks.core"
-BENCHMARKS = tuple(registry.benchmarks())
+BENCHMARKS = "scifig_tasks.benchmarks"
 ADAPTERS = ("scifig_tasks.lmms_eval", "scifig_tasks.vlmeval")
-CROSS_BENCHMARK = frozenset({f"{CORE}.clip_baseline"})
-"""Shared core modules that use a benchmark's rules: the CLIP baseline (SciFIBench's option captions)."""
+TOOLKITS = {"vlmeval": "scifig_tasks.vlmeval", "report": "scifig_tasks.report"}
+"""A benchmark's framework parts (module name in its package -> the package it is written with): its VLMEvalKit
+classes and TSV layouts on the dataset base class, its report section on the report's document elements, as a
+plugin's are (docs/adding-a-benchmark.md)."""
+REACHES_A_BENCHMARK = frozenset({"scifig_tasks.lmms_eval.clip_model", "scifig_tasks.moved"})
+"""Modules outside the benchmark packages that name one: the CLIP baseline model (SciFIBench's contrastive rows)
+and the old import paths kept for one release."""
 
 
 def modules(root: Path = REPO) -> dict[str, Path]:
@@ -76,8 +80,15 @@ def _within(module: str, package: str) -> bool:
 
 
 def _benchmark(module: str) -> str | None:
+    """The benchmark package a module belongs to."""
     parts = module.split(".")
-    return parts[2] if len(parts) > 2 and _within(module, CORE) and parts[2] in BENCHMARKS else None
+    return ".".join(parts[:3]) if len(parts) > 2 and _within(module, BENCHMARKS) else None
+
+
+def _part(module: str) -> str:
+    """A benchmark module's name within its package (``vlmeval``, ``report``, ``tasks``, ...)."""
+    parts = module.split(".")
+    return parts[3] if len(parts) > 3 else ""
 
 
 def broken_rules(edges: dict[str, dict[str, int]]) -> list[str]:
@@ -89,12 +100,14 @@ def broken_rules(edges: dict[str, dict[str, int]]) -> list[str]:
             if _within(module, "scifig_tasks") and target.split(".")[0] in ("curation", "finetune"):
                 found.append(f"{where}: scifig_tasks imports no curation or finetune code")
             if _within(module, CORE) and _within(target, "scifig_tasks") and not _within(target, CORE):
-                found.append(f"{where}: the core imports nothing outside the core")
+                found.append(f"{where}: the kernel imports nothing outside the kernel")
             mine, theirs = _benchmark(module), _benchmark(target)
-            if theirs and mine and mine != theirs:
-                found.append(f"{where}: a benchmark's rules import no other benchmark's")
-            if theirs and not mine and _within(module, CORE) and module not in CROSS_BENCHMARK and module != CORE:
-                found.append(f"{where}: a shared core module imports no benchmark's rules")
+            toolkit = TOOLKITS.get(_part(module)) if mine else None
+            below = _within(target, CORE) or (toolkit is not None and _within(target, toolkit))
+            if mine and _within(target, "scifig_tasks") and not below and theirs != mine:
+                found.append(f"{where}: a benchmark imports only the kernel and its own modules")
+            if theirs and not mine and _within(module, "scifig_tasks") and module not in REACHES_A_BENCHMARK:
+                found.append(f"{where}: nothing outside a benchmark's package imports it")
             for adapter in ADAPTERS:
                 other = next(a for a in ADAPTERS if a != adapter)
                 if _within(module, adapter) and _within(target, other):
@@ -153,19 +166,21 @@ def test_no_import_circles() -> None:
 
 
 def test_the_rules_catch_what_they_forbid(tmp_path: Path) -> None:
-    """A tree that breaks each rule once is caught once per rule, and a circle is found."""
+    """A tree that breaks each rule is caught, once per broken edge, and a circle is found."""
     files = {
         "scifig_tasks/__init__.py": "",
         "scifig_tasks/core/__init__.py": "",
-        "scifig_tasks/core/judge.py": "from scifig_tasks.core.grab import rules\n",
-        "scifig_tasks/core/clip_baseline.py": "from scifig_tasks.core.grab import rules\n",
-        "scifig_tasks/core/grab/__init__.py": "",
-        "scifig_tasks/core/grab/rules.py": "import scifig_tasks.core.mmsci.rules\nfrom scifig_tasks.report import x\n",
-        "scifig_tasks/core/mmsci/__init__.py": "",
-        "scifig_tasks/core/mmsci/rules.py": "def f():\n    from curation.grab import build\n",
+        "scifig_tasks/core/judge.py": "from scifig_tasks.report import document\n",
+        "scifig_tasks/benchmarks/__init__.py": "",
+        "scifig_tasks/benchmarks/grab/__init__.py": "",
+        "scifig_tasks/benchmarks/grab/rules.py": "import scifig_tasks.benchmarks.mmsci.rules\n",
+        "scifig_tasks/benchmarks/grab/report.py": "from scifig_tasks.report import document\n",
+        "scifig_tasks/benchmarks/grab/source.py": "from scifig_tasks.report import document\n",
+        "scifig_tasks/benchmarks/mmsci/__init__.py": "",
+        "scifig_tasks/benchmarks/mmsci/rules.py": "def f():\n    from curation.grab import build\n",
         "scifig_tasks/report/__init__.py": "",
-        "scifig_tasks/report/x.py": "from scifig_tasks.report import y\n",
-        "scifig_tasks/report/y.py": "from scifig_tasks.report import x\n",
+        "scifig_tasks/report/document.py": "from scifig_tasks.report import build\n",
+        "scifig_tasks/report/build.py": "import scifig_tasks.report.document\nimport scifig_tasks.benchmarks.grab\n",
         "scifig_tasks/lmms_eval/__init__.py": "",
         "scifig_tasks/lmms_eval/plugin.py": "from scifig_tasks.vlmeval import names\n",
         "scifig_tasks/vlmeval/__init__.py": "",
@@ -173,7 +188,7 @@ def test_the_rules_catch_what_they_forbid(tmp_path: Path) -> None:
         "scifig_tasks/vlmeval/tsv.py": "",
         "curation/__init__.py": "",
         "curation/grab/__init__.py": "",
-        "curation/grab/build.py": "from scifig_tasks.core.grab import rules\n",
+        "curation/grab/build.py": "from scifig_tasks.benchmarks.grab import rules\n",
         "finetune/__init__.py": "",
     }
     for name, text in files.items():
@@ -182,15 +197,16 @@ def test_the_rules_catch_what_they_forbid(tmp_path: Path) -> None:
     edges = graph(tmp_path)
     rules = sorted(line.split(": ", 1)[1] for line in broken_rules(edges))
     assert rules == [
-        "a benchmark's rules import no other benchmark's",
-        "a shared core module imports no benchmark's rules",
+        "a benchmark imports only the kernel and its own modules",  # grab.rules -> mmsci.rules
+        "a benchmark imports only the kernel and its own modules",  # grab.source -> report.document
+        "nothing outside a benchmark's package imports it",  # report.build -> benchmarks.grab
         "scifig_tasks imports no curation or finetune code",
-        "the core imports nothing outside the core",
         "the framework adapters import none of each other",
+        "the kernel imports nothing outside the kernel",
     ]
     assert sorted(circles(edges)) == [
-        ["curation.grab.build", "scifig_tasks.core.grab.rules", "scifig_tasks.core.mmsci.rules"],
-        ["scifig_tasks.report.x", "scifig_tasks.report.y"],
+        ["curation.grab.build", "scifig_tasks.benchmarks.grab.rules", "scifig_tasks.benchmarks.mmsci.rules"],
+        ["scifig_tasks.report.build", "scifig_tasks.report.document"],
     ]
     assert edges["scifig_tasks.vlmeval.names"] == {"scifig_tasks.vlmeval.tsv": 1}  # a module, not its package
 

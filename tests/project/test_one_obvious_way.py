@@ -19,10 +19,10 @@ from typing import Any
 
 import yaml
 
+from scifig_tasks.benchmarks.grab import description as grab
+from scifig_tasks.benchmarks.scifibench import description as scifibench
 from scifig_tasks.core import registry, settings, task_files
 from scifig_tasks.core import scoring_protocol as protocol
-from scifig_tasks.core.grab import benchmark as grab
-from scifig_tasks.core.scifibench import benchmark as scifibench
 from tests.harness.paths import REPO
 
 VARIABLE = re.compile(r"\bSCIFIG_[A-Z0-9_]*[A-Z0-9]\b")
@@ -41,7 +41,7 @@ _Loader.add_constructor("!function", lambda loader, node: str(loader.construct_s
 def task_configs(root: Path = REPO) -> dict[str, dict[str, Any]]:
     """Every task and group of the lmms-eval folders under ``root``, by name, with its YAML (includes not merged)."""
     configs: dict[str, dict[str, Any]] = {}
-    for path in sorted((root / "scifig_tasks" / "lmms_eval").glob("*/*.yaml")):
+    for path in sorted((root / "scifig_tasks" / "benchmarks").glob("*/tasks/*.yaml")):
         config = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader) or {}
         name = config.get("task") if isinstance(config.get("task"), str) else config.get("group")
         if name:
@@ -79,7 +79,7 @@ def protocol_switches(root: Path = REPO) -> dict[str, bool]:
     module = next(path for path in (core / "scoring_protocol.py", core / "protocol.py") if path.is_file())  # 0.2.1
     code = module.read_text(encoding="utf-8")
     deprecated_variables = "deprecated" in code.lower() and "SCIFIG_PROTOCOL" in code
-    grab_utils = (root / "scifig_tasks" / "lmms_eval" / "grab" / "utils.py").read_text(encoding="utf-8")
+    grab_utils = (root / "scifig_tasks" / "benchmarks" / "grab" / "tasks" / "utils.py").read_text(encoding="utf-8")
     switches = {
         "task name": any(name.endswith(("_paper", "_open", "_open_pali")) for name in configs),
         "environment variable": "SCIFIG_PROTOCOL" in code,

@@ -45,11 +45,11 @@ def test_wheel_ships_tasks_templates_presets_and_entry_points(wheel: Path) -> No
     names = set(zipfile.ZipFile(wheel).namelist())
     task_files = {
         path.relative_to(REPO).as_posix()
-        for path in (REPO / "scifig_tasks" / "lmms_eval").rglob("*")
+        for path in (REPO / "scifig_tasks" / "benchmarks").glob("*/tasks/*")
         if path.is_file() and path.suffix in {".yaml", ".py", ".md", ""} and "__pycache__" not in path.parts
     }
     assert task_files and task_files <= names, task_files - names
-    assert "scifig_tasks/lmms_eval/grab/_default_template_yaml" in names
+    assert "scifig_tasks/benchmarks/grab/tasks/_default_template_yaml" in names
     assert "scifig_model_configs/judges/gpt-4o-mini.yaml" in names
     assert "scifig_tasks/data/clip/scifig_tiny_clip.json" in names
     assert {f"scifig_tasks/report/templates/samples.{kind}" for kind in ("html", "css", "js")} <= names
@@ -59,7 +59,7 @@ def test_wheel_ships_tasks_templates_presets_and_entry_points(wheel: Path) -> No
     assert "scifig = scifig_tasks.commands.main:main" in text
     assert "plot_twist_default_data = curation.plot_twist.default:ensure_default_data" in text
     assert "[scifig.curate]" not in text  # scifig curate reads each benchmark description's `curate` field
-    assert "scifig_tasks/lmms_eval/mmsci/_caption_template_yaml" in names
+    assert "scifig_tasks/benchmarks/mmsci/tasks/_caption_template_yaml" in names
 
 
 MACHINE_PATH = re.compile(r"(?<![\w.])/(?:work|home|root|tmp|Users)/[\w.-]+")

@@ -13,11 +13,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from scifig_tasks.core.mmsci import rules as mmsci
+from scifig_tasks.benchmarks.mmsci import rules as mmsci
+from scifig_tasks.benchmarks.plot_twist import rules as plot_twist
+from scifig_tasks.benchmarks.scifibench import rules as scifibench
 from scifig_tasks.core.multiple_choice import Resolution
-from scifig_tasks.core.plot_twist import rules as plot_twist
 from scifig_tasks.core.provenance import KEY
-from scifig_tasks.core.scifibench import rules as scifibench
 
 LETTERS = "ABCD"
 

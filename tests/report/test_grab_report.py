@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from scifig_tasks.core.grab import rules as grab
+from scifig_tasks.benchmarks.grab import rules as grab
+from scifig_tasks.benchmarks.grab.report import section
 from scifig_tasks.report.document import Table
-from scifig_tasks.report.grab import section
 from scifig_tasks.report.runs import Run
 from tests.harness.grab_data import EQUATION_QUESTION as EQUATION
 from tests.harness.grab_data import INTEGER

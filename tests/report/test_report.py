@@ -26,8 +26,8 @@ from PIL import Image
 from scipy.stats import binomtest
 
 from curation.plot_twist.build import build_plot_twist
-from scifig_tasks.core.mmsci import rules as mmsci
-from scifig_tasks.core.mmsci.source import mmsci_captioning_features, mmsci_mcq_features
+from scifig_tasks.benchmarks.mmsci import rules as mmsci
+from scifig_tasks.benchmarks.mmsci.source import mmsci_captioning_features, mmsci_mcq_features
 from tests.harness.grab_data import Row, write_parquet
 from tests.harness.lmms import CliRun, offline_env, run
 from tests.harness.openai_server import ChatRequest, FakeOpenAIServer, Reply

@@ -20,7 +20,7 @@ import datasets
 import pytest
 from PIL import Image
 
-from scifig_tasks.core.grab import rules as grab
+from scifig_tasks.benchmarks.grab import rules as grab
 from scifig_tasks.report.build import build_report
 from scifig_tasks.report.coverage import coverage, coverage_note
 from scifig_tasks.report.document import Details, Section, Table, to_html, to_markdown

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from scipy.stats import binomtest
 
-from scifig_tasks.core.grab import rules as grab
+from scifig_tasks.benchmarks.grab import rules as grab
 from scifig_tasks.core.provenance import NOT_RECORDED
 from scifig_tasks.report.build import build_report
 

@@ -33,8 +33,8 @@ from typing import Any
 
 import pytest
 
+from scifig_tasks.benchmarks.mmsci.judged_metrics import FACTS_INSTRUCTION, GEVAL_RELEVANCE_CRITERIA, RATING_DEFINITION
 from scifig_tasks.core import registry, task_files, task_yaml
-from scifig_tasks.core.mmsci.judged_metrics import FACTS_INSTRUCTION, GEVAL_RELEVANCE_CRITERIA, RATING_DEFINITION
 from scifig_tasks.core.run_files import read_jsonl
 from scifig_tasks.vlmeval import names
 from tests.harness.openai_server import ChatRequest
@@ -136,7 +136,7 @@ def more_data(benchmark: str, root: Path, settings: Mapping[str, str]) -> dict[s
         path, _ = write_chartqa(rows, root / "chartqa.parquet")
         return {"SCIFIG_PLOT_TWIST_CHARTQA_DATA": str(path)}
     if benchmark == "mmsci":
-        from scifig_tasks.core.mmsci import rules as mmsci
+        from scifig_tasks.benchmarks.mmsci import rules as mmsci
         from tests.harness import mmsci_data
 
         questions = [mmsci_data.Mcq(setting, "B") for setting in mmsci.SETTINGS]

@@ -13,7 +13,7 @@ from PIL import Image
 
 from tests.harness.plot_twist_prompts import API
 
-datasets_module = pytest.importorskip("scifig_tasks.vlmeval.datasets")
+datasets_module = pytest.importorskip("scifig_tasks.benchmarks.plot_twist.vlmeval")
 
 QUESTION = "How many bars are in the figure?"
 

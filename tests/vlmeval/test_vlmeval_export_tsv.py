@@ -15,7 +15,7 @@ import datasets
 import pytest
 from PIL import Image
 
-from scifig_tasks.core.plot_twist.source import plot_twist_features
+from scifig_tasks.benchmarks.plot_twist.source import plot_twist_features
 from tests.harness.bad_images import broken_stream
 from tests.harness.grab_data import ONE_DP, Row, records, write_parquet, write_records
 from tests.harness.lmms import offline_env

@@ -16,7 +16,7 @@ from pathlib import Path
 import datasets
 from PIL import Image
 
-from scifig_tasks.core.mmsci.judged_metrics import FACTS_INSTRUCTION, GEVAL_RELEVANCE_CRITERIA, RATING_DEFINITION
+from scifig_tasks.benchmarks.mmsci.judged_metrics import FACTS_INSTRUCTION, GEVAL_RELEVANCE_CRITERIA, RATING_DEFINITION
 from scifig_tasks.report.build import build_report
 from tests.harness.mmsci_data import CAPTION_FEATURES, MCQ_FEATURES, Caption, Mcq, caption_row, mcq_row, tiny_bert
 from tests.harness.mmsci_run import JUDGE_LETTERS, REFERENCES  # the same judge letters and reference captions

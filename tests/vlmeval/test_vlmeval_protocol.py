@@ -11,8 +11,8 @@ import pytest
 
 from scifig_tasks.core import scoring_protocol as protocol
 
-datasets_module = pytest.importorskip("scifig_tasks.vlmeval.datasets")
-mmsci_module = pytest.importorskip("scifig_tasks.vlmeval.mmsci")
+scifibench_module = pytest.importorskip("scifig_tasks.benchmarks.scifibench.vlmeval")
+mmsci_module = pytest.importorskip("scifig_tasks.benchmarks.mmsci.vlmeval")
 
 MCQ_LINE = {
     "index": "0",
@@ -63,7 +63,7 @@ def test_the_name_chooses_the_protocol() -> None:
     assert "protocol" not in caption.score(CAPTION_LINE, "A caption.")
     record = caption_paper.score(CAPTION_LINE, "A caption.")
     assert (record["protocol"], record["predictions"]) == ("paper", ["A caption."])
-    scifibench = datasets_module.SciFigSciFIBench
+    scifibench = scifibench_module.SciFigSciFIBench
     named = {name: instance(scifibench, name).protocol() for name in scifibench.NAMES}
     assert named == {name: "paper" if name.endswith("_paper") else "default" for name in scifibench.NAMES}
 

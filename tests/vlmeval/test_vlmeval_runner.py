@@ -22,7 +22,7 @@ from pathlib import Path
 import datasets
 from PIL import Image
 
-from scifig_tasks.core.plot_twist.source import plot_twist_features
+from scifig_tasks.benchmarks.plot_twist.source import plot_twist_features
 from tests.harness.grab_data import ONE_DP, Row, write_parquet
 from tests.harness.openai_server import ChatRequest, Reply
 from tests.harness.plot_twist_prompts import API as PLOT_TWIST_API_PROMPT

@@ -7,8 +7,8 @@ import re
 import pytest
 from scipy.stats import binomtest
 
+from scifig_tasks.benchmarks.grab import rules as grab
 from scifig_tasks.core import chance
-from scifig_tasks.core.grab import rules as grab
 from scifig_tasks.core.stats import Tally, wilson_interval
 from tests.harness.paths import REPO
 
@@ -201,7 +201,7 @@ def test_chance_picks_option_letters_uniformly() -> None:
 
 
 def test_chance_reads_mmsci_option_lines() -> None:
-    from scifig_tasks.core.mmsci import rules as mmsci
+    from scifig_tasks.benchmarks.mmsci import rules as mmsci
 
     prompt = mmsci.mcq_prompt(mmsci.FIG2CAP_QUESTION, ["Title one", "Title two", "Title three", "Title four"])
     assert chance.option_letters(prompt) == ["A", "B", "C", "D"]
@@ -213,9 +213,9 @@ def test_task_yaml_and_core_name_the_same_published_data() -> None:
 
     import yaml
 
-    from scifig_tasks.core.grab.source import GRAB, grab_features
+    from scifig_tasks.benchmarks.grab.source import GRAB, grab_features
 
-    template = REPO / "scifig_tasks" / "lmms_eval" / "grab" / "_default_template_yaml"
+    template = REPO / "scifig_tasks" / "benchmarks" / "grab" / "tasks" / "_default_template_yaml"
     text = "\n".join(line for line in template.read_text().splitlines() if "!function" not in line)
     config = yaml.safe_load(text)
     assert (config["dataset_path"], config["test_split"]) == (GRAB.hub_path, GRAB.default_split)
@@ -226,7 +226,7 @@ def test_task_yaml_and_core_name_the_same_published_data() -> None:
 def test_lmms_eval_hooks_put_text_first_and_switch_to_the_appendix_wording() -> None:
     from PIL import Image
 
-    from scifig_tasks.lmms_eval.grab import utils
+    from scifig_tasks.benchmarks.grab.tasks import utils
 
     doc = {"question": "Q?", "decoded_image": Image.new("RGB", (4, 3), (255, 255, 255))}
     (message,) = utils.grab_doc_to_messages(doc)

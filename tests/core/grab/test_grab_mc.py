@@ -11,8 +11,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from curation.grab.plan import cached_plan
-from scifig_tasks.core.grab.answers import matches_format
-from scifig_tasks.core.grab.multiple_choice import MAX_STEPS, breakdown, mc_options, mc_prompt, sample_record, score_mc
+from scifig_tasks.benchmarks.grab.answers import matches_format
+from scifig_tasks.benchmarks.grab.multiple_choice import (
+    MAX_STEPS,
+    breakdown,
+    mc_options,
+    mc_prompt,
+    sample_record,
+    score_mc,
+)
 
 GRADIENT = "What is the value of the gradient of the function? Give your answer as an integer."
 SERIES = "How many series are shown in the figure? Give your answer as an integer."

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from scifig_tasks.core.mmsci import captioning_metrics as captioning
+from scifig_tasks.benchmarks.mmsci import captioning_metrics as captioning
 from scifig_tasks.lmms_eval import TASKS_DIR
 from tests.harness.mmsci_data import tiny_bert
 

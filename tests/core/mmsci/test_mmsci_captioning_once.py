@@ -1,5 +1,6 @@
 """MMSci captioning metrics are computed once per distinct set of records: each lmms-eval metric's aggregation asks
-:func:`scifig_tasks.core.mmsci.captioning_metrics.evaluate` for its own value, and only the first call asks the judge;
+:func:`scifig_tasks.benchmarks.mmsci.captioning_metrics.evaluate` for its own value, and only the first call asks the
+judge;
 other records or another judge are computed afresh."""
 
 from __future__ import annotations
@@ -8,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from scifig_tasks.benchmarks.mmsci import captioning_metrics as captioning
 from scifig_tasks.core.judge import JudgeConfig, JudgeResult
-from scifig_tasks.core.mmsci import captioning_metrics as captioning
 
 
 class Recording:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from scifig_tasks.benchmarks.mmsci import judged_metrics as judged
 from scifig_tasks.core.judge import JudgeClient, JudgeConfig, get_judge
-from scifig_tasks.core.mmsci import judged_metrics as judged
 from tests.harness.openai_server import ChatRequest, Reply
 
 
@@ -157,7 +157,7 @@ def test_all_judge_calls_failing_leaves_the_metrics_unavailable(tmp_path: Path, 
 
 @pytest.mark.slow
 def test_task_evaluation_judges_only_the_seeded_subset(tmp_path: Path, openai_server, monkeypatch) -> None:
-    from scifig_tasks.core.mmsci import captioning_metrics as mmsci_captioning
+    from scifig_tasks.benchmarks.mmsci import captioning_metrics as mmsci_captioning
 
     monkeypatch.setattr(mmsci_captioning.shutil, "which", lambda name: None)  # no java: METEOR / CIDEr unavailable
     server = openai_server(judge_policy)

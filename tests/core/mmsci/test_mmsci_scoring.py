@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from scifig_tasks.benchmarks.mmsci import rules as mmsci
+from scifig_tasks.benchmarks.mmsci.source import MMSCI_CAPTIONING, MMSCI_MCQ
 from scifig_tasks.core import multiple_choice as mcq
 from scifig_tasks.core.data import load_benchmark
 from scifig_tasks.core.errors import DataError
-from scifig_tasks.core.mmsci import rules as mmsci
-from scifig_tasks.core.mmsci.source import MMSCI_CAPTIONING, MMSCI_MCQ
 from tests.harness.mmsci_data import Caption, Mcq, mcq_row, write
 
 OPTIONS = ["Raman spectra at 0 GPa.", "Crystal structure of TiS3.", "SEM image of the flakes.", "XRD pattern."]
@@ -210,7 +210,7 @@ def test_judge_use_is_flagged() -> None:
 
 
 def test_sources_check_exactly_the_columns_the_features_define() -> None:
-    from scifig_tasks.core.mmsci.source import (
+    from scifig_tasks.benchmarks.mmsci.source import (
         MMSCI_CAPTIONING,
         MMSCI_MCQ,
         mmsci_captioning_features,

@@ -18,9 +18,9 @@ import pytest
 from PIL import Image
 
 from curation.plot_twist import default
+from scifig_tasks.benchmarks.plot_twist.source import PLOT_TWIST, PLOT_TWIST_CHARTQA, plot_twist_features
 from scifig_tasks.core.data import load_benchmark, registered_default_data
 from scifig_tasks.core.errors import ConfigError, DataError
-from scifig_tasks.core.plot_twist.source import PLOT_TWIST, PLOT_TWIST_CHARTQA, plot_twist_features
 from tests.harness.paths import REPO
 
 
@@ -54,7 +54,7 @@ def write(records: list[dict], path: Path, drop_variant: bool = False) -> Path:
 
 
 def test_local_file_loads_and_a_file_without_variant_is_all_base(tmp_path: Path, monkeypatch) -> None:
-    from scifig_tasks.lmms_eval.plot_twist import utils
+    from scifig_tasks.benchmarks.plot_twist.tasks import utils
 
     monkeypatch.setenv("SCIFIG_PLOT_TWIST_DATA", str(write(rows(), tmp_path / "any.parquet")))
     assert load_benchmark(PLOT_TWIST)["variant"] == ["base", "base", "marker_x"]

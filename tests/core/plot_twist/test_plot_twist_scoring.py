@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from scifig_tasks.benchmarks.plot_twist import rules as pt
 from scifig_tasks.core.judge import JudgeResult
-from scifig_tasks.core.plot_twist import rules as pt
 from tests.harness.plot_twist_prompts import API, COGVLM_REFORMAT, PALI_REFORMAT
 
 SENTENCE = "The answer is {}. I hope the answer is correct."

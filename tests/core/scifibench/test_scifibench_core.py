@@ -1,10 +1,11 @@
-"""SciFIBench rules in scifig_tasks.core.scifibench.rules: prompt texts, caption extraction, alignment augmentation."""
+"""SciFIBench rules in scifig_tasks.benchmarks.scifibench.rules: prompt texts, caption extraction, alignment
+augmentation."""
 
 from __future__ import annotations
 
 import pytest
 
-from scifig_tasks.core.scifibench import rules as scifibench
+from scifig_tasks.benchmarks.scifibench import rules as scifibench
 
 OPTIONS = ["A) first caption .", "B)  second caption .", "C) third .", "D) fourth .", "E) fifth ."]
 

@@ -1,0 +1,194 @@
+"""GRAB section (Roberts et al. 2024): accuracy overall and per task (Table 3), per category (Table 4), per
+precision class as the paper counts them (Table 1: integer — list and equation questions included —, 1 d.p.,
+nearest 10; the finer answer formats beside them), and accuracy against complexity 0-9 with 95% Wilson
+intervals (Fig. 6), from the ``accuracy`` and ``breakdown`` metrics of the ``grab`` tasks (exact match) and, when
+run, ``grab_llm_extract`` and ``grab_properties_mc``; a VLMEvalKit run (one dataset for the whole group) gets its
+complexity curves from its scored records. Published rows: ``references.yaml`` (overall, properties). This module
+is GRAB's ``report.section``; its published sizes and tasks are read from GRAB's description.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from scifig_tasks.benchmarks.grab import description as described
+from scifig_tasks.core.stats import Tally
+from scifig_tasks.report import figures
+from scifig_tasks.report.coverage import coverage, coverage_note
+from scifig_tasks.report.document import Figure, Note, Section, Table, percent_ci
+from scifig_tasks.report.references import citations_note, ref_cell, references
+from scifig_tasks.report.runs import Run
+from scifig_tasks.report.summary import judge_model, judge_words
+
+TASKS = {"properties": "Properties", "function": "Functions", "series": "Series", "transform": "Transforms"}
+SUBTASKS = dict(zip(described.TASK_QUESTIONS, described.SUBTASKS, strict=True))
+"""Published task name -> its lmms-eval task (GRAB's description, :mod:`scifig_tasks.benchmarks.grab.description`)."""
+DIMENSIONS = (
+    ("category", "per category"),
+    ("precision", "per precision class (paper Table 1: integer, 1 d.p., nearest 10)"),
+    ("answer_format", "per answer format (integer, 1dp, nearest10, list, equation)"),
+)
+VARIANTS = {
+    "grab": ("exact match", ""),
+    "grab_llm_extract": ("LLM extraction, then exact match (the paper's protocol, §4.5)", "_llm_extract"),
+}
+
+
+def _overall(breakdown: dict[str, Any] | None) -> dict[str, Any] | None:
+    return None if not isinstance(breakdown, dict) else breakdown.get("overall", {}).get("all")
+
+
+def _cell(cell: dict[str, Any] | None) -> str:
+    return "-" if cell is None else percent_ci(cell["accuracy"], cell["ci95"])
+
+
+def _task_cell(run: Run, group: str, suffix: str, task: str) -> dict[str, Any] | None:
+    """A task's cell: from its own subtask, else from the group's per-task breakdown."""
+    own = _overall(run.metric(SUBTASKS[task] + suffix, "breakdown"))
+    if own is not None:
+        return own
+    breakdown = run.metric(group, "breakdown")
+    return breakdown.get("task", {}).get(task) if isinstance(breakdown, dict) else None
+
+
+def section(runs: list[Run], figdir: Path) -> Section | None:
+    present = [group for group in VARIANTS if any(run.has(group) for run in runs)]
+    with_mc = [run for run in runs if run.has("grab_properties_mc")]
+    if not present and not with_mc:
+        return None
+    out = Section("GRAB")
+    refs = references("grab")
+    for group in present:
+        label, suffix = VARIANTS[group]
+        rows = []
+        for run in (r for r in runs if r.has(group)):
+            breakdown = run.metric(group, "breakdown")
+            overall = _overall(breakdown)
+            cells = [_cell(_task_cell(run, group, suffix, task)) for task in TASKS]
+            rows.append([run.model, str(overall["n"]) if overall else "-", _cell(overall), *cells])
+        if group == "grab" and refs:
+            rows += [[ref.label(), "-", ref_cell(ref, "overall"), *(ref_cell(ref, t) for t in TASKS)] for ref in refs]
+            covered = [
+                (run.model, coverage(run, "grab", group, (_overall(run.metric(group, "breakdown")) or {}).get("n")))
+                for run in runs
+                if run.has(group)
+            ]
+            if (note := coverage_note("grab", covered)) is not None:
+                out.blocks.append(note)
+        header = ["model", "n", "overall", *TASKS.values()]
+        out.blocks.append(Table(f"GRAB accuracy (%, 95% Wilson interval), {label}", header, rows))
+    if refs and "grab" in present:
+        out.blocks.append(Note(citations_note(refs)))
+
+    main = "grab" if "grab" in present else (present[0] if present else None)
+    if main is not None:
+        runs_main = [run for run in runs if run.has(main)]
+        breakdowns = [run.metric(main, "breakdown") or {} for run in runs_main]  # a hand-made results file may lack it
+        for dimension, title in DIMENSIONS:
+            keys = list(dict.fromkeys(k for breakdown in breakdowns for k in breakdown.get(dimension, {})))
+            if not keys:
+                continue
+            rows = [[key, *(_cell(breakdown.get(dimension, {}).get(key)) for breakdown in breakdowns)] for key in keys]
+            out.blocks.append(
+                Table(
+                    f"GRAB {title} (%, 95% Wilson interval), {VARIANTS[main][0]}",
+                    [dimension, *(r.model for r in runs_main)],
+                    rows,
+                )
+            )
+        out.blocks.append(
+            Figure(
+                _bars(runs_main, main, figdir),
+                "GRAB accuracy per task and per category (error bars: 95% Wilson intervals).",
+            )
+        )
+        complexity = _complexity_figure(runs_main, main, VARIANTS[main][1], figdir)
+        if complexity is not None:
+            out.blocks.append(
+                Figure(
+                    complexity,
+                    "GRAB accuracy against complexity (shaded: 95% Wilson interval), as in the paper's Fig. 6.",
+                )
+            )
+        out.blocks.append(_flags(runs_main, main))
+
+    if with_mc:
+        rows = []
+        for run in with_mc:
+            breakdown = run.metric("grab_properties_mc", "breakdown")
+            resolution = (breakdown.get("flags", {}) or {}).get("resolution", {})
+            flags = ", ".join(f"{k} {v}" for k, v in sorted(resolution.items())) or "-"
+            rows.append([run.model, _cell(_overall(breakdown)), flags])
+        out.blocks.append(
+            Table(
+                "GRAB properties, multiple-choice ablation (%, chance 20%)",
+                ["model", "accuracy", "answers resolved"],
+                rows,
+            )
+        )
+    return out
+
+
+def _bars(runs: list[Run], group: str, figdir: Path) -> str:
+    panels: dict[str, dict[str, dict[str, Any]]] = {"per task": {}, "per category": {}}
+    for run in runs:
+        breakdown = run.metric(group, "breakdown")
+        for title, dimension in (("per task", "task"), ("per category", "category")):
+            cells = breakdown.get(dimension, {})
+            keys = [k for k in TASKS if k in cells] + [k for k in cells if k not in TASKS]
+            panels[title][run.model] = {
+                TASKS.get(key, key): (cells[key]["accuracy"], tuple(cells[key]["ci95"])) for key in keys
+            }
+    return figures.grouped_bars(figdir / f"{group}_bars.png", panels).name
+
+
+def _complexity_of(run: Run, group: str, suffix: str, task: str) -> dict[str, Any]:
+    """One task's accuracy per complexity level: from its subtask's breakdown (lmms-eval logs one per task), else
+    tallied from the group's scored records (a VLMEvalKit run: one dataset for the whole group, its records carry
+    ``task``, ``complexity`` and ``correct``)."""
+    breakdown = run.metric(SUBTASKS[task] + suffix, "breakdown")
+    if isinstance(breakdown, dict):
+        return breakdown.get("complexity", {})
+    tally = Tally()
+    for sample in run.samples.get(group, []):
+        record = sample.get("breakdown")
+        if isinstance(record, dict) and record.get("task") == task and record.get("complexity") is not None:
+            tally.add(bool(record.get("correct")), {"complexity": record["complexity"]})
+    return tally.to_dict().get("complexity", {}) if tally.counts else {}
+
+
+def _complexity_figure(runs: list[Run], group: str, suffix: str, figdir: Path) -> str | None:
+    """Panels per task with complexity levels (function, series, transform); properties are all level 0."""
+    panels: dict[str, dict[str, dict[int, Any]]] = {}
+    for task in ("function", "series", "transform"):
+        for run in runs:
+            levels = {
+                int(level): (cell["accuracy"], tuple(cell["ci95"]))
+                for level, cell in _complexity_of(run, group, suffix, task).items()
+            }
+            if levels:
+                panels.setdefault(TASKS[task], {})[run.model] = levels
+    if not panels:
+        return None
+    return figures.accuracy_vs_level(figdir / f"{group}_complexity.png", panels).name
+
+
+def _flags(runs: list[Run], group: str) -> Table:
+    rows = []
+    for run in runs:
+        flags = run.metric(group, "breakdown").get("flags", {})
+        status = flags.get("output_status", {})
+        judge = flags.get("judge", {})
+        rows.append(
+            [
+                run.model,
+                str(status.get("ok", 0)),
+                str(status.get("empty", 0)),
+                str(status.get("request_failed", 0)),
+                judge_words(judge, None, judge_model(run, group)) if judge else "-",
+            ]
+        )
+    return Table(
+        "GRAB outputs (counted wrong when empty or failed)", ["model", "ok", "empty", "request failed", "judge"], rows
+    )

@@ -1,0 +1,53 @@
+"""GRAB in VLMEvalKit: its TSV layout and its dataset class, over the same rules as the lmms-eval tasks."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from scifig_tasks.benchmarks.grab import rules as grab
+from scifig_tasks.core.judged_hooks import JudgeRequired
+from scifig_tasks.vlmeval.datasets import Message, SciFigDataset, served
+from scifig_tasks.vlmeval.tsv_layout import INT, Field, TsvFormat
+
+TSV_LAYOUT = TsvFormat(
+    "decoded_image",
+    (
+        Field("question"),
+        Field("answer"),
+        Field("pid", INT),
+        Field("task"),
+        Field("category"),
+        Field("complexity", INT),
+        Field("source_image", key="image"),  # the published image file name; the pixels are in ``image``
+    ),
+)
+
+
+class SciFigGRAB(SciFigDataset):
+    """GRAB (all four tasks): the README prompt, text then image (the README's chat message), exact match, breakdown
+    per task/category/complexity/precision. ``grab_llm_extract`` (option ``llm_extract``) is the paper's ablation
+    protocol: the judge extracts the answer with the paper's prompt, then the same exact match; it refuses to start
+    without a judge (``SCIFIG_JUDGE_*``, or VLMEvalKit's ``--judge`` options)."""
+
+    NAMES = served("grab", lambda dataset: True)
+    BENCHMARK = "grab"
+
+    def build_prompt(self, line: int | Mapping[str, Any]) -> Message:
+        line = self._row(line)
+        text = {"type": "text", "value": grab.build_prompt(line["question"])}
+        return [text, *({"type": "image", "value": path} for path in self.dump_image(line))]
+
+    def score(self, line: Mapping[str, Any], reply: str | None) -> dict[str, Any]:
+        doc, llm_extract = self.doc(line), bool(self.options.get("llm_extract", False))
+        if llm_extract and self.judge is None:
+            raise RuntimeError(JudgeRequired([self.dataset_name]).sentence)
+        score = grab.score_doc(doc, reply, self.judge if llm_extract else None, llm_extract=llm_extract)
+        return grab.sample_record(doc, score)
+
+    def summarise(self, records: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
+        table = grab.breakdown(records)
+        correct = sum(record["correct"] for record in records)
+        metrics = {"accuracy": correct / len(records), "n": len(records), "correct": correct}
+        metrics |= {f"task={key}": cell["accuracy"] for key, cell in table.get("task", {}).items()}
+        return metrics, table

@@ -1,0 +1,172 @@
+"""MMSci task hooks for lmms-eval: thin adapters over :mod:`scifig_tasks.benchmarks.mmsci.rules`,
+:mod:`scifig_tasks.core.multiple_choice` (answer resolution), :mod:`..captioning_metrics` and
+:mod:`scifig_tasks.benchmarks.mmsci.judged_metrics` (captioning metrics).
+
+Task options (the ``default`` entry of each YAML's ``lmms_eval_specific_kwargs``, :mod:`scifig_tasks.core.task_files`):
+``prompt_variant`` (multiple choice: ``standard`` | ``reasoning``; captioning: ``image_only`` | ``with_abstract``),
+``abstract_word_budget`` (the with-abstract captioning tasks) and ``protocol`` (``default`` | ``paper``, bound to the
+scoring hook the YAML names, :mod:`scifig_tasks.core.task_options`). The ``*_paper`` tasks score with the authors'
+setting (:mod:`scifig_tasks.core.scoring_protocol`): ``mmsci_paper`` reads answers as their code does; the captioning
+ones sample 3 captions per figure (``repeats: 3``) and mark their records ``protocol: paper``
+(:mod:`..captioning_metrics`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import datasets
+from PIL import Image
+
+from scifig_tasks.benchmarks.mmsci import captioning_metrics as mmsci_captioning
+from scifig_tasks.benchmarks.mmsci import rules as mmsci
+from scifig_tasks.core.images import for_upload, to_rgb
+from scifig_tasks.core.judge.client import get_judge
+from scifig_tasks.core.judged_hooks import asks_judge
+from scifig_tasks.core.scoring_protocol import Protocol, in_force
+from scifig_tasks.core.task_options import bind
+
+Kwargs = dict[str, Any] | None
+
+# --- multiple choice -------------------------------------------------------------------------------------------------
+
+
+def _setting_docs(setting: str, dataset: datasets.Dataset) -> datasets.Dataset:
+    return dataset.filter(lambda value: value == setting, input_columns="setting")
+
+
+def mmsci_fig2cap_docs(dataset: datasets.Dataset) -> datasets.Dataset:
+    return _setting_docs("fig2cap", dataset)
+
+
+def mmsci_subfig2cap_docs(dataset: datasets.Dataset) -> datasets.Dataset:
+    return _setting_docs("subfig2cap", dataset)
+
+
+def mmsci_subcap2fig_docs(dataset: datasets.Dataset) -> datasets.Dataset:
+    return _setting_docs("subcap2fig", dataset)
+
+
+def mmsci_doc_to_visual(doc: dict[str, Any]) -> list[Image.Image]:
+    return [to_rgb(doc["image"])]
+
+
+def mmsci_mcq_doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: Kwargs = None) -> str:
+    variant = (lmms_eval_specific_kwargs or {}).get("prompt_variant", "standard")
+    return mmsci.mcq_prompt(doc["question"], doc["options"], variant)
+
+
+def mmsci_mcq_doc_to_messages(doc: dict[str, Any], lmms_eval_specific_kwargs: Kwargs = None) -> list[dict[str, Any]]:
+    content = [{"type": "image", "url": for_upload(doc["image"])}]
+    content.append({"type": "text", "text": mmsci_mcq_doc_to_text(doc, lmms_eval_specific_kwargs)})
+    return [{"role": "user", "content": content}]
+
+
+@asks_judge("audited")
+def _mcq_process_results(doc: dict[str, Any], results: list[str | None], *, protocol: Protocol) -> dict[str, Any]:
+    resolution = mmsci.resolve_answer(doc, results[0], get_judge(), in_force("mmsci", protocol))
+    record = mmsci.sample_record(doc, resolution)
+    return {"accuracy": float(record["correct"]), "breakdown": record}
+
+
+mmsci_mcq_process_results = bind(_mcq_process_results, protocol="default")
+mmsci_mcq_paper_process_results = asks_judge("audited", required=True)(bind(_mcq_process_results, protocol="paper"))
+
+
+def mmsci_breakdown(records: list[dict[str, Any]]) -> dict[str, Any]:
+    return mmsci.breakdown(records, get_judge())
+
+
+def mmsci_breakdown_group(
+    parts: list[dict[str, Any]], sizes: list[int], weight_by_size: bool = False
+) -> dict[str, Any]:
+    return mmsci.merge_breakdowns(parts)
+
+
+# --- captioning ------------------------------------------------------------------------------------------------------
+
+
+def mmsci_caption_doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: Kwargs = None) -> str:
+    """The captioning prompt the task's ``prompt_variant`` names (:func:`..rules.task_caption_prompt`)."""
+    return mmsci.task_caption_prompt(doc, lmms_eval_specific_kwargs or {})
+
+
+def mmsci_caption_doc_to_messages(doc: dict[str, Any], lmms_eval_specific_kwargs: Kwargs = None) -> list[dict]:
+    text = mmsci_caption_doc_to_text(doc, lmms_eval_specific_kwargs)
+    content = [{"type": "image", "url": for_upload(doc["image"])}, {"type": "text", "text": text}]
+    return [{"role": "user", "content": content}]
+
+
+CAPTION_METRICS = mmsci_captioning.CAPTION_METRICS
+
+
+@asks_judge("at_aggregation")
+def _caption_process_results(doc: dict[str, Any], results: list[Any], *, protocol: Protocol) -> dict[str, Any]:
+    """One caption (``default``), or under ``paper`` the k sampled captions (``repeats`` + ``take_first_k``; lmms-eval
+    hands the one request's k filtered responses over as ``results``), scored with the paper setting."""
+    if protocol == "paper":
+        captions = [caption for item in results for caption in (item if isinstance(item, list | tuple) else [item])]
+        record = mmsci.caption_record(doc, captions[0], captions)
+    else:
+        record = mmsci.caption_record(doc, results[0])
+    return {name: record for name in (*CAPTION_METRICS, "caption_report")}
+
+
+mmsci_caption_process_results = bind(_caption_process_results, protocol="default")
+mmsci_caption_paper_process_results = bind(_caption_process_results, protocol="paper")
+
+
+def _value(name: str, records: list[dict[str, Any]]) -> float | None:
+    return mmsci_captioning.evaluate(records, judge=get_judge())["values"][name]
+
+
+def mmsci_bleu2(records: list[dict[str, Any]]) -> float | None:
+    return _value("bleu2", records)
+
+
+def mmsci_bleu4(records: list[dict[str, Any]]) -> float | None:
+    return _value("bleu4", records)
+
+
+def mmsci_cumulative_bleu_2(records: list[dict[str, Any]]) -> float | None:
+    return _value("cumulative_bleu_2", records)
+
+
+def mmsci_cumulative_bleu_4(records: list[dict[str, Any]]) -> float | None:
+    return _value("cumulative_bleu_4", records)
+
+
+def mmsci_rouge1(records: list[dict[str, Any]]) -> float | None:
+    return _value("rouge1", records)
+
+
+def mmsci_rouge2(records: list[dict[str, Any]]) -> float | None:
+    return _value("rouge2", records)
+
+
+def mmsci_rougeL(records: list[dict[str, Any]]) -> float | None:  # noqa: N802 -- the metric's name
+    return _value("rougeL", records)
+
+
+def mmsci_meteor(records: list[dict[str, Any]]) -> float | None:
+    return _value("meteor", records)
+
+
+def mmsci_bertscore_f1(records: list[dict[str, Any]]) -> float | None:
+    return _value("bertscore_f1", records)
+
+
+def mmsci_cider(records: list[dict[str, Any]]) -> float | None:
+    return _value("cider", records)
+
+
+def mmsci_factscore(records: list[dict[str, Any]]) -> float | None:
+    return _value("factscore", records)
+
+
+def mmsci_geval_relevance(records: list[dict[str, Any]]) -> float | None:
+    return _value("geval_relevance", records)
+
+
+def mmsci_caption_report(records: list[dict[str, Any]]) -> dict[str, Any]:
+    return mmsci_captioning.evaluate(records, judge=get_judge())["report"]

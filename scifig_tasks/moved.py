@@ -1,0 +1,58 @@
+"""Import paths of modules that moved keep working for one release, each with one deprecation line.
+
+The built-in benchmarks became one package each (``scifig_tasks.benchmarks.<name>``, docs/architecture.md); an import
+of an old path gets the module at its new one, the same module object.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import sys
+from types import ModuleType
+
+from scifig_tasks.core.deprecation import warn_once
+
+_BENCHMARKS = ("grab", "mmsci", "plot_twist", "scifibench")
+PREFIXES: dict[str, str] = {
+    **{f"scifig_tasks.core.{name}.benchmark": f"scifig_tasks.benchmarks.{name}.description" for name in _BENCHMARKS},
+    **{f"scifig_tasks.core.{name}": f"scifig_tasks.benchmarks.{name}" for name in _BENCHMARKS},
+    **{f"scifig_tasks.lmms_eval.{name}": f"scifig_tasks.benchmarks.{name}.tasks" for name in _BENCHMARKS},
+    **{f"scifig_tasks.report.{name}": f"scifig_tasks.benchmarks.{name}.report" for name in _BENCHMARKS},
+    "scifig_tasks.vlmeval.mmsci": "scifig_tasks.benchmarks.mmsci.vlmeval",
+}
+"""Old module path (and everything below it) -> new path; the longest matching prefix applies."""
+
+
+def new_path(old: str) -> str | None:
+    """Where the module once imported as ``old`` lives now, or None when it did not move."""
+    for prefix in sorted(PREFIXES, key=len, reverse=True):
+        if old == prefix or old.startswith(prefix + "."):
+            return PREFIXES[prefix] + old[len(prefix) :]
+    return None
+
+
+class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Finds a moved module under its old name and hands out the module of the new one."""
+
+    def find_spec(self, fullname: str, path: object = None, target: object = None) -> importlib.machinery.ModuleSpec:
+        new = new_path(fullname)
+        if new is None:
+            return None  # type: ignore[return-value]
+        return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
+        new = new_path(spec.name)
+        assert new is not None
+        warn_once(spec.name, f"import {new}")
+        return importlib.import_module(new)
+
+    def exec_module(self, module: ModuleType) -> None:
+        """The module was run under its new name."""
+
+
+def install() -> None:
+    """Put the alias finder on the import path (once)."""
+    if not any(isinstance(finder, _Alias) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _Alias())
