@@ -12,9 +12,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from curation import card
 from curation.grab.affine import Operation
 from curation.grab.plan import GENERATOR_VERSION, PlanItem
-from scifig_tasks.core.grab.rules import precision_class
+from scifig_tasks.benchmarks.grab.rules import precision_class
 
 CITATION = """@article{roberts2024grab,
   title={GRAB: A Challenging GRaph Analysis Benchmark for Large Multimodal Models},
@@ -66,7 +67,7 @@ def card_text(items: Sequence[PlanItem], settings: dict[str, Any], mc_rows: int 
 
 {mc_rows} properties questions with two more columns: `options` (five strings `A) ...` to `E) ...`, numeric
 options in ascending order) and `mc_answer` (the correct letter). Options come from
-`scifig_tasks.core.grab.multiple_choice.mc_options(answer, question, seed=pid)`, the rule the `grab_properties_mc`
+`scifig_tasks.benchmarks.grab.multiple_choice.mc_options(answer, question, seed=pid)`, the rule the `grab_properties_mc`
 lmms-eval task applies on the fly: distractors in the answer's own format, within 5 precision steps of the true value.
 """
     )
@@ -139,6 +140,5 @@ grab = datasets.load_dataset("{{this directory}}", split="GRAB")
 
 
 def write_card(out: Path, items: Sequence[PlanItem], settings: dict[str, Any], mc_rows: int | None) -> Path:
-    path = Path(out) / "README.md"
-    path.write_text(card_text(items, settings, mc_rows), encoding="utf-8")
-    return path
+    """Write the card of the set built from ``items`` into ``out``; return its path."""
+    return card.write_card(out, card_text(items, settings, mc_rows))

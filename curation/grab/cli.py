@@ -12,8 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from curation.outputs import fail, out_problem
-from scifig_tasks.commands.outputs import run_handler
+from curation.outputs import run_build, stand_alone
 
 TASK_ALIASES = {"functions": "function", "transforms": "transform"}
 HELP = "generate GRAB (default: the published 2,170-question composition)"
@@ -46,13 +45,19 @@ def _tasks(values: Sequence[str] | None) -> list[str] | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from curation.grab.build import build_grab
+    from curation.grab.build import BuildResult, build_grab
 
-    problem = out_problem(args.out)
-    if problem is not None:
-        return fail("grab", problem)
-    try:
-        built = build_grab(
+    def report(built: BuildResult) -> None:
+        extra = (
+            ""
+            if built.mc_rows is None
+            else f" (+ {built.mc_rows} multiple-choice rows in {built.out / 'properties_mc'})"
+        )
+        print(f"GRAB: {built.rows} questions written to {built.out}{extra}; use SCIFIG_GRAB_DATA={built.out}")
+
+    return run_build(
+        "grab",
+        lambda: build_grab(
             args.out,
             seed=args.seed,
             limit=args.limit,
@@ -60,16 +65,10 @@ def run(args: argparse.Namespace) -> int:
             tasks=_tasks(args.tasks),
             dpi=args.dpi,
             mc=args.mc,
-        )
-    except ValueError as exc:
-        return fail("grab", exc)
-    except OSError as exc:  # a write that fails mid-build (disk full, permissions changed)
-        return fail("grab", exc, 1)
-    extra = (
-        "" if built.mc_rows is None else f" (+ {built.mc_rows} multiple-choice rows in {built.out / 'properties_mc'})"
+        ),
+        report,
+        args.out,
     )
-    print(f"GRAB: {built.rows} questions written to {built.out}{extra}; use SCIFIG_GRAB_DATA={built.out}")
-    return 0
 
 
 def register(subparsers: Any) -> None:
@@ -92,10 +91,7 @@ def register(subparsers: Any) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="scifig curate", description="Build a benchmark's data locally.")
-    register(parser.add_subparsers(dest="benchmark", required=True))
-    args = parser.parse_args(argv)
-    return run_handler(args.handler, args)  # a failed build removes the empty folders it made
+    return stand_alone(register, argv, "scifig curate", "Build a benchmark's data locally.", dest="benchmark")
 
 
 if __name__ == "__main__":

@@ -8,7 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from scifig_tasks.core.mmsci.rules import SETTINGS
+from curation import card
+from scifig_tasks.benchmarks.mmsci.rules import SETTINGS
 
 CITATION = """@misc{li2025mmsci,
   title={MMSci: A Dataset for Graduate-Level Multi-Discipline Multimodal Scientific Understanding},
@@ -172,6 +173,5 @@ layout; the questions, options and answers are those of the source.
 
 
 def write_card(out: Path, summary: dict[str, Any]) -> Path:
-    path = out / "README.md"
-    path.write_text(card_text(summary), encoding="utf-8")
-    return path
+    """Write the card of ``summary`` into ``out``; return its path."""
+    return card.write_card(out, card_text(summary))

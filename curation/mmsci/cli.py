@@ -1,14 +1,6 @@
-"""Command line of MMSci curation: ``scifig curate mmsci`` / ``mmsci-from-vlmeval`` / ``mmsci-from-authors``.
-
-``register(subparsers)`` adds the three sub-commands to ``scifig curate``; each parsed namespace carries ``handler``.
-Stand-alone::
-
-    python -m curation.mmsci.cli mmsci --articles articles.jsonl --out DIR [--seed 0]
-    python -m curation.mmsci.cli mmsci-from-vlmeval --mcq MMSci_DEV_MCQ.tsv --captioning X.tsv --out DIR
-    python -m curation.mmsci.cli mmsci-from-authors --benchmark benchmark/ --out DIR [--splits dev] [--sft]
-
-Bad input exits 2 with the file, row and column, an output path that cannot be written exits 2 before any work
-(:mod:`curation.outputs`), a write failing mid-build exits 1; each in one line.
+"""``scifig curate mmsci`` / ``mmsci-from-vlmeval`` / ``mmsci-from-authors``: ``register(subparsers)`` adds the three
+sub-commands, ``main(argv)`` runs them stand-alone (``python -m curation.mmsci.cli``). The manual:
+curation/mmsci/README.md and docs/curation.md; how every curate command ends: docs/cli.md.
 """
 
 from __future__ import annotations
@@ -22,9 +14,7 @@ from typing import Any
 from curation.mmsci.articles import DEFAULT_PATTERN
 from curation.mmsci.sft import ABSTRACT_WORDS
 from curation.mmsci.splits import MIN_ARTICLES, RATIO
-from curation.outputs import BAD_INPUT, fail, out_problem
-from scifig_tasks.commands.outputs import run_handler
-from scifig_tasks.core.errors import DataError
+from curation.outputs import fail, run_build, stand_alone
 
 
 def _add_curate(subparsers: Any) -> None:
@@ -121,16 +111,9 @@ def register(subparsers: Any) -> None:
     _add_authors(subparsers)
 
 
-def _fail(command: str, exc: object, code: int = BAD_INPUT) -> int:
-    return fail(command, exc, code)
-
-
 def run_curate(args: argparse.Namespace) -> int:
     from curation.mmsci.build import build_mmsci
 
-    problem = out_problem(args.out)
-    if problem is not None:
-        return _fail("mmsci", problem)
     command = (
         f"scifig curate mmsci --articles {args.articles} --out {args.out} --seed {args.seed} --ratio {args.ratio} "
         f"--min-articles {args.min_articles} --per-article {args.per_article} --abstract-words {args.abstract_words}"
@@ -138,8 +121,20 @@ def run_curate(args: argparse.Namespace) -> int:
         + (f" --pattern '{args.pattern}'" if args.pattern != DEFAULT_PATTERN else "")
         + (f" --split-ids {args.split_ids}" if args.split_ids else "")
     )
-    try:
-        summary = build_mmsci(
+
+    def report(summary: dict[str, Any]) -> None:
+        counts = "; ".join(
+            f"{split}: "
+            + ", ".join(f"{setting} {entry['questions']}" for setting, entry in summary["mcq"][split].items())
+            + f", captioning {summary['captioning'][split]['items']}"
+            for split in summary["mcq"]
+        )
+        print(f"MMSci: {counts}; sft {summary.get('sft', {}).get('records', 0)} records -> {args.out}")
+        print(f"use SCIFIG_MMSCI_DATA={args.out}")
+
+    return run_build(
+        "mmsci",
+        lambda: build_mmsci(
             args.articles,
             args.out,
             seed=args.seed,
@@ -151,59 +146,39 @@ def run_curate(args: argparse.Namespace) -> int:
             command=command,
             pattern=args.pattern,
             split_ids=args.split_ids,
-        )
-    except (DataError, ValueError) as exc:
-        return _fail("mmsci", exc)
-    except OSError as exc:  # unreadable input or a write failing mid-build
-        return _fail("mmsci", exc, 1)
-    counts = "; ".join(
-        f"{split}: "
-        + ", ".join(f"{setting} {entry['questions']}" for setting, entry in summary["mcq"][split].items())
-        + f", captioning {summary['captioning'][split]['items']}"
-        for split in summary["mcq"]
+        ),
+        report,
+        args.out,
     )
-    print(f"MMSci: {counts}; sft {summary.get('sft', {}).get('records', 0)} records -> {args.out}")
-    print(f"use SCIFIG_MMSCI_DATA={args.out}")
-    return 0
 
 
 def run_vlmeval(args: argparse.Namespace) -> int:
     from curation.mmsci.from_vlmeval import import_vlmeval
 
     if args.mcq is None and not args.captioning:
-        return _fail("mmsci-from-vlmeval", ValueError("give --mcq and/or --captioning"))
-    problem = out_problem(args.out)
-    if problem is not None:
-        return _fail("mmsci-from-vlmeval", problem)
+        return fail("mmsci-from-vlmeval", ValueError("give --mcq and/or --captioning"))
     command = f"scifig curate mmsci-from-vlmeval --split {args.split} --out {args.out}"
     command += f" --mcq {args.mcq}" if args.mcq else ""
     command += (" --captioning " + " ".join(map(str, args.captioning))) if args.captioning else ""
-    try:
-        summary = import_vlmeval(args.mcq, args.captioning, args.out, args.split, command)
-    except (DataError, ValueError) as exc:
-        return _fail("mmsci-from-vlmeval", exc)
-    except OSError as exc:
-        return _fail("mmsci-from-vlmeval", exc, 1)
-    _print_import(summary, args.out)
-    return 0
+    return run_build(
+        "mmsci-from-vlmeval",
+        lambda: import_vlmeval(args.mcq, args.captioning, args.out, args.split, command),
+        lambda summary: _print_import(summary, args.out),
+        args.out,
+    )
 
 
 def run_authors(args: argparse.Namespace) -> int:
     from curation.mmsci.from_authors import import_authors
 
-    problem = out_problem(args.out)
-    if problem is not None:
-        return _fail("mmsci-from-authors", problem)
     command = f"scifig curate mmsci-from-authors --benchmark {args.benchmark} --splits {' '.join(args.splits)} "
     command += f"--out {args.out}" + (" --sft" if args.sft else "")
-    try:
-        summary = import_authors(args.benchmark, args.splits, args.out, command, sft=args.sft)
-    except (DataError, ValueError) as exc:
-        return _fail("mmsci-from-authors", exc)
-    except OSError as exc:
-        return _fail("mmsci-from-authors", exc, 1)
-    _print_import(summary, args.out)
-    return 0
+    return run_build(
+        "mmsci-from-authors",
+        lambda: import_authors(args.benchmark, args.splits, args.out, command, sft=args.sft),
+        lambda summary: _print_import(summary, args.out),
+        args.out,
+    )
 
 
 def _print_import(summary: dict[str, Any], out: Path) -> None:
@@ -216,12 +191,7 @@ def _print_import(summary: dict[str, Any], out: Path) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m curation.mmsci.cli", description="MMSci curation (the same as scifig curate)."
-    )
-    register(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    return run_handler(args.handler, args)  # a failed build removes the empty folders it made
+    return stand_alone(register, argv, "python -m curation.mmsci.cli", "MMSci curation (the same as scifig curate).")
 
 
 if __name__ == "__main__":

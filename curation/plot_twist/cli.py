@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from curation.outputs import fail, out_problem
+from curation.outputs import run_build
+from scifig_tasks.benchmarks.plot_twist.rules import ROBUSTNESS_VARIANTS
 from scifig_tasks.commands.outputs import run_handler
-from scifig_tasks.core.plot_twist.rules import ROBUSTNESS_VARIANTS
 
 HELP = "generate Plot Twist (Chart101): synthetic scatter/bar/pie charts, questions and robustness variants"
 DESCRIPTION = """\
@@ -68,29 +68,28 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Build the set described by parsed ``args``; 0 on success, 2 on a bad argument or an unwritable ``--out``,
     1 on a write failing mid-build."""
-    from curation.plot_twist.build import build_plot_twist
+    from curation.plot_twist.build import BuildResult, build_plot_twist
 
-    problem = out_problem(args.out)
-    if problem is not None:
-        return fail("plot-twist", problem)
-    try:
-        built = build_plot_twist(
+    def report(built: BuildResult) -> None:
+        summary = ", ".join(f"{variant} {count}" for variant, count in built.counts.items())
+        print(
+            f"Plot Twist: {built.rows} questions ({summary}) written to {built.out}; "
+            f"use SCIFIG_PLOT_TWIST_DATA={built.out}"
+        )
+
+    return run_build(
+        "plot-twist",
+        lambda: build_plot_twist(
             args.out,
             seed=args.seed,
             plots_per_type=args.plots_per_type,
             variants=_variant_names(args.variants),
             variant_plots=args.variant_plots,
             workers=args.workers,
-        )
-    except ValueError as exc:
-        return fail("plot-twist", exc)
-    except OSError as exc:  # a write that fails mid-build (disk full, permissions changed)
-        return fail("plot-twist", exc, 1)
-    summary = ", ".join(f"{variant} {count}" for variant, count in built.counts.items())
-    print(
-        f"Plot Twist: {built.rows} questions ({summary}) written to {built.out}; use SCIFIG_PLOT_TWIST_DATA={built.out}"
+        ),
+        report,
+        args.out,
     )
-    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

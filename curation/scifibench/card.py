@@ -10,6 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from curation import card
+
 CITATION = """@article{roberts2024scifibench,
   title={SciFIBench: Benchmarking Large Multimodal Models for Scientific Figure Interpretation},
   author={Roberts, Jonathan and Han, Kai and Houlsby, Neil and Albanie, Samuel},
@@ -149,6 +151,5 @@ SCIFIG_SCIFIBENCH_DATA=<this directory>/gold lmms-eval --model ... --tasks scifi
 
 
 def write_card(out: Path, summary: dict[str, Any]) -> Path:
-    path = out / "README.md"
-    path.write_text(card_text(summary), encoding="utf-8")
-    return path
+    """Write the card of ``summary`` into ``out``; return its path."""
+    return card.write_card(out, card_text(summary))

@@ -1,18 +1,7 @@
-"""Command line of SciFIBench curation: ``scifig curate scifibench`` / ``scifibench-accept`` /
-``scifibench-from-scicap``.
-
-``register(subparsers)`` adds the three sub-commands to an argparse sub-parser group (``scifig curate``'s); each
-parsed namespace carries ``handler``, the function that runs it and returns the exit code. Standalone::
-
-    python -m curation.scifibench.cli scifibench --pairs pairs.parquet --out DIR
-    python -m curation.scifibench.cli scifibench-accept --out DIR --accepted accepted.txt
-    python -m curation.scifibench.cli scifibench-from-scicap --root SCICAP --split train --out pairs.parquet
-
-Multi-GPU embedding: ``accelerate launch -m curation.scifibench.cli scifibench ...`` (every process embeds its
-shards, the main process does the rest). Bad input exits 2 with the file, row and column, an output path that cannot
-be written exits 2 before any work (:mod:`curation.outputs`), a write failing mid-build exits 1, and so do CLIP
-weights that cannot be had (not cached and offline, or the Hub unreachable); each in one line. ``--pretrained tiny``
-embeds with the tiny architecture shipped with scifig (random weights): a trial of the whole loop offline.
+"""``scifig curate scifibench`` / ``scifibench-accept`` / ``scifibench-from-scicap``: ``register(subparsers)`` adds the
+three sub-commands, ``main(argv)`` runs them stand-alone (``python -m curation.scifibench.cli``, also under
+``accelerate launch`` for the embeddings). The manual: curation/scifibench/README.md and docs/curation.md; how every
+curate command ends: docs/cli.md.
 """
 
 from __future__ import annotations
@@ -23,12 +12,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from curation.outputs import BAD_INPUT, fail, out_problem
+from curation.outputs import run_build, stand_alone
 from curation.scifibench.embed import DEFAULT_BATCH_SIZE, DEFAULT_MODEL, DEFAULT_PRETRAINED, DEFAULT_SHARD_SIZE
 from curation.scifibench.neighbours import DEFAULT_EXACT_MAX, DEFAULT_K, DEFAULT_NPROBE
 from curation.scifibench.splits import GOLD_SIZE, POOL_FACTOR, SILVER_SIZE
-from scifig_tasks.commands.outputs import run_handler
-from scifig_tasks.core.errors import CommandError, DataError
 
 
 def _gpu_flag(value: str) -> bool | None:
@@ -218,80 +205,59 @@ def settings_from(args: argparse.Namespace) -> Any:
     )
 
 
-def _fail(command: str, exc: object, code: int = BAD_INPUT) -> int:
-    return fail(command, exc, code)
-
-
 def run_curate(args: argparse.Namespace) -> int:
     from curation.scifibench.pipeline import curate
 
-    for path in (args.out, args.cache_dir):
-        problem = None if path is None else out_problem(path)
-        if problem is not None:
-            return _fail("scifibench", problem)
-    if args.knn_processes > 1 and not args.vectors_on_disk:
-        return _fail("scifibench", "--knn-processes shares the on-disk search: add --vectors-on-disk (or drop it)")
-    try:
-        summary = curate(settings_from(args))
-    except CommandError as exc:  # CLIP weights that cannot be had now (core.clip_baseline.check_weights)
-        return _fail("scifibench", f"{exc.what} — {exc.todo}" if exc.todo else exc.what, exc.status)
-    except (DataError, ValueError) as exc:
-        return _fail("scifibench", exc)
-    except OSError as exc:  # unreadable input or a write failing mid-build
-        return _fail("scifibench", exc, 1)
-    if summary is None:  # a non-main process of a multi-GPU run: its shards are done
-        return 0
-    tiers = summary["tiers"]
-    sizes = ", ".join(f"{tier} {next(iter(tiers[tier]['questions'].values()))}" for tier in tiers)
-    print(f"SciFIBench ({summary['domain']}): {sizes} questions per task written to {args.out}")
-    print(
-        f"verify {args.out / 'verification' / 'index.html'}, then: scifig curate scifibench-accept --out {args.out} ..."
-    )
-    return 0
+    def build() -> dict[str, Any] | None:
+        if args.knn_processes > 1 and not args.vectors_on_disk:
+            raise ValueError("--knn-processes shares the on-disk search: add --vectors-on-disk (or drop it)")
+        return curate(settings_from(args))
+
+    def report(summary: dict[str, Any] | None) -> None:
+        if summary is None:  # a non-main process of a multi-GPU run: its shards are done
+            return
+        tiers = summary["tiers"]
+        sizes = ", ".join(f"{tier} {next(iter(tiers[tier]['questions'].values()))}" for tier in tiers)
+        print(f"SciFIBench ({summary['domain']}): {sizes} questions per task written to {args.out}")
+        print(
+            f"verify {args.out / 'verification' / 'index.html'}, then: "
+            f"scifig curate scifibench-accept --out {args.out} ..."
+        )
+
+    return run_build("scifibench", build, report, args.out, args.cache_dir)
 
 
 def run_accept(args: argparse.Namespace) -> int:
     from curation.scifibench.gold import accept
 
-    problem = out_problem(args.out)
-    if problem is not None:
-        return _fail("scifibench-accept", problem)
-    try:
-        summary = accept(args.out, args.accepted, args.gold_size)
-    except (DataError, ValueError) as exc:
-        return _fail("scifibench-accept", exc)
-    except OSError as exc:
-        return _fail("scifibench-accept", exc, 1)
-    gold = summary["tiers"]["gold"]["questions"]
-    print(f"gold: {', '.join(f'{task} {n}' for task, n in gold.items()) or 'no questions'} -> {args.out / 'gold'}")
-    return 0
+    def report(summary: dict[str, Any]) -> None:
+        gold = summary["tiers"]["gold"]["questions"]
+        print(f"gold: {', '.join(f'{task} {n}' for task, n in gold.items()) or 'no questions'} -> {args.out / 'gold'}")
+
+    return run_build("scifibench-accept", lambda: accept(args.out, args.accepted, args.gold_size), report, args.out)
 
 
 def run_scicap(args: argparse.Namespace) -> int:
-    from curation.scifibench.scicap import convert_scicap
+    from curation.scifibench.scicap import Converted, convert_scicap
 
-    problem = out_problem(args.out, file=True)
-    if problem is not None:
-        return _fail("scifibench-from-scicap", problem)
-    try:
-        result = convert_scicap(
+    def report(result: Converted) -> None:
+        print(f"SciCap {args.split}: {result.rows} pairs written to {result.out} (skipped: {result.skipped})")
+
+    return run_build(
+        "scifibench-from-scicap",
+        lambda: convert_scicap(
             args.root, args.split, args.out, args.arxiv_metadata, args.file_list, args.keep_subfigures
-        )
-    except (DataError, ValueError) as exc:
-        return _fail("scifibench-from-scicap", exc)
-    except OSError as exc:
-        return _fail("scifibench-from-scicap", exc, 1)
-    print(f"SciCap {args.split}: {result.rows} pairs written to {result.out} (skipped: {result.skipped})")
-    return 0
+        ),
+        report,
+        args.out,
+        file=True,
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m curation.scifibench.cli", description="SciFIBench curation (the same as scifig curate)."
+    return stand_alone(
+        register, argv, "python -m curation.scifibench.cli", "SciFIBench curation (the same as scifig curate)."
     )
-    register(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    return run_handler(args.handler, args)  # a failed build removes the empty folders it made
 
 
 if __name__ == "__main__":

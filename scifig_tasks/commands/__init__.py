@@ -1,22 +1,15 @@
 """The ``scifig`` command line, one module per command: :mod:`~scifig_tasks.commands.main` builds the parser and
-dispatches (``scifig = scifig_tasks.commands.main:main``); ``tasks``, ``compare``, ``rescore``, ``report``,
-``vlmeval`` (with ``export-tsv``), ``presets``, ``doctor`` and ``config`` each register their sub-command;
-:mod:`~scifig_tasks.commands.format` holds what every command shares (the parser class, help layout, the one-line
-error boundary); :mod:`~scifig_tasks.commands.outputs` removes the empty output folders a failed command made.
-
-Two commands register from their own package: ``export-upstream`` (:mod:`scifig_tasks.lmms_eval.export`, the
-export itself) and ``finetune`` (``scifig_finetune.cli``, installed with the fine-tuning recipe).
-
-:data:`COMMANDS` is the table of every sub-command: its name, the function that adds its parser and the one line
-``scifig --help`` lists it with. A command imports its module only when it runs (or its ``--help`` is asked for):
-``scifig --help``, ``--version`` and a mistyped command name are answered from this table alone
-(:func:`scifig_tasks.commands.main.build_parser`; ``tests/cli/test_startup_imports.py`` holds each line equal to the
-one its module registers).
+dispatches (``scifig = scifig_tasks.commands.main:main``); :data:`COMMANDS` is the table of every sub-command, from
+which ``scifig --help`` is answered without importing any command's module. How it fits together: docs/cli.md.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from scifig_tasks.core.benchmark import Benchmark
 
 
 class Command(NamedTuple):
@@ -30,17 +23,15 @@ class Command(NamedTuple):
     """Its line in ``scifig --help``; ``{titles}``: the titles of the benchmarks with a curate command."""
 
 
-_MAIN = "scifig_tasks.commands.main"
-
 COMMANDS: tuple[Command, ...] = (
     Command(
         "eval",
-        f"{_MAIN}:_add_eval",
+        "scifig_tasks.commands.eval:register",
         "run lmms-eval with the scifig tasks; exit status 1 when any task or sample failed",
     ),
     Command(
         "demo",
-        f"{_MAIN}:_add_demo",
+        "scifig_tasks.commands.demo:register",
         "offline demo: generate GRAB questions, score them through lmms-eval, write an HTML report",
     ),
     Command(
@@ -48,10 +39,10 @@ COMMANDS: tuple[Command, ...] = (
         "scifig_tasks.commands.tasks:register",
         "list the tasks to run (lmms-eval and VLMEvalKit names, questions, paper table, protocol)",
     ),
-    Command("curate", f"{_MAIN}:_add_curate", "build a benchmark's data locally ({titles})"),
+    Command("curate", "scifig_tasks.commands.curate:register", "build a benchmark's data locally ({titles})"),
     Command(
         "tasks-path",
-        f"{_MAIN}:_add_tasks_path",
+        "scifig_tasks.commands.tasks_path:register",
         "print the folder of the scifig lmms-eval tasks (for lmms-eval --include_path)",
     ),
     Command(
@@ -110,3 +101,19 @@ COMMANDS: tuple[Command, ...] = (
 
 HELP: dict[str, str] = {command.name: command.help for command in COMMANDS}
 """Command name -> its line in ``scifig --help``."""
+
+
+def curated_benchmarks() -> list[Benchmark]:
+    """The registered benchmarks with a ``curate`` command (``"module:register"``), in the registry's name order: the
+    order their ``scifig curate`` sub-commands are listed."""
+    from scifig_tasks.core import registry
+
+    return [described for described in registry.benchmarks().values() if described.curate]
+
+
+def benchmark_titles(benchmarks: Iterable[Benchmark] | None = None) -> list[str]:
+    """The titles of ``benchmarks`` (default: every registered one), in the registry's name order."""
+    from scifig_tasks.core import registry
+
+    chosen = registry.benchmarks().values() if benchmarks is None else benchmarks
+    return [described.title for described in chosen]

@@ -74,7 +74,7 @@ def test_demo_refuses_zero_questions(capsys: pytest.CaptureFixture[str]) -> None
 
 
 def test_a_whole_number_of_at_least_one_is_taken_as_it_is() -> None:
-    from scifig_tasks.commands.main import positive_int
+    from scifig_tasks.commands.demo import positive_int
 
     assert positive_int("3") == 3 and positive_int("1") == 1
 

@@ -123,7 +123,7 @@ def test_a_task_of_the_given_include_path_is_known(tmp_path: Path) -> None:
 def test_scifig_eval_refuses_an_unknown_task_before_lmms_eval_starts(
     spelling: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import scifig_tasks.commands.main as cli
+    import scifig_tasks.commands.eval as cli
 
     def never(argv: object) -> None:
         raise AssertionError("lmms-eval started")
