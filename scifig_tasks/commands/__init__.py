@@ -5,8 +5,8 @@ which ``scifig --help`` is answered without importing any command's module. How 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, NamedTuple
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from scifig_tasks.core.benchmark import Benchmark
@@ -103,12 +103,38 @@ HELP: dict[str, str] = {command.name: command.help for command in COMMANDS}
 """Command name -> its line in ``scifig --help``."""
 
 
+CURATE_GROUP = "scifig.curate"
+"""The entry-point group of ``scifig curate`` sub-commands: a benchmark's name -> its ``register(subparsers)``."""
+
+
+def curate_commands() -> dict[str, Callable[[Any], Any]]:
+    """Benchmark name -> the function adding its ``scifig curate`` sub-commands (its ``scifig.curate`` entry point,
+    loaded now; the deprecated ``curate`` reference of its description when it has none)."""
+    from importlib.metadata import entry_points
+
+    from scifig_tasks.core import registry
+    from scifig_tasks.core.deprecation import warn_once
+
+    points = {point.name: point for point in entry_points(group=CURATE_GROUP)}
+    found: dict[str, Callable[[Any], Any]] = {}
+    for described in curated_benchmarks():
+        if described.name in points:
+            found[described.name] = points[described.name].load()
+        else:
+            warn_once(f"{described.name}'s curate= reference", f'register it as a "{CURATE_GROUP}" entry point')
+            found[described.name] = registry.resolve(described.curate)
+    return found
+
+
 def curated_benchmarks() -> list[Benchmark]:
-    """The registered benchmarks with a ``curate`` command (``"module:register"``), in the registry's name order: the
-    order their ``scifig curate`` sub-commands are listed."""
+    """The registered benchmarks with ``scifig curate`` sub-commands (a ``scifig.curate`` entry point of their name),
+    in the registry's name order: the order those sub-commands are listed."""
+    from importlib.metadata import entry_points
+
     from scifig_tasks.core import registry
 
-    return [described for described in registry.benchmarks().values() if described.curate]
+    named = {point.name for point in entry_points(group=CURATE_GROUP)}
+    return [described for name, described in registry.benchmarks().items() if name in named or described.curate]
 
 
 def benchmark_titles(benchmarks: Iterable[Benchmark] | None = None) -> list[str]:

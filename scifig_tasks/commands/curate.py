@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from scifig_tasks.commands import HELP, benchmark_titles, curated_benchmarks
+from scifig_tasks.commands import HELP, benchmark_titles, curate_commands, curated_benchmarks
 
 DESCRIPTION = """\
 Build a benchmark's data on this machine ({titles}), in the schema of the published Hugging Face dataset: each
@@ -34,9 +34,7 @@ def curate_variables() -> list[str]:
 
 def register(commands: Any) -> None:
     """Add ``scifig curate`` and, under it, each curated benchmark's sub-commands (``register(subparsers)`` of its
-    ``curate`` reference, resolved here: this package never imports ``curation`` by name)."""
-    from scifig_tasks.core import registry
-
+    ``scifig.curate`` entry point: this package never imports ``curation`` by name)."""
     curated = curated_benchmarks()
     titles = benchmark_titles(curated)
     curate = commands.add_parser(
@@ -46,5 +44,5 @@ def register(commands: Any) -> None:
         epilog=EPILOG,
     )
     benchmarks = curate.add_subparsers(dest="curate_command", required=True, metavar="BENCHMARK", title="benchmarks")
-    for described in curated:
-        registry.resolve(described.curate)(benchmarks)  # "curation.<bench>.cli:register"
+    for add in curate_commands().values():
+        add(benchmarks)

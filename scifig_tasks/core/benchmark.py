@@ -154,7 +154,8 @@ class Benchmark:
     """None: no datasets served by classes of its own; every task and group is still a VLMEvalKit dataset of its
     name, served from its YAML's hooks (scifig_tasks.vlmeval.generic)."""
     curate: str = ""
-    """``"module:register"`` adding ``scifig curate <name>`` (``register(subparsers)``); empty: none."""
+    """Deprecated (goes in 0.3.0): ``"module:register"`` adding ``scifig curate <name>``; register it as a
+    ``scifig.curate`` entry point of the benchmark's name instead."""
     settings: tuple[settings.Setting[Any], ...] = ()
     """The benchmark's own settings besides its sources' data and revision variables (which every source has:
     :func:`source_settings`), each named ``SCIFIG_<NAME>_...``: ``scifig config`` lists them, the environment is read

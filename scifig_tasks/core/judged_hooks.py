@@ -22,42 +22,61 @@ answer sentence) is not required; its outputs counted wrong for want of a judge 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, Literal, TypeVar
+
+from scifig_tasks.core.task_options import bound
 
 HookJudging = Literal["per_output", "audited", "at_aggregation"]
 F = TypeVar("F", bound=Callable[..., Any])
 _ATTRIBUTE = "scifig_asks_judge"
-_REQUIRED = "scifig_requires_judge"
 
 
-def asks_judge(use: HookJudging, *, required: bool = False) -> Callable[[F], F]:
-    """Declare how the decorated hook may ask the judge; ``required``: it cannot score without one."""
+@dataclass(frozen=True)
+class JudgeUse:
+    """How a scoring hook may ask the judge, and whether it cannot score without one."""
+
+    use: HookJudging
+    required: bool = False
+
+
+ByOptions = Callable[[Mapping[str, Any]], JudgeUse | None]
+"""A declaration that depends on the task's options (its ``protocol``, say): the options -> the use, or None."""
+
+
+def asks_judge(use: HookJudging | ByOptions, *, required: bool = False) -> Callable[[F], F]:
+    """Declare how the decorated hook may ask the judge (``required``: it cannot score without one), or, given a
+    function of the task's options, how each task it scores may."""
 
     def declare(function: F) -> F:
-        setattr(function, _ATTRIBUTE, use)
-        if required:
-            setattr(function, _REQUIRED, True)
+        setattr(function, _ATTRIBUTE, use if callable(use) else JudgeUse(use, required))
         return function
 
     return declare
 
 
-def declared_judging(hook: Any) -> HookJudging | None:
-    """The judge use a hook declares (on a ``functools.partial`` or, failing that, the function it wraps), None
-    when it declares none."""
+def declared_use(hook: Any) -> JudgeUse | None:
+    """The judge use a hook declares (on a ``functools.partial`` or, failing that, the function it wraps), for the
+    options bound to it; None when it declares none."""
+    options = bound(hook)
     while getattr(hook, _ATTRIBUTE, None) is None and isinstance(hook, partial):
         hook = hook.func
-    return getattr(hook, _ATTRIBUTE, None)
+    found = getattr(hook, _ATTRIBUTE, None)
+    return found(options) if callable(found) else found
+
+
+def declared_judging(hook: Any) -> HookJudging | None:
+    """The judge use a hook declares, None when it declares none."""
+    found = declared_use(hook)
+    return found.use if found is not None else None
 
 
 def requires_judge(hook: Any) -> bool:
-    """Whether a hook declares it cannot score without the judge (on a ``functools.partial`` or the function it
-    wraps)."""
-    while not getattr(hook, _REQUIRED, False) and isinstance(hook, partial):
-        hook = hook.func
-    return bool(getattr(hook, _REQUIRED, False))
+    """Whether a hook declares it cannot score without the judge."""
+    found = declared_use(hook)
+    return found is not None and found.required
 
 
 JUDGE_SETTINGS = "set SCIFIG_JUDGE_BASE_URL and SCIFIG_JUDGE_MODEL (or SCIFIG_JUDGE=<preset>)"

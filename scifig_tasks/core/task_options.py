@@ -1,22 +1,48 @@
-"""A task's scoring options, bound to the scoring hook its YAML names.
+"""A task's scoring options, written once in its YAML and bound to its scoring hook.
 
-A task's options are written once, in its YAML (:mod:`scifig_tasks.core.task_files`). lmms-eval hands them to the
-prompt hooks (``doc_to_text`` / ``doc_to_messages`` receive ``lmms_eval_specific_kwargs``), but ``process_results``
-receives only the document and the outputs, and lmms-eval's YAML loader imports a hook by name with no arguments. So
-the options a scorer needs reach it through the hook the YAML names: ``bind(score, protocol="paper")`` is ``score``
-with those keyword arguments, a plain function lmms-eval (upstream too) imports as it is — no patch, no context
-variable. :func:`bound` reads the values back; a run checks that each task's scoring hook is bound to exactly the
-values its YAML declares before the model is asked anything (:func:`refuse_disagreement`: lmms-eval when its tasks are
-built, VLMEvalKit before a dataset is scored), so a plugin's hook bound to another value than its YAML says is one line,
-not a silently different number; VLMEvalKit reads the YAML itself.
-"""
+lmms-eval hands a task's options (``lmms_eval_specific_kwargs``) to the prompt hooks but not to ``process_results``.
+A scorer declared with :func:`reads_task_options` gets them bound by scifig when it loads the task (:func:`for_task`,
+in both frameworks), so a ``_paper`` twin states ``protocol: paper`` and nothing else; :func:`bind` is the explicit
+form a stock lmms-eval folder uses. docs/adding-a-benchmark.md has the manual."""
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Mapping
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
+
+F = TypeVar("F", bound=Callable[..., Any])
+_READS_OPTIONS = "scifig_reads_task_options"
+
+
+def reads_task_options(scorer: F) -> F:
+    """Declare that ``scorer`` takes its task's options as keyword-only arguments, bound when the task is loaded
+    (:func:`for_task`): one hook for every task of a folder, whatever options each declares."""
+    setattr(scorer, _READS_OPTIONS, True)
+    return scorer
+
+
+def reads_options(hook: Any) -> bool:
+    """Whether ``hook`` (or the function a :func:`bind` wraps) was declared with :func:`reads_task_options`."""
+    while isinstance(hook, partial) and not getattr(hook, _READS_OPTIONS, False):
+        hook = hook.func
+    return bool(getattr(hook, _READS_OPTIONS, False))
+
+
+def for_task(hook: Any, options: Mapping[str, Any]) -> Any:
+    """The hook a task scores with: a hook that reads its task's options bound to those of ``options`` it takes as
+    keyword-only arguments (an option it lacks is reported by :func:`disagreements`); any other hook as it is."""
+    if not reads_options(hook) or isinstance(hook, partial):
+        return hook
+    return bind(hook, **{name: options[name] for name in _keywords(hook) if name in options})
+
+
+def _keywords(scorer: Any) -> dict[str, inspect.Parameter]:
+    while isinstance(scorer, partial):
+        scorer = scorer.func
+    parameters = inspect.signature(scorer).parameters.items()
+    return {name: parameter for name, parameter in parameters if parameter.kind is parameter.KEYWORD_ONLY}
 
 
 def bind(hook: Callable[..., Any], **options: Any) -> partial[Any]:
@@ -44,17 +70,15 @@ def disagreements(hook: Any, declared: Mapping[str, Any]) -> list[str]:
         for name, value in bound_options.items()
         if declared.get(name, _MISSING) != value
     ]
-    scorer = hook
-    while isinstance(scorer, partial):
-        scorer = scorer.func
-    keywords = {
-        name
-        for name, parameter in inspect.signature(scorer).parameters.items()
-        if parameter.kind is parameter.KEYWORD_ONLY
-    }
+    keywords = _keywords(hook)
     found += [
         f"the task declares {name}={declared[name]!r}, the hook is not bound to it"
-        for name in sorted(keywords & declared.keys() - bound_options.keys())
+        for name in sorted(keywords.keys() & declared.keys() - bound_options.keys())
+    ]
+    found += [
+        f"the hook takes {name} and the task declares none"
+        for name, parameter in sorted(keywords.items())
+        if parameter.default is parameter.empty and name not in declared and name not in bound_options
     ]
     return found
 
@@ -69,8 +93,8 @@ class OptionsDisagree(SystemExit):
 
     def __init__(self, task: str, problems: list[str]) -> None:
         self.line = (
-            f"task {task}: {'; '.join(problems)} — bind the scoring hook to the options its YAML declares "
-            "(process_results = bind(score, OPTION=VALUE), scifig_tasks.core.task_options)"
+            f"task {task}: {'; '.join(problems)} — declare each option the scorer takes under its YAML's "
+            "lmms_eval_specific_kwargs: default: (scifig_tasks.core.task_options)"
         )
         super().__init__(f"scifig: {self.line}")
 
@@ -79,7 +103,7 @@ def refuse_disagreement(task: str, hook: Any, declared: Mapping[str, Any]) -> No
     """Raise :class:`OptionsDisagree` when ``hook`` (task ``task``'s scoring hook) is bound otherwise than its YAML's
     options ``declared`` (:func:`disagreements`)."""
     try:
-        problems = disagreements(hook, declared)
+        problems = disagreements(for_task(hook, declared), declared)
     except (TypeError, ValueError):  # a hook whose signature cannot be read: lmms-eval calls it as it is
         return
     if problems:

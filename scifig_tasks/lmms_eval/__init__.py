@@ -1,9 +1,10 @@
-"""lmms-eval integration: task folders (one per benchmark), the ``scifig_chance`` model and task discovery."""
+"""lmms-eval integration: task discovery, the ``scifig_chance`` model, patches and the reply cache; each benchmark's
+task folder lives in its package (``scifig_tasks/benchmarks/<name>/tasks``)."""
 
 from pathlib import Path
 
-TASKS_DIR = Path(__file__).resolve().parent
-"""The folder holding scifig's own task folders (``scifig tasks-path``)."""
+TASKS_DIR = Path(__file__).resolve().parents[1] / "benchmarks"
+"""The folder holding the built-in benchmarks, each with its task folder (``scifig tasks-path``)."""
 
 
 def task_folders() -> list[Path]:

@@ -42,7 +42,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Iterable, Mapping
-from functools import wraps
+from functools import partial, wraps
 from typing import Any
 
 from scifig_tasks.core import judge, registry, settings
@@ -76,14 +76,26 @@ def data_origins(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {name: loaded.get(name, where) for name, where in found.items()}
 
 
+def scoring_hook(config: Any) -> Any:
+    """A task config's ``process_results``; a scifig hook that reads its task's options gets them bound, once, read
+    from the task's YAML as VLMEvalKit reads them (:func:`scifig_tasks.core.task_options.for_task`)."""
+    from scifig_tasks.core import task_files
+    from scifig_tasks.core.task_options import for_task, reads_options
+
+    hook = getattr(config, "process_results", None)
+    if reads_options(hook) and not isinstance(hook, partial):
+        config.process_results = hook = for_task(hook, task_files.options(config.task))
+    return hook
+
+
 def _judging(task: Any) -> HookJudging | None:
     """How a task's ``process_results`` hook declares it may ask the judge (None: it never does)."""
-    return declared_judging(getattr(getattr(task, "config", None), "process_results", None))
+    return declared_judging(scoring_hook(getattr(task, "config", None)))
 
 
 def _requires_judge(task: Any) -> bool:
     """Whether a built task's ``process_results`` hook declares it cannot score without the judge."""
-    return requires_judge(getattr(getattr(task, "config", None), "process_results", None))
+    return requires_judge(scoring_hook(getattr(task, "config", None)))
 
 
 def _outputs(task: Any) -> int:
@@ -208,7 +220,7 @@ def wrap_process_results(process_results: Any) -> Any:
     def process_results_charged(self: Any, *args: Any, **kwargs: Any) -> Any:
         ours = scifig_source(self.config) is not None
         score = unretried if ours else process_results
-        hook = getattr(self.config, "process_results", None) if ours else None
+        hook = scoring_hook(self.config) if ours else None
         with judge.task_scope(getattr(self.config, "task", None), *([hook] if ours else [])):
             return score(self, *args, **kwargs)
 
@@ -223,7 +235,7 @@ def wrap_calculate_aggregate_metric(aggregate: Any) -> Any:
     @wraps(aggregate)
     def aggregate_charged(self: Any, *args: Any, **kwargs: Any) -> Any:
         config = getattr(getattr(self, "task", None), "config", None)
-        checked = [config.process_results] if config is not None and scifig_source(config) is not None else []
+        checked = [scoring_hook(config)] if config is not None and scifig_source(config) is not None else []
         with judge.task_scope(self.task_name, *checked):
             return aggregate(self, *args, **kwargs)
 
@@ -246,9 +258,10 @@ def wrap_build_all_requests(build: Any) -> Any:
     return build_then_bound
 
 
-def _check_options(built: Iterable[Any]) -> None:
-    """Each scifig task's scoring hook is bound to the options its YAML declares
-    (:func:`scifig_tasks.core.task_options.refuse_disagreement`), before any request is built."""
+def _bind_options(built: Iterable[Any]) -> None:
+    """Each scifig task's scoring hook gets the options its YAML declares (:func:`scifig_tasks.core.task_options.
+    for_task`, read as VLMEvalKit reads them), and one bound otherwise is refused (:func:`scifig_tasks.core.
+    task_options.refuse_disagreement`), before any request is built."""
     from scifig_tasks.core import task_files
     from scifig_tasks.core.task_options import refuse_disagreement
     from scifig_tasks.lmms_eval.plugin import scifig_source
@@ -261,6 +274,7 @@ def _check_options(built: Iterable[Any]) -> None:
         info = declared.get(output.task_name)
         if info is not None and not info.is_group:
             refuse_disagreement(output.task_name, output.task.config.process_results, info.options)
+            scoring_hook(output.task.config)
 
 
 def wrap_get_task_list(get_task_list: Any) -> Any:
@@ -272,7 +286,7 @@ def wrap_get_task_list(get_task_list: Any) -> Any:
     def task_list_expected(task_dict: dict[Any, Any]) -> Any:
         outputs = get_task_list(task_dict)
         built = [output for output in outputs if getattr(output, "task", None) is not None]
-        _check_options(built)
+        _bind_options(built)
         needing = [output.task_name for output in built if _requires_judge(output.task)]
         if needing:
             from scifig_tasks.core.judge.required import judge_refusal

@@ -46,6 +46,7 @@ from scifig_tasks.core.schema import BenchmarkSource
 from scifig_tasks.lmms_eval.plugin import scifig_source
 
 CORE_DIR = Path(__file__).resolve().parents[1] / "core"
+BENCHMARKS_DIR = Path(__file__).resolve().parents[1] / "benchmarks"
 CORE = "scifig_tasks.core"
 FORBIDDEN_ROOTS = ("scifig_tasks", "curation", "scifig_model_configs", "scifig_finetune")
 JUDGE_PRESETS = 'resources.files("scifig_model_configs")'
@@ -108,6 +109,11 @@ class Package:
     name: str
     folder: Path
 
+    @property
+    def short(self) -> str:
+        """Its folder's name in the exported ``<bench>_core/`` (the last part of its import name)."""
+        return self.name.rpartition(".")[2]
+
     def owns(self, module: str) -> bool:
         return module == self.name or module.startswith(self.name + ".")
 
@@ -146,7 +152,12 @@ CORE_PACKAGE = Package(CORE, CORE_DIR)
 def plugin_package(task_folder: Path) -> Package | None:
     """The top-level package holding a benchmark's task folder when it is not this package's (a plugin's:
     ``toy_bench`` for ``.../toy_bench/tasks``): the outermost of the folder's consecutive enclosing folders with an
-    ``__init__.py``; None for scifig's own benchmarks and for a task folder in no package."""
+    ``__init__.py``; for a built-in benchmark, its package (``scifig_tasks.benchmarks.grab``); None for a task folder
+    in no package."""
+    resolved = task_folder.resolve()
+    if resolved.is_relative_to(BENCHMARKS_DIR) and resolved != BENCHMARKS_DIR:
+        name = resolved.relative_to(BENCHMARKS_DIR).parts[0]
+        return Package(f"scifig_tasks.benchmarks.{name}", BENCHMARKS_DIR / name)
     top = None
     for folder in [task_folder.resolve(), *task_folder.resolve().parents]:
         if (folder / "__init__.py").is_file():
@@ -240,7 +251,7 @@ def _rename_plugin(text: str, plugin: Package | None, package: str) -> str:
     """The plugin package's name, wherever code names it, as its vendored place: ``<bench>_core.<plugin>``."""
     if plugin is None:
         return text
-    return re.sub(rf"(?<![\w./-]){re.escape(plugin.name)}(?![\w/-])", f"{package}.{plugin.name}", text)
+    return re.sub(rf"(?<![\w./-]){re.escape(plugin.name)}(?![\w/-])", f"{package}.{plugin.short}", text)
 
 
 def _copy_presets(dest: Path) -> None:
@@ -280,7 +291,7 @@ def _vendor(
     files = []
     for name in own if plugin is not None else []:
         source_file = plugin.file(name)
-        relative = Path(plugin.name) / source_file.relative_to(plugin.folder)
+        relative = Path(plugin.short) / source_file.relative_to(plugin.folder)
         target = core / relative
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(_rename_plugin(_rewrite(source_file.read_text(encoding="utf-8"), package), plugin, package))
@@ -432,6 +443,16 @@ def _hook_name(source: str, tag: task_yaml.FunctionTag | None) -> str:
     return source if tag is None else "__".join([source, *tag.name.split(".")])
 
 
+_HOOK_LOADER = (
+    "def _hook(module: str, name: str) -> Any:\n"
+    '    """A task\'s own hook, loaded as lmms-eval loads `!function module.name` (`module.py` beside it)."""\n'
+    '    spec = importlib.util.spec_from_file_location(module, _os.path.join(_HERE, f"{module}.py"))\n'
+    "    loaded = importlib.util.module_from_spec(spec)\n"
+    "    spec.loader.exec_module(loaded)\n"
+    "    return getattr(loaded, name)\n"
+)
+
+
 def _hooks_text(package: str, rules: Mapping[str, QuestionsRule], chains: Mapping[str, tuple[str, str]]) -> str:
     """The generated hook module: per source, its rows' question documents; per chain, those documents through a
     YAML's own ``process_docs`` (``name -> (source, "module.function")``)."""
@@ -446,12 +467,7 @@ def _hooks_text(package: str, rules: Mapping[str, QuestionsRule], chains: Mappin
     parts = [
         f"{doc}\n\nfrom __future__ import annotations\n\nimport importlib.util\nfrom typing import Any\n\n"
         f"{_PATH_PROLOGUE.format(package=package)}from {package}.{EXPANSION} import {EXPAND}\n{rule_imports}",
-        "def _hook(module: str, name: str) -> Any:\n"
-        '    """A task\'s own hook, loaded as lmms-eval loads `!function module.name` (`module.py` beside it)."""\n'
-        '    spec = importlib.util.spec_from_file_location(module, _os.path.join(_HERE, f"{module}.py"))\n'
-        "    loaded = importlib.util.module_from_spec(spec)\n"
-        "    spec.loader.exec_module(loaded)\n"
-        "    return getattr(loaded, name)\n",
+        _HOOK_LOADER,
     ]
     for source in rules:
         parts.append(
@@ -488,6 +504,59 @@ def _with_questions(
     name = _hook_name(source, own)
     text = _PROCESS_DOCS.sub("", text).rstrip("\n") + f"\nprocess_docs: !function {hooks}.{name}\n"
     return text, ({name: (source, own.name)} if own is not None else {})
+
+
+# ---- scoring hooks bound to their task's options -----------------------------------------------------------------
+
+SCORING_FILE = "{bench}_scoring"
+"""The generated module beside the YAMLs holding each task's bound scoring hook (``<bench>_scoring.py``)."""
+_PROCESS_RESULTS = re.compile(r"^process_results:.*\n", re.MULTILINE)
+
+
+def bound_scoring(folder: Path) -> dict[str, tuple[str, str, dict[str, Any]]]:
+    """YAML file name -> (task, "module.function", options) for each task whose scoring hook reads its task's
+    options (:func:`scifig_tasks.core.task_options.reads_task_options`): stock lmms-eval passes ``process_results`` no
+    options, so the exported folder names a hook bound to them, as scifig binds them when it loads the task."""
+    from scifig_tasks.core import task_files
+    from scifig_tasks.core.task_options import bound, for_task, reads_options
+
+    tasks = task_files.scifig_tasks()
+    found = {}
+    for path in _yaml_files(folder):
+        config = task_yaml.resolved(path)
+        task, hook = config.get("task"), config.get("process_results")
+        if not isinstance(task, str) or task not in tasks or not isinstance(hook, task_yaml.FunctionTag):
+            continue
+        function = hook.resolve()
+        if reads_options(function):
+            found[path.name] = (task, hook.name, bound(for_task(function, tasks[task].options)))
+    return found
+
+
+def _scoring_text(package: str, scoring: Mapping[str, tuple[str, str, dict[str, Any]]]) -> str:
+    """The generated module: per task, its scoring hook bound to its options."""
+    doc = _docstring(
+        "Each task's scoring hook with the options its YAML declares (lmms-eval hands `process_results` no options): "
+        "one hook per task, named after it."
+    )
+    parts = [
+        f"{doc}\n\nfrom __future__ import annotations\n\nimport importlib.util\nfrom typing import Any\n\n"
+        f"{_PATH_PROLOGUE.format(package=package)}from {package}.task_options import bind\n",
+        _HOOK_LOADER,
+    ]
+    for task, hook, options in scoring.values():
+        module, _, function = hook.rpartition(".")
+        arguments = "".join(f", {name}={value!r}" for name, value in options.items())
+        parts.append(f'{task} = bind(_hook("{module}", "{function}"){arguments})\n')
+    return "\n\n".join(parts)
+
+
+def _with_scoring(text: str, name: str, scoring: Mapping[str, tuple[str, str, dict[str, Any]]], module: str) -> str:
+    """A task YAML whose scoring hook reads its options names its bound hook in the generated module instead."""
+    if name not in scoring:
+        return text
+    task = scoring[name][0]
+    return _PROCESS_RESULTS.sub("", text).rstrip("\n") + f"\nprocess_results: !function {module}.{task}\n"
 
 
 # ---- README --------------------------------------------------------------------------------------------------------
@@ -588,9 +657,13 @@ def export(bench: str, out: Path, data: Mapping[str, Path] | None = None) -> Exp
     modules, plugin = _vendor(source, dest, package, imports)
     yamls = []
     chains: dict[str, tuple[str, str]] = {}
+    scoring, scoring_module = bound_scoring(source), SCORING_FILE.format(bench=bench)
+    if scoring and (source / f"{scoring_module}.py").exists():
+        raise ExportError(f"{source / f'{scoring_module}.py'}: the export writes its scoring hooks there; rename it")
     for path in _yaml_files(source):
         text = _export_yaml(path.read_text(encoding="utf-8"), path, data_files, bench)
         text, chained = _with_questions(text, path, rules, hooks)
+        text = _with_scoring(text, path.name, scoring, scoring_module)
         chains |= chained
         (dest / path.name).write_text(text, encoding="utf-8")
         yamls.append(path.name)
@@ -599,6 +672,8 @@ def export(bench: str, out: Path, data: Mapping[str, Path] | None = None) -> Exp
         raise ExportError(f"--data {', '.join(sorted(unused))}: no task of {bench} reads that source")
     if rules:
         (dest / f"{hooks}.py").write_text(_hooks_text(package, rules, chains), encoding="utf-8")
+    if scoring:
+        (dest / f"{scoring_module}.py").write_text(_scoring_text(package, scoring), encoding="utf-8")
     _check_self_contained(dest, FORBIDDEN_ROOTS + ((owner.name,) if owner is not None else ()))
     (dest / "README.md").write_text(
         _readme(source, bench, package, modules, data_files, plugin, hooks if rules else ""), encoding="utf-8"

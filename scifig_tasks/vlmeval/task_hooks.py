@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from scifig_tasks.core import judge, registry, task_files, task_yaml
 from scifig_tasks.core.schema import BenchmarkSource
-from scifig_tasks.core.task_options import refuse_disagreement
+from scifig_tasks.core.task_options import for_task, refuse_disagreement
 
 if TYPE_CHECKING:
     import datasets
@@ -270,6 +270,7 @@ def score(name: str, position: int, reply: str | None) -> dict[str, Any]:
     if not callable(process):
         raise ValueError(f"{offered()[name].path}: process_results must be a !function")
     refuse_disagreement(name, process, offered()[name].options)
+    process = for_task(process, offered()[name].options)
     doc = scoring_document(name, position)
     with judge.task_scope(name, hook=process):
         return dict(process(doc, [filtered(name, doc, reply)]))

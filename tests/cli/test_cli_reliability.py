@@ -17,7 +17,7 @@ from scifig_tasks.lmms_eval import TASKS_DIR
 from tests.harness.grab_data import ONE_DP, Row, question_text, write_parquet
 from tests.harness.openai_server import ChatRequest, Reply, by_question
 
-OURS = TASKS_DIR / "grab" / "grab_properties.yaml"
+OURS = TASKS_DIR / "grab" / "tasks" / "grab_properties.yaml"
 ROWS = [
     Row("properties", "15"),
     Row("function", "2.5", precision_sentence=ONE_DP),

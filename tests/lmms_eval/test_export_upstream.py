@@ -151,9 +151,12 @@ def test_export_is_generated_from_the_package_and_self_contained(tmp_path: Path)
         "multiple_choice.py raw_outputs.py resources.py secrets.py settings.py stats.py task_options.py"
     )
     assert vendored == expected_modules.split()
-    for name in vendored:  # each vendored module is the package's file with only the import root renamed
-        source = (REPO / "scifig_tasks" / "core" / name).read_text()
-        expected = source.replace("scifig_tasks.core", "grab_core")
+    for name in vendored:  # each vendored module is the package's file with only the import roots renamed
+        own = name.startswith("grab/")  # the benchmark's package, vendored as grab_core/grab/
+        source = (REPO / "scifig_tasks" / ("benchmarks" if own else "core") / name).read_text()
+        expected = source.replace("scifig_tasks.core", "grab_core").replace(
+            "scifig_tasks.benchmarks.grab", "grab_core.grab"
+        )
         if name == "resources.py":  # where the judge finds its presets
             expected = expected.replace('resources.files("scifig_model_configs")', 'resources.files("grab_core")')
         assert (core / name).read_text() == expected, name

@@ -44,11 +44,9 @@ def test_every_scoring_hook_is_bound_to_its_tasks_declared_options(benchmark: Be
         kwargs = config.get("lmms_eval_specific_kwargs") or {}
         assert kwargs.get("default", {}) == info.options, f"{info.path}: lmms-eval reads other options than scifig"
         hook_name = re.search(r"utils\.(\w+)", str(config["process_results"])).group(1)
-        problems += [
-            f"{name} ({hook_name}): {problem}"
-            for problem in task_options.disagreements(getattr(utils, hook_name), info.options)
-        ]
-        checked += bool(task_options.bound(getattr(utils, hook_name)))
+        hook = task_options.for_task(getattr(utils, hook_name), info.options)  # as scifig loads the task
+        problems += [f"{name} ({hook_name}): {problem}" for problem in task_options.disagreements(hook, info.options)]
+        checked += bool(task_options.bound(hook))
     assert problems == []
     assert checked or not any(info.options for info in tasks.values())
 

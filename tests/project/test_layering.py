@@ -19,6 +19,7 @@ Convention: ``from package import name`` is an edge to the module ``package.name
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -163,6 +164,53 @@ def test_the_import_rules_hold() -> None:
 
 def test_no_import_circles() -> None:
     assert circles(graph()) == []
+
+
+_REFERENCE = re.compile(r"^(?P<module>[A-Za-z_]\w*(?:\.\w+)+)(?::\w+)?$")
+_OUTWARD_PATH = re.compile(r"\.parents\[|\.parent\.parent\b|[\"']\.\./")
+
+
+def references_out_of_folder(root: Path = REPO) -> list[str]:
+    """Every ``"module:attr"`` reference or dotted module path written in a benchmark package that names a module of
+    the three packages outside that package, and every relative path climbing out of its folder."""
+    found = []
+    for folder in sorted((root / "scifig_tasks" / "benchmarks").glob("*/")):
+        own = f"{BENCHMARKS}.{folder.name}"
+        for path in sorted(folder.rglob("*.py")):
+            text = path.read_text(encoding="utf-8")
+            where = path.relative_to(root).as_posix()
+            found += [f"{where}: a relative path out of its folder" for _ in _OUTWARD_PATH.finditer(text)]
+            for node in ast.walk(ast.parse(text)):
+                if not (isinstance(node, ast.Constant) and isinstance(node.value, str)):
+                    continue
+                match = _REFERENCE.match(node.value)
+                module = match.group("module") if match else ""
+                if module.split(".")[0] in PACKAGES and not _within(module, own):
+                    found.append(f"{where} (line {node.lineno}): names {node.value}")
+    return found
+
+
+def test_a_benchmark_names_nothing_outside_its_own_folder() -> None:
+    """A benchmark package reaches its parts by its own name (``f"{__package__}.vlmeval:..."``), nothing else."""
+    assert references_out_of_folder() == []
+
+
+def test_the_folder_rule_catches_what_it_forbids(tmp_path: Path) -> None:
+    files = {
+        "scifig_tasks/benchmarks/grab/description.py": (
+            'A = "scifig_tasks.vlmeval.datasets:SciFigGRAB"\nB = "curation.grab.cli:register"\n'
+            'C = "scifig_tasks.benchmarks.grab.report"\nD = f"{__package__}.vlmeval:X"\n'
+            "E = Path(__file__).parents[2]\n"
+        ),
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert references_out_of_folder(tmp_path) == [
+        "scifig_tasks/benchmarks/grab/description.py: a relative path out of its folder",
+        "scifig_tasks/benchmarks/grab/description.py (line 1): names scifig_tasks.vlmeval.datasets:SciFigGRAB",
+        "scifig_tasks/benchmarks/grab/description.py (line 2): names curation.grab.cli:register",
+    ]
 
 
 def test_the_rules_catch_what_they_forbid(tmp_path: Path) -> None:

@@ -101,5 +101,4 @@ BENCHMARK = Benchmark(
         classes=(f"{_VLMEVAL}:SciFigGRAB",),
         tsv_formats={"grab": f"{_VLMEVAL}:TSV_LAYOUT"},
     ),
-    curate="curation.grab.cli:register",
 )

@@ -126,5 +126,4 @@ BENCHMARK = Benchmark(
             for suffix in PROTOCOL_SUFFIXES
         },
     ),
-    curate="curation.mmsci.cli:register",
 )

@@ -103,5 +103,4 @@ BENCHMARK = Benchmark(
         classes=(f"{_VLMEVAL}:SciFigPlotTwist", f"{_VLMEVAL}:SciFigPlotTwistRobustness"),
         tsv_formats={"plot_twist": f"{_VLMEVAL}:TSV_LAYOUT"},
     ),
-    curate="curation.plot_twist.cli:register",
 )

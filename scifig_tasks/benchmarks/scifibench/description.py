@@ -75,5 +75,4 @@ BENCHMARK = Benchmark(
             "scifibench_reasoning": _names("_reasoning"),
         },
     ),
-    curate="curation.scifibench.cli:register",
 )

@@ -18,6 +18,7 @@ from typing import Any
 from scifig_tasks.core import task_files, task_yaml
 from scifig_tasks.core.judged_hooks import JudgeRequired, declared_judging, judge_configured, requires_judge
 from scifig_tasks.core.scoring_protocol import PAPER_SUFFIX, Protocol, plain_twin
+from scifig_tasks.core.task_options import for_task
 
 
 def _leaves(name: str, tasks: Mapping[str, Any], seen: frozenset[str] = frozenset()) -> list[str]:
@@ -50,7 +51,8 @@ class _Requirement:
         if leaf not in self._leaf:
             info = self.tasks.get(_twin(leaf, self.protocol, self.tasks))
             hook = None if info is None else task_yaml.resolved(info.path).get("process_results")
-            self._leaf[leaf] = isinstance(hook, task_yaml.FunctionTag) and requires_judge(hook.resolve())
+            bound = for_task(hook.resolve(), info.options) if isinstance(hook, task_yaml.FunctionTag) else None
+            self._leaf[leaf] = bound is not None and requires_judge(bound)
         return self._leaf[leaf]
 
     def __call__(self, name: str) -> bool:
@@ -108,7 +110,7 @@ def judge_use(name: str) -> str:
         info = tasks.get(leaf)
         hook = None if info is None else task_yaml.resolved(info.path).get("process_results")
         if isinstance(hook, task_yaml.FunctionTag):
-            function = hook.resolve()
+            function = for_task(hook.resolve(), info.options)
             use = "required" if requires_judge(function) else declared_judging(function)
             if use is not None:
                 uses.append(USE_WORDS[use])

@@ -8,6 +8,7 @@ names (:mod:`scifig_tasks.core.task_options`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
@@ -19,8 +20,8 @@ from scifig_tasks.benchmarks.grab import rules as grab
 from scifig_tasks.core.deprecation import warn_once
 from scifig_tasks.core.images import for_upload, to_rgb
 from scifig_tasks.core.judge.client import get_judge
-from scifig_tasks.core.judged_hooks import asks_judge, refuse_without_judge
-from scifig_tasks.core.task_options import bind
+from scifig_tasks.core.judged_hooks import JudgeUse, asks_judge, refuse_without_judge
+from scifig_tasks.core.task_options import reads_task_options
 
 
 def grab_doc_to_visual(doc: dict[str, Any]) -> list[Image.Image]:
@@ -59,16 +60,19 @@ grab_series_docs_llm_extract = partial(_select_task, task="series")
 grab_transforms_docs_llm_extract = partial(_select_task, task="transform")
 
 
-def _results(doc: dict[str, Any], results: list[str | None], *, llm_extract: bool) -> dict[str, Any]:
+def _judging(options: Mapping[str, Any]) -> JudgeUse | None:
+    """The paper's LLM-extraction ablation sends every output to the judge; exact match never asks it."""
+    return JudgeUse("per_output", required=True) if options.get("llm_extract") else None
+
+
+@reads_task_options
+@asks_judge(_judging)
+def grab_process_results(doc: dict[str, Any], results: list[str | None], *, llm_extract: bool) -> dict[str, Any]:
     judge = get_judge() if llm_extract else None
     if llm_extract:  # refused before the model runs (declared below); here when the run's tasks were not checked
         refuse_without_judge(["GRAB's LLM extraction"], available=judge is not None)
     score = grab.score_doc(doc, results[0], judge, llm_extract=llm_extract)
     return {"accuracy": float(score.correct), "breakdown": grab.sample_record(doc, score)}
-
-
-grab_process_results = bind(_results, llm_extract=False)
-grab_process_results_llm_extract = asks_judge("per_output", required=True)(bind(_results, llm_extract=True))
 
 
 def grab_breakdown(records: list[dict[str, Any]]) -> dict[str, Any]:

@@ -13,6 +13,7 @@ ones sample 3 captions per figure (``repeats: 3``) and mark their records ``prot
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import datasets
@@ -22,9 +23,9 @@ from scifig_tasks.benchmarks.mmsci import captioning_metrics as mmsci_captioning
 from scifig_tasks.benchmarks.mmsci import rules as mmsci
 from scifig_tasks.core.images import for_upload, to_rgb
 from scifig_tasks.core.judge.client import get_judge
-from scifig_tasks.core.judged_hooks import asks_judge
+from scifig_tasks.core.judged_hooks import JudgeUse, asks_judge
 from scifig_tasks.core.scoring_protocol import Protocol, in_force
-from scifig_tasks.core.task_options import bind
+from scifig_tasks.core.task_options import reads_task_options
 
 Kwargs = dict[str, Any] | None
 
@@ -62,15 +63,17 @@ def mmsci_mcq_doc_to_messages(doc: dict[str, Any], lmms_eval_specific_kwargs: Kw
     return [{"role": "user", "content": content}]
 
 
-@asks_judge("audited")
-def _mcq_process_results(doc: dict[str, Any], results: list[str | None], *, protocol: Protocol) -> dict[str, Any]:
+def _mcq_judging(options: Mapping[str, Any]) -> JudgeUse:
+    """Only what the rules cannot read goes to the judge; the paper's protocol cannot score without one."""
+    return JudgeUse("audited", required=options.get("protocol") == "paper")
+
+
+@reads_task_options
+@asks_judge(_mcq_judging)
+def mmsci_mcq_process_results(doc: dict[str, Any], results: list[str | None], *, protocol: Protocol) -> dict[str, Any]:
     resolution = mmsci.resolve_answer(doc, results[0], get_judge(), in_force("mmsci", protocol))
     record = mmsci.sample_record(doc, resolution)
     return {"accuracy": float(record["correct"]), "breakdown": record}
-
-
-mmsci_mcq_process_results = bind(_mcq_process_results, protocol="default")
-mmsci_mcq_paper_process_results = asks_judge("audited", required=True)(bind(_mcq_process_results, protocol="paper"))
 
 
 def mmsci_breakdown(records: list[dict[str, Any]]) -> dict[str, Any]:
@@ -100,8 +103,9 @@ def mmsci_caption_doc_to_messages(doc: dict[str, Any], lmms_eval_specific_kwargs
 CAPTION_METRICS = mmsci_captioning.CAPTION_METRICS
 
 
+@reads_task_options
 @asks_judge("at_aggregation")
-def _caption_process_results(doc: dict[str, Any], results: list[Any], *, protocol: Protocol) -> dict[str, Any]:
+def mmsci_caption_process_results(doc: dict[str, Any], results: list[Any], *, protocol: Protocol) -> dict[str, Any]:
     """One caption (``default``), or under ``paper`` the k sampled captions (``repeats`` + ``take_first_k``; lmms-eval
     hands the one request's k filtered responses over as ``results``), scored with the paper setting."""
     if protocol == "paper":
@@ -110,10 +114,6 @@ def _caption_process_results(doc: dict[str, Any], results: list[Any], *, protoco
     else:
         record = mmsci.caption_record(doc, results[0])
     return {name: record for name in (*CAPTION_METRICS, "caption_report")}
-
-
-mmsci_caption_process_results = bind(_caption_process_results, protocol="default")
-mmsci_caption_paper_process_results = bind(_caption_process_results, protocol="paper")
 
 
 def _value(name: str, records: list[dict[str, Any]]) -> float | None:

@@ -26,7 +26,7 @@ from scifig_tasks.benchmarks.plot_twist import rules as plot_twist
 from scifig_tasks.core.images import for_upload, to_rgb
 from scifig_tasks.core.judge.client import get_judge
 from scifig_tasks.core.judged_hooks import asks_judge
-from scifig_tasks.core.task_options import bind
+from scifig_tasks.core.task_options import reads_task_options
 
 Kwargs = dict[str, Any] | None
 
@@ -108,8 +108,9 @@ def plot_twist_doc_to_messages(doc: dict[str, Any], lmms_eval_specific_kwargs: K
 # --- scoring -------------------------------------------------------------------------------------------------------
 
 
+@reads_task_options
 @asks_judge("per_output")
-def _results(
+def plot_twist_process_results(
     doc: dict[str, Any], results: list[Any], *, margin_rule: plot_twist.MarginRule, protocol: str
 ) -> dict[str, Any]:
     outputs = [item for result in results for item in (result if isinstance(result, list) else [result])]
@@ -127,14 +128,6 @@ def _results(
         "collective_range": per_figure,
         "breakdown": record,
     }
-
-
-plot_twist_process_results = bind(_results, margin_rule="synthetic", protocol="api")
-plot_twist_process_results_chartqa = bind(_results, margin_rule="chartqa", protocol="api")
-plot_twist_open_process_results = bind(_results, margin_rule="synthetic", protocol="open")
-plot_twist_open_process_results_chartqa = bind(_results, margin_rule="chartqa", protocol="open")
-plot_twist_open_pali_process_results = bind(_results, margin_rule="synthetic", protocol="open_pali")
-plot_twist_open_pali_process_results_chartqa = bind(_results, margin_rule="chartqa", protocol="open_pali")
 
 
 def plot_twist_collective_standard(records: list[dict[str, Any]]) -> float:

@@ -10,6 +10,7 @@ interleave images at a token, e.g. ``<image>``), ``alignment`` (the alignment ex
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from PIL import Image
@@ -17,9 +18,9 @@ from PIL import Image
 from scifig_tasks.benchmarks.scifibench import rules as scifibench
 from scifig_tasks.core.images import for_upload, to_rgb
 from scifig_tasks.core.judge.client import get_judge
-from scifig_tasks.core.judged_hooks import asks_judge
+from scifig_tasks.core.judged_hooks import JudgeUse, asks_judge
 from scifig_tasks.core.scoring_protocol import Protocol, in_force
-from scifig_tasks.core.task_options import bind
+from scifig_tasks.core.task_options import reads_task_options
 
 Kwargs = dict[str, Any] | None
 
@@ -85,14 +86,17 @@ def scifibench_c2f_doc_to_messages(
 # --- scoring ---------------------------------------------------------------------------------------------------------
 
 
-def _process_results(doc: dict[str, Any], results: list[str | None], *, protocol: Protocol) -> dict[str, Any]:
+def _judging(options: Mapping[str, Any]) -> JudgeUse:
+    """The paper's protocol sends every output to the judge; scifig's sends only what the rules cannot read."""
+    return JudgeUse("per_output", required=True) if options.get("protocol") == "paper" else JudgeUse("audited")
+
+
+@reads_task_options
+@asks_judge(_judging)
+def scifibench_process_results(doc: dict[str, Any], results: list[str | None], *, protocol: Protocol) -> dict[str, Any]:
     resolution = scifibench.resolve_answer(doc, results[0], get_judge(), in_force("scifibench", protocol))
     record = scifibench.sample_record(doc, resolution)
     return {"accuracy": float(record["correct"]), "breakdown": record}
-
-
-scifibench_process_results = asks_judge("audited")(bind(_process_results, protocol="default"))
-scifibench_paper_process_results = asks_judge("per_output", required=True)(bind(_process_results, protocol="paper"))
 
 
 def scifibench_breakdown(records: list[dict[str, Any]]) -> dict[str, Any]:
@@ -108,25 +112,13 @@ def scifibench_breakdown_group(
 # --- alignment experiment ------------------------------------------------------------------------------------------
 
 
-@asks_judge("audited")  # scores as scifibench_process_results does
-def _alignment_results(
+@reads_task_options
+@asks_judge(_judging)  # scores as scifibench_process_results does
+def scifibench_alignment_process_results(
     doc: dict[str, Any], results: list[str | None], *, protocol: Protocol, alignment: str
 ) -> dict[str, Any]:
-    scored = _process_results(doc, results, protocol=protocol)
+    scored = scifibench_process_results(doc, results, protocol=protocol)
     return {**scored, "alignment": {"variant": alignment, "correct": scored["breakdown"]["correct"]}}
-
-
-scifibench_alignment_baseline_process_results = bind(_alignment_results, protocol="default", alignment="baseline")
-scifibench_alignment_marked_true_process_results = bind(_alignment_results, protocol="default", alignment="marked_true")
-scifibench_alignment_marked_true_ignore_process_results = bind(
-    _alignment_results, protocol="default", alignment="marked_true_ignore"
-)
-scifibench_alignment_marked_false_process_results = bind(
-    _alignment_results, protocol="default", alignment="marked_false"
-)
-scifibench_alignment_marked_false_ignore_process_results = bind(
-    _alignment_results, protocol="default", alignment="marked_false_ignore"
-)
 
 
 def scifibench_alignment(records: list[dict[str, Any]]) -> dict[str, Any]:
