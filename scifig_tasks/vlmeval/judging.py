@@ -1,27 +1,13 @@
-"""The judge of a scifig dataset run by VLMEvalKit: its own ``--judge`` options, else the ``SCIFIG_JUDGE_*`` setup.
+"""The judge of a scifig dataset run by VLMEvalKit: the one its ``--judge`` options choose, else the one the
+``SCIFIG_JUDGE*`` settings configure (read through :mod:`scifig_tasks.core.settings`, as everywhere).
 
-VLMEvalKit's ``run.py`` (``get_judge_kwargs``) hands ``evaluate`` the judge options as keyword arguments: ``model``
-(``--judge``; for a multiple-choice dataset it names ``gpt-4o-mini`` itself when ``--judge`` is absent), ``api_base``
-(``--judge-base-url`` + ``/chat/completions``), ``key`` (``--judge-key``), ``nproc`` (``--judge-api-nproc``, else
-``--api-nproc``), ``retry`` (``--judge-retry``, else ``--retry``), ``timeout`` (``--judge-timeout``) and the entries of
-``--judge-args``. Rule implemented (:func:`resolve`):
-
-* a judge chosen on VLMEvalKit's command line (``--judge``, ``--judge-base-url`` or ``--judge-key``) wins over the
-  ``SCIFIG_JUDGE_*`` environment: its model, endpoint and key, and VLMEvalKit's ``nproc`` / ``retry`` / ``timeout``
-  as :class:`~scifig_tasks.core.judge.JudgeConfig`'s ``max_concurrency`` / ``max_retries`` / ``timeout_s``; what
-  it leaves out (the endpoint when only ``--judge`` is given, the key) comes from the environment's judge setup;
-  ``--judge exact_matching`` (VLMEvalKit's "no LLM") switches the judge off;
-* otherwise the judge is :func:`scifig_tasks.core.judge.get_judge`'s, as for lmms-eval — VLMEvalKit's own default
-  model name for multiple-choice datasets is not a choice the user made and is not used.
-
-``scifig vlmeval`` knows the command line and tells this module whether ``--judge`` was given
-(:func:`command_line`); a dataset driven another way reads VLMEvalKit's default model as "not chosen". The scores file
-names the judge used (:meth:`Judging.described`), never its key.
+:func:`resolve` maps the keyword arguments VLMEvalKit's ``get_judge_kwargs`` hands ``evaluate`` (``model``,
+``api_base``, ``key``, ``nproc``, ``retry``, ``timeout``) onto a :class:`~scifig_tasks.core.judge.JudgeConfig`;
+``scifig vlmeval`` says whether ``--judge`` was given (:func:`command_line`). The precedence: docs/vlmeval.md.
 """
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -29,7 +15,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from scifig_tasks.core import settings
 from scifig_tasks.core.judge import JudgeClient, JudgeConfig, get_judge
+from scifig_tasks.core.judge.config import default_cache_dir
+from scifig_tasks.core.settings import Settings
 
 VLMEVAL_DEFAULT_MODELS = {"MCQ": "gpt-4o-mini", "Y/N": "gpt-4o-mini", "MCQ_MMMU_Pro": "gpt-4o-mini"}
 """The judge model VLMEvalKit's ``get_judge_kwargs`` names for a dataset type when ``--judge`` is absent."""
@@ -109,30 +98,34 @@ def _base_url(value: str | None) -> str | None:
     return value[: -len(CHAT_SUFFIX)] if value.endswith(CHAT_SUFFIX) else value
 
 
-def resolve(judge_kwargs: Mapping[str, Any], dataset_type: str, environ: Mapping[str, str] | None = None) -> Judging:
-    """The judge for one ``evaluate`` call (module docstring). Raises ValueError when VLMEvalKit's options name a
-    judge without an endpoint anywhere (no ``--judge-base-url``, ``SCIFIG_JUDGE_BASE_URL`` nor ``OPENAI_API_BASE``)."""
-    env = os.environ if environ is None else environ
+def resolve(
+    judge_kwargs: Mapping[str, Any], dataset_type: str, environ: Settings | Mapping[str, str] | None = None
+) -> Judging:
+    """The judge for one ``evaluate`` call (module docstring), with the ``SCIFIG_JUDGE*`` settings of ``environ`` (the
+    process's settings when None; a :class:`Settings` value or an environment mapping otherwise). Raises ValueError
+    when VLMEvalKit's options name a judge without an endpoint anywhere (no ``--judge-base-url``,
+    ``SCIFIG_JUDGE_BASE_URL`` nor ``OPENAI_API_BASE``)."""
+    chosen = settings.resolve(environ)
     model = chosen_model(judge_kwargs, dataset_type)
     api_base, key = _base_url(judge_kwargs.get("api_base")), judge_kwargs.get("key") or None
     if not chose_judge(judge_kwargs, dataset_type):
-        client = get_judge(environ)
+        client = get_judge(chosen)
         return Judging(client, FROM_ENVIRONMENT if client is not None else "none configured (SCIFIG_JUDGE_* unset)")
     if model in NO_LLM:
         return Judging(None, f"{FROM_VLMEVAL} (--judge {model}: no LLM judge)")
     try:
-        configured = JudgeConfig.from_env(env)
+        configured = JudgeConfig.from_settings(chosen)
     except ValueError:
         configured = None
     base_url = api_base or (configured.base_url if configured else None)
-    base_url = base_url or _base_url(env.get("SCIFIG_JUDGE_BASE_URL") or env.get("OPENAI_API_BASE"))
-    model = model or (configured.model if configured else None) or env.get("SCIFIG_JUDGE_MODEL") or None
+    base_url = base_url or _base_url(chosen.get(settings.JUDGE_BASE_URL) or chosen.get(settings.OPENAI_API_BASE))
+    model = model or (configured.model if configured else None) or chosen.get(settings.JUDGE_MODEL)
     if base_url is None or model is None:
         missing = "endpoint (--judge-base-url or SCIFIG_JUDGE_BASE_URL)" if base_url is None else "model (--judge)"
         raise ValueError(f"the judge chosen with VLMEvalKit's --judge options has no {missing}")
     api_key = key or (configured.api_key if configured else None)
-    api_key = api_key or env.get("SCIFIG_JUDGE_API_KEY") or env.get("OPENAI_API_KEY") or None
-    base = configured or JudgeConfig(base_url=base_url, model=model)
+    api_key = api_key or chosen.get(settings.JUDGE_API_KEY) or chosen.get(settings.OPENAI_API_KEY)
+    base = configured or JudgeConfig(base_url=base_url, model=model, cache_dir=default_cache_dir(chosen))
     knobs = {
         field: int(judge_kwargs[name]) if field != "timeout_s" else float(judge_kwargs[name])
         for name, field in (("nproc", "max_concurrency"), ("retry", "max_retries"), ("timeout", "timeout_s"))

@@ -28,7 +28,7 @@ from scifig_tasks.core.judge import (
     get_judge,
     has_text,
 )
-from scifig_tasks.core.judge.breaker import _unreachable
+from scifig_tasks.core.judge.breaker import unreachable
 from tests.harness.openai_server import ChatRequest, FakeOpenAIServer, Reply, fixed_latency
 
 KEY = "sk-scifig-breaker-FAKE-0e1d-DO-NOT-LEAK"
@@ -144,8 +144,8 @@ def test_dns_failure_counts_as_unreachable() -> None:
         except socket.gaierror as exc:
             raise ConnectionError("[Errno -2] Name or service not known") from exc
     except ConnectionError as error:
-        assert _unreachable(error) == "host name not found (DNS lookup failed)"
-    assert _unreachable(TimeoutError("read timed out")) is None
+        assert unreachable(error) == "host name not found (DNS lookup failed)"
+    assert unreachable(TimeoutError("read timed out")) is None
 
 
 # ---- cache ----------------------------------------------------------------------------------------------------------
@@ -192,7 +192,7 @@ def test_old_cache_entries_that_are_not_answers_are_asked_again(openai_server, t
     with JudgeClient(config) as judge:  # an older release cached what it could not read; write such an entry
         entry = {"base_url": config.base_url, "model": config.model, "system": None, "max_tokens": 3}
         entry |= {"temperature": 0.0, "prompt": mcq.judge_prompt(output, len(options))}
-        path = judge._cache_path(entry)
+        path = judge.cache.path(entry)
         path.parent.mkdir(parents=True)
         path.write_text(json.dumps({**entry, "text": "N/A"}), encoding="utf-8")
         assert mcq.resolve(output, options, judge).reason == "alternatives; judge failed"

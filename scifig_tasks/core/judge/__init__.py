@@ -1,27 +1,6 @@
-"""Shared LLM judge client used by every benchmark for LLM answer extraction.
-
-Rule implemented: a judgement is one temperature-0 chat completion from a single OpenAI-compatible endpoint
-(``POST {base_url}/chat/completions``, sent through the ``openai`` Python SDK), and asking the judge never breaks an
-evaluation run. One module per concern, each stating its part of the rule:
-
-* :mod:`~scifig_tasks.core.judge.config` -- :class:`JudgeConfig`, from the settings (``SCIFIG_JUDGE*``), a preset or
-  explicit arguments; the endpoint's normal form; :func:`configured_concurrency`.
-* :mod:`~scifig_tasks.core.judge.client` -- :class:`JudgeClient` (a judgement from the cache, from an identical
-  request in flight, or from the endpoint) and :func:`get_judge`, the process's client; :func:`dry_run`.
-* :mod:`~scifig_tasks.core.judge.replies` -- what a call returns (:class:`JudgeResult`) and when a reply is an
-  answer (the caller's ``accept`` check, :func:`has_text`).
-* :mod:`~scifig_tasks.core.judge.sending` -- HTTP through the SDK: the concurrency bound, retries and back-off.
-* :mod:`~scifig_tasks.core.judge.breaker` -- the circuit breaker and the slow-judge notice.
-* :mod:`~scifig_tasks.core.judge.cache` -- the on-disk reply cache.
-* :mod:`~scifig_tasks.core.judge.accounting` -- the task a call is charged to (:func:`task_scope`) and the counters.
-* :mod:`~scifig_tasks.core.judge.usage` -- what the judge did and cost (:func:`usage_report`, :func:`usage_words`)
-  and the samples it could not score (:func:`judge_failures`, :func:`failure_summary`).
-
-Across all of them:
-
-* The API key only ever travels in the ``Authorization`` header: it is kept out of reprs, logs and errors, and a
-  cache entry holds no secret (:mod:`scifig_tasks.core.secrets`: the environment's keys and the judge's, echoed in
-  a model output the prompt quotes or in the judge's reply, are masked; the base URL is stored without user:password).
+"""The LLM judge every benchmark shares: one temperature-0 chat completion from an OpenAI-compatible endpoint, and
+asking it never breaks a run. :func:`get_judge` gives the client the settings configure; :class:`JudgeClient` holds
+a ledger, a reply cache, a circuit breaker and a sender. How it behaves, module by module: docs/judge.md.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
-"""Per-task accounting of judge calls: the task a call is charged to (:func:`task_scope`, a ContextVar) and the
-counters each client keeps per task.
+"""Who a judge call is charged to and what each client counts.
 
-* Accounting: every call is charged to the task it is made for (:func:`task_scope`; the calling thread's task, which
-  :meth:`JudgeClient.complete_many` hands to its own threads): requests sent, cache hits, shared replies, failures,
-  prompt and completion tokens (the reply's ``usage``), and the wall time during which at least one of the task's
-  calls was waiting on the judge. :mod:`scifig_tasks.core.judge.usage` reports these figures and their cost.
+:func:`task_scope` names the task a call is made for (and refuses a judge its scoring hook does not declare);
+:class:`Ledger` holds one client's counters. :mod:`scifig_tasks.core.judge.usage` reports them. See docs/judge.md.
 """
 
 from __future__ import annotations
@@ -78,36 +75,43 @@ def current_task() -> str:
     return _task.get() or NO_TASK
 
 
-class Accounting:
-    """The counters of a :class:`~scifig_tasks.core.judge.client.JudgeClient`: ``stats`` for the client, and per task
-    the counters of :data:`USAGE_COUNTS`, the tokens and ``wall_s`` (a mixin: the client's ``__init__`` sets the
-    state below)."""
+class Ledger:
+    """One client's counters: :attr:`stats` for the client and, per task, the counters of :data:`USAGE_COUNTS`, the
+    tokens and ``wall_s``. Thread-safe."""
 
-    _lock: threading.Lock
-    _stats: dict[str, int]
-    _usage: dict[str, dict[str, float]]
-    _active: dict[str, tuple[int, float]]  # task -> (calls waiting on the judge, since when)
+    STATS = ("requests", "cache_hits", "shared", "judged", "failed")
+    """The client's own counts (``would_send`` and ``calls`` are per task only)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._stats = dict.fromkeys(self.STATS, 0)
+        self._usage: dict[str, dict[str, float]] = {}
+        self._active: dict[str, tuple[int, float]] = {}  # task -> (calls waiting on the judge, since when)
 
     @property
     def stats(self) -> dict[str, int]:
         with self._lock:
             return dict(self._stats)
 
-    def _bump(self, name: str) -> None:
+    def count(self, name: str) -> None:
+        """Add one to counter ``name`` of the client and of the current task."""
         with self._lock:
             if name in self._stats:
                 self._stats[name] += 1
             self._charge(current_task(), name, 1)
 
-    def _charge(self, task: str, name: str, amount: float) -> None:
-        """Add ``amount`` to the task's counter ``name`` (the caller holds the lock)."""
-        usage = self._usage.get(task)
-        if usage is None:
-            usage = self._usage[task] = dict.fromkeys((*USAGE_COUNTS, *USAGE_TOKENS, "wall_s"), 0)
-        usage[name] += amount
+    def tokens(self, usage: Any) -> None:
+        """Add a reply's ``usage`` (prompt and completion tokens) to the current task; a reply without one adds
+        nothing."""
+        found = {name: getattr(usage, name, None) for name in USAGE_TOKENS}
+        task = current_task()
+        with self._lock:
+            for name, value in found.items():
+                if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                    self._charge(task, name, value)
 
     @contextlib.contextmanager
-    def _timed(self) -> Iterator[None]:
+    def call(self) -> Iterator[None]:
         """One call of the current task: counted, and its time waiting on the judge added to the task's ``wall_s``
         (the union of its calls' intervals: calls in flight together count once)."""
         task = current_task()
@@ -135,12 +139,9 @@ class Accounting:
                 self._usage.clear()
         return found
 
-    def _count_tokens(self, usage: Any) -> None:
-        """Add a reply's ``usage`` (prompt and completion tokens) to the current task; a reply without one adds
-        nothing."""
-        found = {name: getattr(usage, name, None) for name in USAGE_TOKENS}
-        task = current_task()
-        with self._lock:
-            for name, value in found.items():
-                if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-                    self._charge(task, name, value)
+    def _charge(self, task: str, name: str, amount: float) -> None:
+        """Add ``amount`` to the task's counter ``name`` (the caller holds the lock)."""
+        usage = self._usage.get(task)
+        if usage is None:
+            usage = self._usage[task] = dict.fromkeys((*USAGE_COUNTS, *USAGE_TOKENS, "wall_s"), 0)
+        usage[name] += amount

@@ -1,27 +1,17 @@
-"""The judge's circuit breaker and slow-judge notice: a judge that cannot answer stops being asked, and a slow one
-is named.
-
-* Circuit breaker: a refused connection or a host name that does not resolve (nothing listens there; never retried)
-  opens it at once; so do :data:`BREAKER_THRESHOLD` consecutive failed calls (each after its retries; a 400, 413 or
-  422 about one prompt does not count), and :data:`SILENT_TIMEOUTS` requests in a row that time out with no reply
-  of any kind in between (a judge that accepts connections and never answers: the run ends one or two timeouts after
-  it started asking, about two minutes at most with the default 60 s). While open, every call that the cache cannot
-  answer returns ``judge_failed`` at once without being sent, and one ERROR line names the endpoint and what to
-  check. It stays open for the life of the client (the process); failures are never cached, so a rerun asks them
-  again.
-* A judge that has not answered a request after :data:`SLOW_NOTICE_S` seconds (or half the timeout, if shorter) is
-  named once in a WARNING line with the timeout setting, so a slow or hung judge is visible within the first minute;
-  a slow judge that does answer within the timeout is otherwise left alone.
+"""The judge's circuit breaker and slow-judge notice: a judge that cannot answer stops being asked, a slow one is
+named once. See docs/judge.md for when the breaker opens.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import socket
 import threading
+from collections.abc import Iterator
 
 from scifig_tasks.core.judge.config import JudgeConfig, _endpoint
-from scifig_tasks.core.judge.replies import _Failure
+from scifig_tasks.core.judge.replies import Failure, scrub
 
 logger = logging.getLogger("scifig.judge")
 
@@ -33,11 +23,12 @@ SLOW_NOTICE_S = 20.0
 """Seconds a request may wait for its reply before one WARNING line says the judge is slow (half the timeout if
 that is less)."""
 
-# Statuses that say something about the endpoint rather than about one prompt: they count towards the breaker.
-_ENDPOINT_STATUSES = frozenset({401, 403, 404, 408, 409, 429})
+ENDPOINT_STATUSES = frozenset({401, 403, 404, 408, 409, 429})
+"""Statuses below 500 that say something about the endpoint rather than about one prompt: they count towards the
+breaker (a 400, 413 or 422 about one prompt does not)."""
 
 
-def _unreachable(exc: BaseException) -> str | None:
+def unreachable(exc: BaseException) -> str | None:
     """Why nothing can answer at the endpoint (refused connection, unknown host) when that caused ``exc``."""
     seen: set[int] = set()
     current: BaseException | None = exc
@@ -52,24 +43,88 @@ def _unreachable(exc: BaseException) -> str | None:
 
 
 class Breaker:
-    """The circuit breaker of a :class:`~scifig_tasks.core.judge.client.JudgeClient` (a mixin: the client's
-    ``__init__`` sets the state below; ``_scrub`` is :class:`~scifig_tasks.core.judge.sending.Sending`'s)."""
+    """The circuit breaker of one client (thread-safe): :attr:`reason` is why it opened, ``None`` while closed. It
+    opens at once on :meth:`trip` (an unreachable endpoint), after :data:`SILENT_TIMEOUTS` requests in a row time out
+    (:meth:`timed_out`, reset by :meth:`answered`), or after ``config.breaker_threshold`` consecutive failed calls
+    (:meth:`settle`); once open it stays open for the life of the client."""
 
-    config: JudgeConfig
-    _lock: threading.Lock
-    _breaker: str | None
-    _consecutive_failures: int
-    _silent_timeouts: int  # requests in a row that timed out with no reply of any kind in between
-    _slow_noted: bool
-    _slow_after: float
+    def __init__(self, config: JudgeConfig) -> None:
+        self.config = config
+        self._lock = threading.Lock()
+        self._reason: str | None = None
+        self._consecutive_failures = 0
+        self._silent_timeouts = 0  # requests in a row that timed out with no reply of any kind in between
+        self._slow_noted = False
+        self._slow_after = min(SLOW_NOTICE_S, config.timeout_s / 2)
 
     @property
-    def breaker(self) -> str | None:
+    def reason(self) -> str | None:
         """Why the circuit breaker opened, or ``None`` while it is closed."""
-        return self._breaker
+        return self._reason
+
+    @contextlib.contextmanager
+    def watching(self) -> Iterator[None]:
+        """One request: the first to wait ``min(SLOW_NOTICE_S, timeout / 2)`` seconds for its reply (of the client)
+        gives one WARNING line."""
+        notice = None
+        if not self._slow_noted:
+            notice = threading.Timer(self._slow_after, self._note_slow)
+            notice.daemon = True
+            notice.start()
+        try:
+            yield
+        finally:
+            if notice is not None:
+                notice.cancel()
+
+    def answered(self) -> None:
+        """A request got a reply of some kind (any HTTP status): the run of silent timeouts ends."""
+        with self._lock:
+            self._silent_timeouts = 0
+
+    def timed_out(self) -> None:
+        """A request timed out: enough of them in a row, with no reply between, open the breaker."""
+        with self._lock:
+            self._silent_timeouts += 1
+            run = self._silent_timeouts
+        if run >= SILENT_TIMEOUTS:
+            self.trip(
+                f"{run} requests in a row timed out after {self.config.timeout_s:g}s with no reply "
+                "(SCIFIG_JUDGE_TIMEOUT_S sets the timeout)"
+            )
+
+    def settle(self, reply: str | Failure) -> None:
+        """A finished call resets, or adds to, the run of consecutive failures that opens the breaker."""
+        if isinstance(reply, str):
+            with self._lock:
+                self._consecutive_failures = 0
+            return
+        if not reply.counts:
+            return
+        with self._lock:
+            self._consecutive_failures += 1
+            run, broken = self._consecutive_failures, self._reason is not None
+        if not broken:  # once the breaker is open its one ERROR line speaks for every call (calls in flight too)
+            logger.warning("judge call to %s failed: %s", _endpoint(self.config.base_url), reply.error)
+        if run >= self.config.breaker_threshold:
+            self.trip(f"{run} consecutive judge calls failed, the last with {reply.error}")
+
+    def trip(self, reason: str) -> None:
+        """Open the breaker (once): one ERROR line naming the endpoint and what to check."""
+        with self._lock:
+            if self._reason is not None:
+                return
+            self._reason = reason = scrub(reason, self.config.api_key)
+        logger.error(
+            "LLM judge at %s: %s. Circuit breaker open: every further judge call of this run is marked judge_failed "
+            "without being sent. Check that the judge server is running and reachable at SCIFIG_JUDGE_BASE_URL, and "
+            "SCIFIG_JUDGE_MODEL / SCIFIG_JUDGE_API_KEY (or the SCIFIG_JUDGE preset); SCIFIG_JUDGE=off runs without a "
+            "judge.",
+            _endpoint(self.config.base_url),
+            reason,
+        )
 
     def _note_slow(self) -> None:
-        """One WARNING line, the first time a request waits :attr:`_slow_after` seconds for its reply."""
         with self._lock:
             if self._slow_noted:
                 return
@@ -81,46 +136,4 @@ class Breaker:
             self._slow_after,
             self.config.timeout_s,
             SILENT_TIMEOUTS,
-        )
-
-    def _note_silent_timeout(self) -> None:
-        """A request timed out: enough of them in a row, with no reply between, open the breaker."""
-        with self._lock:
-            self._silent_timeouts += 1
-            run = self._silent_timeouts
-        if run >= SILENT_TIMEOUTS:
-            self._trip(
-                f"{run} requests in a row timed out after {self.config.timeout_s:g}s with no reply "
-                "(SCIFIG_JUDGE_TIMEOUT_S sets the timeout)"
-            )
-
-    def _settle(self, reply: str | _Failure) -> None:
-        """A finished call resets, or adds to, the run of consecutive failures that opens the breaker."""
-        if isinstance(reply, str):
-            with self._lock:
-                self._consecutive_failures = 0
-            return
-        if not reply.counts:
-            return
-        with self._lock:
-            self._consecutive_failures += 1
-            run, broken = self._consecutive_failures, self._breaker is not None
-        if not broken:  # once the breaker is open its one ERROR line speaks for every call (calls in flight too)
-            logger.warning("judge call to %s failed: %s", _endpoint(self.config.base_url), reply.error)
-        if run >= self.config.breaker_threshold:
-            self._trip(f"{run} consecutive judge calls failed, the last with {reply.error}")
-
-    def _trip(self, reason: str) -> None:
-        """Open the breaker (once): one ERROR line naming the endpoint and what to check."""
-        with self._lock:
-            if self._breaker is not None:
-                return
-            self._breaker = reason = self._scrub(reason)
-        logger.error(
-            "LLM judge at %s: %s. Circuit breaker open: every further judge call of this run is marked judge_failed "
-            "without being sent. Check that the judge server is running and reachable at SCIFIG_JUDGE_BASE_URL, and "
-            "SCIFIG_JUDGE_MODEL / SCIFIG_JUDGE_API_KEY (or the SCIFIG_JUDGE preset); SCIFIG_JUDGE=off runs without a "
-            "judge.",
-            _endpoint(self.config.base_url),
-            reason,
         )

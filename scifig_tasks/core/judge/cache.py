@@ -1,11 +1,6 @@
-"""The judge's on-disk reply cache.
+"""The judge's on-disk reply cache: one JSON file per answer, keyed by sha256 of the request.
 
-* Judgements are cached on disk, keyed by sha256 of (base URL, model, prompt, system message, max_tokens,
-  temperature), so a rerun makes no repeated calls. Only replies the caller's ``accept`` check reads are cached, and
-  a cached entry it rejects (one written by an older release) is asked again. The cache directory is
-  ``SCIFIG_JUDGE_CACHE``, else ``$XDG_CACHE_HOME/scifig/judge``, else ``~/.cache/scifig/judge``.
-* An entry is written atomically (a temporary file, then a rename); an entry that cannot be read is a miss, one that
-  cannot be written a WARNING line. The client masks secrets before an entry is stored (see the package docstring).
+The caller masks secrets before an entry is stored. See docs/judge.md (the cache key, the folder, what is cached).
 """
 
 from __future__ import annotations
@@ -18,23 +13,27 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from scifig_tasks.core.judge.config import JudgeConfig
-
 logger = logging.getLogger("scifig.judge")
 
 
 class ReplyCache:
-    """The cache entries of a :class:`~scifig_tasks.core.judge.client.JudgeClient`, under its ``config.cache_dir``
-    (a mixin)."""
+    """The entries under ``directory``: ``<aa>/<bb>/<sha256>.json``, each the request fields and the reply ``text``.
 
-    config: JudgeConfig
+    An entry is written atomically (a temporary file, then a rename); one that cannot be read, or whose fields are
+    not the request's, is a miss; one that cannot be written is a WARNING line.
+    """
 
-    def _cache_path(self, entry: dict[str, Any]) -> Path:
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+
+    def path(self, entry: dict[str, Any]) -> Path:
+        """Where the reply to the request ``entry`` (its fields as sent, before masking) is stored."""
         key = hashlib.sha256(json.dumps(entry, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
-        return self.config.cache_dir / key[:2] / key[2:4] / f"{key}.json"
+        return self.directory / key[:2] / key[2:4] / f"{key}.json"
 
     @staticmethod
-    def _cache_get(path: Path, entry: dict[str, Any]) -> str | None:
+    def get(path: Path, entry: dict[str, Any]) -> str | None:
+        """The cached reply at ``path`` when its fields are ``entry``'s; None otherwise."""
         try:
             cached = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -45,7 +44,8 @@ class ReplyCache:
         return text if isinstance(text, str) else None
 
     @staticmethod
-    def _cache_put(path: Path, record: dict[str, Any]) -> None:
+    def put(path: Path, record: dict[str, Any]) -> None:
+        """Store ``record`` (the request fields and ``text``) at ``path``."""
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".tmp")

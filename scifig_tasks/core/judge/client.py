@@ -1,11 +1,9 @@
 """The judge client: one judgement from the cache, from an identical request in flight, or from the endpoint.
 
-:class:`JudgeClient` puts the concerns of the other modules together (:mod:`~scifig_tasks.core.judge.accounting`,
-:mod:`~scifig_tasks.core.judge.cache`, :mod:`~scifig_tasks.core.judge.breaker`,
-:mod:`~scifig_tasks.core.judge.sending`); :func:`get_judge` hands out one client per configuration.
-
-* Identical requests in flight at the same time are sent once and the reply is shared (a paid judge pays once).
-* Under :func:`dry_run` no request is sent: a call the cache cannot answer is counted as ``would_send`` and fails.
+:class:`JudgeClient` holds its parts (a :class:`~scifig_tasks.core.judge.accounting.Ledger`, a
+:class:`~scifig_tasks.core.judge.cache.ReplyCache`, a :class:`~scifig_tasks.core.judge.breaker.Breaker` and a
+:class:`~scifig_tasks.core.judge.sending.Sender`); :func:`get_judge` hands out one client per configuration of the
+settings. See docs/judge.md.
 """
 
 from __future__ import annotations
@@ -23,12 +21,12 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from scifig_tasks.core import settings
-from scifig_tasks.core.judge.accounting import Accounting, check_declared
-from scifig_tasks.core.judge.breaker import SLOW_NOTICE_S, Breaker
+from scifig_tasks.core.judge.accounting import Ledger, check_declared
+from scifig_tasks.core.judge.breaker import Breaker
 from scifig_tasks.core.judge.cache import ReplyCache
 from scifig_tasks.core.judge.config import JudgeConfig, _endpoint
-from scifig_tasks.core.judge.replies import Accept, JudgeResult, _Failure, _readable, has_text
-from scifig_tasks.core.judge.sending import Sending, _httpx_flavour, _sdk_client
+from scifig_tasks.core.judge.replies import Accept, Failure, JudgeResult, has_text, readable
+from scifig_tasks.core.judge.sending import Sender
 from scifig_tasks.core.secrets import mask, url_credentials
 from scifig_tasks.core.settings import Settings
 
@@ -49,45 +47,33 @@ def dry_run() -> Iterator[None]:
         _dry = before
 
 
-class JudgeClient(Accounting, ReplyCache, Breaker, Sending):
+class JudgeClient:
     """Thread-safe client for one judge configuration; share it (see ``get_judge``) so the bound holds globally.
 
     ``stats`` partitions calls: ``judged`` (fresh judgements) + ``cache_hits`` + ``shared`` (the reply of an identical
     request in flight) + ``failed``; ``requests`` counts HTTP attempts sent, retries included. ``breaker`` is why the
-    circuit breaker opened (``None`` while closed).
+    circuit breaker opened (``None`` while closed). Under :func:`dry_run` nothing is sent: a call the cache cannot
+    answer is counted as ``would_send`` and fails.
     """
 
     def __init__(self, config: JudgeConfig, *, dry_run: bool | None = None) -> None:
         self.config = config
         # send nothing: count the calls the cache cannot answer (:func:`dry_run`; a client made within it is dry)
         self.dry_run = _dry if dry_run is None else dry_run
-        self._usage: dict[str, dict[str, float]] = {}
-        self._active: dict[str, tuple[int, float]] = {}  # task -> (calls waiting on the judge, since when)
-        self._would_send: set[Path] = set()
-        self._slots = threading.BoundedSemaphore(config.max_concurrency)
+        self.ledger = Ledger()
+        self.cache = ReplyCache(config.cache_dir)
+        self.circuit = Breaker(config)
+        self.sender = Sender(config, self.circuit, self.ledger)
         self._lock = threading.Lock()
-        self._stats = dict.fromkeys(("requests", "cache_hits", "shared", "judged", "failed"), 0)
-        self._local = threading.local()  # the last attempt's failure, for the retry warning
-        self._breaker: str | None = None
-        self._consecutive_failures = 0
-        self._silent_timeouts = 0  # requests in a row that timed out with no reply of any kind in between
-        self._slow_noted = False
-        self._slow_after = min(SLOW_NOTICE_S, config.timeout_s / 2)
         self._in_flight: dict[Path, Future[JudgeResult]] = {}
+        self._would_send: set[Path] = set()
+        self._endpoint = _endpoint(config.base_url)  # the cache key's base URL: no user:password
         extra = [config.api_key] if config.api_key else []
         self._own_secrets = [*extra, *url_credentials(config.base_url)]
-        self._flavour = _httpx_flavour()
-        self._sdk = _sdk_client(self)
         _all_clients.add(self)
 
     def __repr__(self) -> str:
         return f"JudgeClient(model={self.config.model!r}, base_url={self.config.base_url!r})"
-
-    def _secrets(self) -> dict[str, str]:
-        """What to mask in the cache and in what is sent: this judge's key and URL credentials and the process's
-        secrets as they are now (:func:`settings.process_secrets`: those the running command declared included,
-        although the client is shared by every command of the process)."""
-        return settings.process_secrets(self._own_secrets)
 
     def __enter__(self) -> JudgeClient:
         return self
@@ -96,7 +82,20 @@ class JudgeClient(Accounting, ReplyCache, Breaker, Sending):
         self.close()
 
     def close(self) -> None:
-        self._sdk.close()
+        self.sender.close()
+
+    @property
+    def stats(self) -> dict[str, int]:
+        return self.ledger.stats
+
+    @property
+    def breaker(self) -> str | None:
+        """Why the circuit breaker opened, or ``None`` while it is closed."""
+        return self.circuit.reason
+
+    def usage(self, *, drain: bool = False) -> dict[str, dict[str, float]]:
+        """Per task: the counters, the tokens and ``wall_s`` (:meth:`Ledger.usage`)."""
+        return self.ledger.usage(drain=drain)
 
     def complete(
         self,
@@ -116,8 +115,22 @@ class JudgeClient(Accounting, ReplyCache, Breaker, Sending):
         .check_declared`).
         """
         check_declared()
-        with self._timed():
+        with self.ledger.call():
             return self._complete_or_share(prompt, max_tokens, system, temperature, accept)
+
+    def _secrets(self) -> dict[str, str]:
+        """What to mask in the cache and in what is sent: this judge's key and URL credentials and the process's
+        secrets as they are now (:func:`settings.process_secrets`: those the running command declared included,
+        although the client is shared by every command of the process)."""
+        return settings.process_secrets(self._own_secrets)
+
+    def _cached(self, path: Path, stored: dict[str, Any], accept: Accept) -> JudgeResult | None:
+        """The cached answer at ``path``, counted as a cache hit; None when there is none the caller reads."""
+        text = self.cache.get(path, stored)
+        if text is None or not readable(text, accept):
+            return None
+        self.ledger.count("cache_hits")
+        return JudgeResult(status="judged", text=text, cached=True)
 
     def _complete_or_share(
         self, prompt: str, max_tokens: int | None, system: str | None, temperature: float, accept: Accept
@@ -125,40 +138,35 @@ class JudgeClient(Accounting, ReplyCache, Breaker, Sending):
         """:meth:`complete` within its accounting."""
         max_tokens = self.config.max_tokens if max_tokens is None else max_tokens
         entry: dict[str, Any] = {
-            "base_url": _endpoint(self.config.base_url),
+            "base_url": self._endpoint,
             "model": self.config.model,
             "system": system,
             "max_tokens": max_tokens,
             "temperature": float(temperature),
             "prompt": prompt,
         }
-        path = self._cache_path(entry)
+        path = self.cache.path(entry)
         secrets = self._secrets()
         stored = {key: mask(value, secrets) if isinstance(value, str) else value for key, value in entry.items()}
-        text = self._cache_get(path, stored)
-        if text is not None and _readable(text, accept):
-            self._bump("cache_hits")
-            return JudgeResult(status="judged", text=text, cached=True)
+        cached = self._cached(path, stored, accept)
+        if cached is not None:
+            return cached
         mine: Future[JudgeResult] = Future()
         with self._lock:
             asking = self._in_flight.setdefault(path, mine)
             asking = None if asking is mine else asking
         if asking is not None:  # the same request is in flight: share its outcome
             shared = asking.result()
-            if shared.status == "judged" and shared.text is not None and _readable(shared.text, accept):
-                self._bump("shared")
+            if shared.status == "judged" and shared.text is not None and readable(shared.text, accept):
+                self.ledger.count("shared")
                 return shared
             if shared.status != "judged":
-                self._bump("shared" if self.dry_run else "failed")
+                self.ledger.count("shared" if self.dry_run else "failed")
                 return shared
             return self._complete(entry, stored, path, accept)  # read by another check: ask for this one
         try:
-            text = self._cache_get(path, stored)  # an identical request may have finished since the first look
-            if text is not None and _readable(text, accept):
-                self._bump("cache_hits")
-                result = JudgeResult(status="judged", text=text, cached=True)
-            else:
-                result = self._complete(entry, stored, path, accept)
+            # an identical request may have finished since the first look
+            result = self._cached(path, stored, accept) or self._complete(entry, stored, path, accept)
             mine.set_result(result)
             return result
         except BaseException as exc:
@@ -170,25 +178,20 @@ class JudgeClient(Accounting, ReplyCache, Breaker, Sending):
 
     def _complete(self, entry: dict[str, Any], stored: dict[str, Any], path: Path, accept: Accept) -> JudgeResult:
         """Send one request for a cache miss; cache the reply when it is an answer."""
-        system, prompt, max_tokens = entry["system"], entry["prompt"], entry["max_tokens"]
-        temperature = entry["temperature"]
-        messages = [{"role": "system", "content": system}] if system is not None else []
+        messages = [{"role": "system", "content": entry["system"]}] if entry["system"] is not None else []
         body: dict[str, Any] = {
             "model": self.config.model,
-            "messages": [*messages, {"role": "user", "content": prompt}],
-            "temperature": temperature,
+            "messages": [*messages, {"role": "user", "content": entry["prompt"]}],
+            "temperature": entry["temperature"],
         }
-        if max_tokens is not None:
-            body["max_tokens"] = max_tokens
+        if entry["max_tokens"] is not None:
+            body["max_tokens"] = entry["max_tokens"]
         if self.dry_run:
             return self._not_sent(path)
-        reply = self._ask(body, accept)
-        if isinstance(reply, _Failure):
-            self._bump("failed")
-            return JudgeResult(status="judge_failed", text=None, error=reply.error)
-        self._cache_put(path, {**stored, "text": mask(reply, self._secrets())})
-        self._bump("judged")
-        return JudgeResult(status="judged", text=reply)
+        result = self._send(body, accept)
+        if result.text is not None:
+            self.cache.put(path, {**stored, "text": mask(result.text, self._secrets())})
+        return result
 
     def complete_many(
         self,
@@ -233,15 +236,19 @@ class JudgeClient(Accounting, ReplyCache, Breaker, Sending):
         max_tokens = self.config.max_tokens if max_tokens is None else max_tokens
         if max_tokens is not None:
             body["max_tokens"] = max_tokens
-        with self._timed():
+        with self.ledger.call():
             if self.dry_run:
                 return self._not_sent(None)
-            reply = self._ask(body, accept)
-            if isinstance(reply, _Failure):
-                self._bump("failed")
-                return JudgeResult(status="judge_failed", text=None, error=reply.error)
-            self._bump("judged")
-            return JudgeResult(status="judged", text=reply)
+            return self._send(body, accept)
+
+    def _send(self, body: dict[str, Any], accept: Accept) -> JudgeResult:
+        """Ask the endpoint (:meth:`Sender.ask`: its bound, retries and breaker); counted as judged or failed."""
+        reply = self.sender.ask(body, accept, self._secrets())
+        if isinstance(reply, Failure):
+            self.ledger.count("failed")
+            return JudgeResult(status="judge_failed", text=None, error=reply.error)
+        self.ledger.count("judged")
+        return JudgeResult(status="judged", text=reply)
 
     def _not_sent(self, path: Path | None) -> JudgeResult:
         """A dry run's cache miss: counted once per distinct request (a sampled one every time), never sent."""
@@ -249,12 +256,15 @@ class JudgeClient(Accounting, ReplyCache, Breaker, Sending):
             fresh = path is None or path not in self._would_send
             if path is not None:
                 self._would_send.add(path)
-        self._bump("would_send" if fresh else "shared")
+        self.ledger.count("would_send" if fresh else "shared")
         return JudgeResult(status="judge_failed", text=None, error="not sent (dry run)")
 
 
 _clients: dict[tuple[JudgeConfig, bool], JudgeClient] = {}
 _clients_lock = threading.Lock()
+_configs: weakref.WeakKeyDictionary[Settings, JudgeConfig | None] = weakref.WeakKeyDictionary()
+"""The judge each settings value configures, worked out once per value: the hooks ask :func:`get_judge` once per
+sample, and the process's value (:func:`settings.current`) is one object until a setting changes."""
 _all_clients: weakref.WeakSet[JudgeClient] = weakref.WeakSet()
 """Every client of the process (those :func:`get_judge` shares and any other), for :func:`usage_report`."""
 
@@ -264,7 +274,14 @@ def get_judge(given: Settings | Mapping[str, str] | None = None) -> JudgeClient 
     ``given`` is None; a :class:`Settings` value or an environment mapping otherwise), or None when judging is off
     or not configured. One client per configuration: callers asking for the same judge share its bound and cache."""
     check_declared()
-    config = JudgeConfig.from_settings(settings.resolve(given))
+    chosen = settings.resolve(given)
+    with _clients_lock:
+        known = chosen in _configs
+        config = _configs.get(chosen)
+    if not known:
+        config = JudgeConfig.from_settings(chosen)  # a bad preset or setting raises, every time it is asked
+        with _clients_lock:
+            _configs[chosen] = config
     if config is None:
         logger.debug("LLM judge off or not configured")
         return None

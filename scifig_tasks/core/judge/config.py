@@ -1,17 +1,6 @@
-"""Where and how to ask the judge: :class:`JudgeConfig`, from the settings or from explicit arguments.
-
-* Configuration comes from the settings (:mod:`scifig_tasks.core.settings`, read from the environment once):
-  ``SCIFIG_JUDGE_BASE_URL``, ``SCIFIG_JUDGE_MODEL`` and ``SCIFIG_JUDGE_API_KEY`` (falling back to
-  ``OPENAI_API_BASE`` / ``OPENAI_API_KEY``), plus the optional knobs ``SCIFIG_JUDGE_MAX_CONCURRENCY``,
-  ``SCIFIG_JUDGE_TIMEOUT_S`` (the SDK's request timeout), ``SCIFIG_JUDGE_MAX_RETRIES`` (the SDK's ``max_retries``),
-  ``SCIFIG_JUDGE_MAX_TOKENS`` and ``SCIFIG_JUDGE_CACHE``. ``SCIFIG_JUDGE=off`` switches judging off;
-  ``SCIFIG_JUDGE=<preset>`` starts from ``model_configs/judges/<preset>.yaml`` (or a YAML path), and the settings
-  above, when given, override the preset's fields. :meth:`JudgeConfig.from_settings` builds the configuration from a
-  :class:`~scifig_tasks.core.settings.Settings` value and :class:`JudgeConfig` from explicit arguments (a test, a
-  notebook, a second judge in one process); :func:`get_judge` uses the process's settings.
-* The endpoint is an http(s) URL, kept without a trailing slash; messages and results files name it without any
-  user:password part (:func:`endpoint_host`). :func:`configured_concurrency` is the configured judge's
-  ``max_concurrency``, from which the frameworks' scoring threads are sized.
+"""Where and how to ask the judge: :class:`JudgeConfig`, from the settings (:mod:`scifig_tasks.core.settings`, the
+only place the ``SCIFIG_JUDGE*`` variables are read), a preset or explicit arguments. See docs/judge.md for the
+settings and presets.
 """
 
 from __future__ import annotations
@@ -44,7 +33,7 @@ BREAKER_THRESHOLD = 5
 """Consecutive failed judge calls (each after its retries) that open the circuit breaker."""
 
 
-def _default_cache_dir(given: Settings | Mapping[str, str] | None = None) -> Path:
+def default_cache_dir(given: Settings | Mapping[str, str] | None = None) -> Path:
     """``SCIFIG_JUDGE_CACHE``, else ``$XDG_CACHE_HOME/scifig/judge``, else ``~/.cache/scifig/judge`` (of ``given``
     settings, an environment mapping, or the process's settings)."""
     chosen = settings.resolve(given)
@@ -77,7 +66,7 @@ class JudgeConfig:
     backoff_initial_s: float = 1.0
     backoff_max_s: float = 30.0
     max_tokens: int | None = settings.JUDGE_MAX_TOKENS.default
-    cache_dir: Path = field(default_factory=_default_cache_dir)  # the process's settings
+    cache_dir: Path = field(default_factory=default_cache_dir)  # the process's settings
     breaker_threshold: int = BREAKER_THRESHOLD  # consecutive failed calls that open the circuit breaker
     price_per_million_input: float | None = None  # price of a million prompt tokens (any currency); None: unpriced
     price_per_million_output: float | None = None  # price of a million completion tokens
@@ -152,9 +141,7 @@ class JudgeConfig:
             value = given.get(setting) if given.given(setting) else preset.get(name)
             if value is not None:
                 knobs[name] = value
-        return cls(
-            base_url=base_url, model=model, api_key=api_key or None, cache_dir=_default_cache_dir(given), **knobs
-        )
+        return cls(base_url=base_url, model=model, api_key=api_key or None, cache_dir=default_cache_dir(given), **knobs)
 
 
 def _is_loopback(url: str) -> bool:

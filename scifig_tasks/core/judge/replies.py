@@ -1,10 +1,7 @@
 """What a judge call returns (:class:`JudgeResult`) and when a reply is an answer (the caller's ``accept`` check).
 
-* A reply is an answer only when the caller can read it as the answer it asked for: every call names its ``accept``
-  check (a letter where a letter is asked, a number where a number is asked; the protocol's "None" is an answer).
-  A reply without text (malformed JSON, no ``choices[0].message.content``, empty content) or one ``accept`` rejects
-  is asked again like a failed request; when retries run out the result is ``judge_failed`` (flagged: the run exits
-  non-zero) -- ``complete`` never raises for network, HTTP, JSON or reply problems.
+A reply the check rejects, or one without text, is asked again like a failed request; when the retries run out the
+call is ``judge_failed``. See docs/judge.md.
 """
 
 from __future__ import annotations
@@ -32,10 +29,19 @@ class JudgeResult:
 
 
 @dataclass(frozen=True)
-class _Failure:
+class Failure:
+    """Why one request (with its retries) brought no answer; ``error`` never holds the API key (:func:`scrub`)."""
+
     error: str
     counts: bool = True  # towards the circuit breaker: the endpoint's fault rather than one prompt's
-    malformed: bool = False  # a reply came, without text: asked again
+    malformed: bool = False  # a reply came that is not an answer: asked again
+
+
+def scrub(error: str, api_key: str | None) -> str:
+    """``error`` fit for a message: the API key replaced by ``***``, whitespace collapsed, at most 300 characters."""
+    if api_key:
+        error = error.replace(api_key, "***")
+    return " ".join(error.split())[:300]
 
 
 def has_text(reply: str) -> bool:
@@ -77,7 +83,7 @@ def says_something(reply: str) -> bool:
     return has_text(reply) and not plainly_not_an_answer(reply)
 
 
-def _readable(text: str, accept: Accept) -> bool:
+def readable(text: str, accept: Accept) -> bool:
     """Whether a reply is an answer: not empty, and accepted by the caller's check."""
     if not text.strip():
         return False
