@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from scifig_tasks.benchmarks.scifibench import rules as scifibench
 from scifig_tasks.core import settings
 from scifig_tasks.core.judge import JudgeClient, JudgeConfig
 from scifig_tasks.core.judged_hooks import JudgeRequired, refuse_without_judge
-from scifig_tasks.core.scifibench import rules as scifibench
 
 DOC = {
     "Question": "Which caption best matches the image?",

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import pytest
 
+from scifig_tasks.benchmarks.grab import rules as grab
+from scifig_tasks.benchmarks.mmsci import judged_metrics as judged
+from scifig_tasks.benchmarks.plot_twist import rules as plot_twist
 from scifig_tasks.core import multiple_choice as mcq
 from scifig_tasks.core import multiple_choice_paper as mcq_paper
-from scifig_tasks.core.grab import rules as grab
 from scifig_tasks.core.judge import replies
 from scifig_tasks.core.judge.replies import JudgeResult
-from scifig_tasks.core.mmsci import judged_metrics as judged
-from scifig_tasks.core.plot_twist import rules as plot_twist
 from tests.harness.grab_data import EQUATION_QUESTION as EQUATION
 from tests.harness.grab_data import LIST_QUESTION as LIST
 
