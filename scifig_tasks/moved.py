@@ -1,4 +1,4 @@
-"""Import paths of modules that moved keep working for one release, each with one deprecation line.
+"""Import paths of modules that moved keep working for one release, with one deprecation line per moved package.
 
 The built-in benchmarks became one package each (``scifig_tasks.benchmarks.<name>``, docs/architecture.md); an import
 of an old path gets the module at its new one, the same module object.
@@ -15,8 +15,14 @@ from types import ModuleType
 from scifig_tasks.core.deprecation import warn_once
 
 _BENCHMARKS = ("grab", "mmsci", "plot_twist", "scifibench")
+_NEW = "scifig_tasks.benchmarks"
 PREFIXES: dict[str, str] = {
     **{f"scifig_tasks.core.{name}.benchmark": f"scifig_tasks.benchmarks.{name}.description" for name in _BENCHMARKS},
+    # `from scifig_tasks.core.<name> import benchmark` looks for the module under the package's new name
+    **{
+        f"scifig_tasks.benchmarks.{name}.benchmark": f"scifig_tasks.benchmarks.{name}.description"
+        for name in _BENCHMARKS
+    },
     **{f"scifig_tasks.core.{name}": f"scifig_tasks.benchmarks.{name}" for name in _BENCHMARKS},
     **{f"scifig_tasks.lmms_eval.{name}": f"scifig_tasks.benchmarks.{name}.tasks" for name in _BENCHMARKS},
     **{f"scifig_tasks.report.{name}": f"scifig_tasks.benchmarks.{name}.report" for name in _BENCHMARKS},
@@ -25,10 +31,14 @@ PREFIXES: dict[str, str] = {
 """Old module path (and everything below it) -> new path; the longest matching prefix applies."""
 
 
+def _under(module: str, prefix: str) -> bool:
+    return module == prefix or module.startswith(prefix + ".")
+
+
 def new_path(old: str) -> str | None:
     """Where the module once imported as ``old`` lives now, or None when it did not move."""
     for prefix in sorted(PREFIXES, key=len, reverse=True):
-        if old == prefix or old.startswith(prefix + "."):
+        if _under(old, prefix):
             return PREFIXES[prefix] + old[len(prefix) :]
     return None
 
@@ -45,7 +55,8 @@ class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
         new = new_path(spec.name)
         assert new is not None
-        warn_once(spec.name, f"import {new}")
+        moved = min((prefix for prefix in PREFIXES if _under(spec.name, prefix)), key=len)
+        warn_once(moved, f"import {PREFIXES[moved]} (benchmark.py is now description.py)")
         return importlib.import_module(new)
 
     def exec_module(self, module: ModuleType) -> None:

@@ -1,0 +1,53 @@
+"""The four built-ins' old import paths (``scifig_tasks.core.<name>``, ``scifig_tasks.lmms_eval.<name>``,
+``scifig_tasks.report.<name>``, ``scifig_tasks.vlmeval.mmsci``) give the modules at their new place, the same objects,
+with one deprecation line per moved package."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from scifig_tasks import moved
+
+pytestmark = [pytest.mark.slow, pytest.mark.cli]
+
+CODE = """
+import importlib
+import scifig_tasks.core.grab.rules as old_rules
+import scifig_tasks.benchmarks.grab.rules as new_rules
+from scifig_tasks.core.grab import benchmark
+from scifig_tasks.benchmarks.grab import description
+from scifig_tasks.core.grab.benchmark import BENCHMARK
+from scifig_tasks.vlmeval import mmsci
+assert old_rules is new_rules and benchmark is description and BENCHMARK is description.BENCHMARK
+assert mmsci is importlib.import_module("scifig_tasks.benchmarks.mmsci.vlmeval")
+old, new = "scifig_tasks.report.grab", "scifig_tasks.benchmarks.grab.report"
+assert importlib.import_module(old) is importlib.import_module(new)
+print("same modules")
+"""
+
+
+def test_old_import_paths_give_the_moved_modules_with_one_line_per_package() -> None:
+    completed = subprocess.run([sys.executable, "-c", CODE], capture_output=True, text=True, timeout=300)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert completed.stdout.strip() == "same modules"
+    lines = [line for line in completed.stderr.splitlines() if "is deprecated" in line]
+    assert lines == [
+        "scifig: scifig_tasks.core.grab is deprecated and goes in 0.3.0 — import scifig_tasks.benchmarks.grab "
+        "(benchmark.py is now description.py)",
+        "scifig: scifig_tasks.benchmarks.grab.benchmark is deprecated and goes in 0.3.0 — import "
+        "scifig_tasks.benchmarks.grab.description (benchmark.py is now description.py)",
+        "scifig: scifig_tasks.vlmeval.mmsci is deprecated and goes in 0.3.0 — import "
+        "scifig_tasks.benchmarks.mmsci.vlmeval (benchmark.py is now description.py)",
+        "scifig: scifig_tasks.report.grab is deprecated and goes in 0.3.0 — import scifig_tasks.benchmarks.grab.report "
+        "(benchmark.py is now description.py)",
+    ]
+
+
+def test_a_path_that_did_not_move_is_not_taken() -> None:
+    assert moved.new_path("scifig_tasks.core.judge") is None
+    assert moved.new_path("scifig_tasks.core.grabber") is None
+    assert moved.new_path("scifig_tasks.core.grab.benchmark") == "scifig_tasks.benchmarks.grab.description"
+    assert moved.new_path("scifig_tasks.lmms_eval.mmsci.utils") == "scifig_tasks.benchmarks.mmsci.tasks.utils"
