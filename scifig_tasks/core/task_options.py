@@ -92,10 +92,11 @@ class OptionsDisagree(SystemExit):
     catch-all leaves alone)."""
 
     def __init__(self, task: str, problems: list[str]) -> None:
-        self.line = (
-            f"task {task}: {'; '.join(problems)} — declare each option the scorer takes under its YAML's "
-            "lmms_eval_specific_kwargs: default: (scifig_tasks.core.task_options)"
-        )
+        if all(problem.startswith("the hook takes") for problem in problems):
+            todo = "declare each option the scorer takes in its YAML (lmms_eval_specific_kwargs: default: OPTION: VALUE"
+        else:
+            todo = "bind the scoring hook to the options its YAML declares (process_results = bind(score, OPTION=VALUE)"
+        self.line = f"task {task}: {'; '.join(problems)} — {todo}, scifig_tasks.core.task_options)"
         super().__init__(f"scifig: {self.line}")
 
 

@@ -109,3 +109,20 @@ def test_the_listed_protocol_is_the_declared_one(benchmark: Benchmark) -> None:
         listed, found = info.metadata.get("scifig_protocol"), declared(name)
         if listed is not None and found <= {"default", "paper"}:
             assert found == {listed}, f"{info.path}: lists protocol {listed}, its tasks declare {sorted(found)}"
+
+
+@task_options.reads_task_options
+def _reads(doc: Any, results: Any, *, protocol: str, margin_rule: str = "synthetic") -> dict[str, Any]:
+    return {"protocol": protocol, "margin_rule": margin_rule}
+
+
+def test_a_hook_reading_its_options_gets_what_its_task_declares() -> None:
+    hook = task_options.for_task(_reads, {"protocol": "paper", "prompt_variant": "standard"})
+    assert task_options.bound(hook) == {"protocol": "paper"}  # only what the scorer takes
+    assert hook({}, []) == {"protocol": "paper", "margin_rule": "synthetic"}
+    assert task_options.disagreements(hook, {"protocol": "paper", "prompt_variant": "standard"}) == []
+    missing = task_options.for_task(_reads, {})
+    assert task_options.disagreements(missing, {}) == ["the hook takes protocol and the task declares none"]
+    with pytest.raises(task_options.OptionsDisagree, match="declare each option the scorer takes in its YAML"):
+        task_options.refuse_disagreement("t", _reads, {})
+    assert task_options.for_task(_scorer, {"protocol": "paper"}) is _scorer  # a hook not reading options: as it is
