@@ -1,8 +1,6 @@
-"""Import paths of modules that moved keep working for one release, with one deprecation line per moved package.
-
-The built-in benchmarks became one package each (``scifig_tasks.benchmarks.<name>``, docs/architecture.md); an import
-of an old path gets the module at its new one, the same module object.
-"""
+"""Import paths of modules that moved keep working for one release, with one deprecation line per moved package:
+the built-in benchmarks, now one package each (``scifig_tasks.benchmarks.<name>``, whose ``benchmark`` module is now
+``description``), and modules renamed to say what they are. An old path gives the same module object as the new."""
 
 from __future__ import annotations
 
@@ -27,6 +25,11 @@ PREFIXES: dict[str, str] = {
     **{f"scifig_tasks.lmms_eval.{name}": f"scifig_tasks.benchmarks.{name}.tasks" for name in _BENCHMARKS},
     **{f"scifig_tasks.report.{name}": f"scifig_tasks.benchmarks.{name}.report" for name in _BENCHMARKS},
     "scifig_tasks.vlmeval.mmsci": "scifig_tasks.benchmarks.mmsci.vlmeval",
+    # modules renamed to say what they are
+    "scifig_tasks.core.validated": "scifig_tasks.core.validation_records",
+    "scifig_tasks.core.presets": "scifig_tasks.core.model_presets",
+    "scifig_tasks.lmms_eval.presets": "scifig_tasks.lmms_eval.preset_arguments",
+    "scifig_tasks.rescoring": "scifig_tasks.rescore_report",
 }
 """Old module path (and everything below it) -> new path; the longest matching prefix applies."""
 
@@ -56,7 +59,7 @@ class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         new = new_path(spec.name)
         assert new is not None
         moved = min((prefix for prefix in PREFIXES if _under(spec.name, prefix)), key=len)
-        warn_once(moved, f"import {PREFIXES[moved]} (benchmark.py is now description.py)")
+        warn_once(moved, f"import {PREFIXES[moved]}")
         return importlib.import_module(new)
 
     def exec_module(self, module: ModuleType) -> None:

@@ -35,7 +35,7 @@ DEFAULT_SEED = 0
 
 def cache_root(environ: Mapping[str, str] | None = None) -> Path:
     """``SCIFIG_PLOT_TWIST_CACHE`` (:mod:`scifig_tasks.core.settings`; of ``environ``, or the process's settings)."""
-    return settings.resolve(environ).get(CACHE)
+    return settings.chosen(environ).get(CACHE)
 
 
 def ensure_default_data(

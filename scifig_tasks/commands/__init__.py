@@ -122,7 +122,7 @@ def curate_commands() -> dict[str, Callable[[Any], Any]]:
             found[described.name] = points[described.name].load()
         else:
             warn_once(f"{described.name}'s curate= reference", f'register it as a "{CURATE_GROUP}" entry point')
-            found[described.name] = registry.resolve(described.curate)
+            found[described.name] = registry.load_reference(described.curate)
     return found
 
 

@@ -180,9 +180,9 @@ def eval_command(argv: Sequence[str], debug: bool = False, cache: bool = True) -
     it only with ``debug``."""
     from scifig_tasks.commands.tasks import requested_tasks, unknown_tasks_message
     from scifig_tasks.core.errors import CommandError
-    from scifig_tasks.core.presets import PresetError
+    from scifig_tasks.core.model_presets import PresetError
     from scifig_tasks.lmms_eval.output_folder import run_lock
-    from scifig_tasks.lmms_eval.presets import apply_preset
+    from scifig_tasks.lmms_eval.preset_arguments import apply_preset
 
     try:
         argv = apply_preset(argv)  # --preset NAME expands to lmms-eval args; explicit args win

@@ -16,8 +16,8 @@ import sys
 from typing import Any
 
 from scifig_tasks.commands import HELP
-from scifig_tasks.core.presets import Preset, PresetError, list_presets, load_preset
-from scifig_tasks.lmms_eval.presets import command
+from scifig_tasks.core.model_presets import Preset, PresetError, list_presets, load_preset
+from scifig_tasks.lmms_eval.preset_arguments import command
 
 
 def model_parameters(cls: type) -> set[str]:

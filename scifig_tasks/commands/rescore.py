@@ -10,7 +10,7 @@ B), the model's outputs need not be generated again: they are in the sample logs
 This module is the command: it finds the runs under the paths given, hands each to its framework's reader
 (:mod:`scifig_tasks.lmms_eval.rescore` for lmms-eval results files and sample logs,
 :mod:`scifig_tasks.vlmeval.rescore` for VLMEvalKit prediction files), writes ``rescore_diff.json`` and prints the
-table (:mod:`scifig_tasks.rescoring`). The judge is the shared cached client configured by ``SCIFIG_JUDGE_*``; the
+table (:mod:`scifig_tasks.rescore_report`). The judge is the shared cached client configured by ``SCIFIG_JUDGE_*``; the
 model is never called. A run made from other data than is loaded now (another Hub revision or other local files,
 :func:`scifig_tasks.core.provenance.data_differences`; ``unknown`` for a run that recorded none) is re-scored and said
 in one line. A run that cannot be scored again is refused with the file named (exit status 1); a damaged
@@ -33,7 +33,7 @@ from scifig_tasks.core.run_files import RESULTS_SUFFIX
 from scifig_tasks.core.scoring_protocol import PROTOCOLS, Protocol, rescoring_as
 from scifig_tasks.core.secrets import masked_output
 from scifig_tasks.lmms_eval.rescore import rescore_lmms
-from scifig_tasks.rescoring import DIFF_FILE, RescoredRun, RescoreRefused, dry_run_lines, summary, write_diffs
+from scifig_tasks.rescore_report import DIFF_FILE, RescoredRun, RescoreRefused, dry_run_lines, summary, write_diffs
 from scifig_tasks.vlmeval.rescore import prediction_files, rescore_vlmeval
 
 
@@ -82,7 +82,7 @@ def rescore(
 ) -> list[RescoredRun]:
     """Score every run under ``paths`` again into ``out``; return what was written and the differences. Damaged
     logs are refused unless ``allow_partial``. ``dry``: send no judge request and write nothing; each run's
-    ``judge_usage`` says what re-scoring would send (:func:`scifig_tasks.rescoring.dry_run_lines`)."""
+    ``judge_usage`` says what re-scoring would send (:func:`scifig_tasks.rescore_report.dry_run_lines`)."""
     chosen = checked_protocol(protocol)
     results, predictions = find_runs(paths)
     _refuse_without_judge(results, predictions, tasks, chosen)

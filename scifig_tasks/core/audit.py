@@ -48,12 +48,12 @@ PROMPT_VERSION = hashlib.sha256(JUDGE_PROMPT.encode()).hexdigest()[:12]
 def audit_share(given: Settings | Mapping[str, str] | None = None) -> float:
     """The configured share (``SCIFIG_JUDGE_AUDIT`` of ``given`` settings, an environment mapping, or the process's
     settings); an unreadable value stops the run naming the variable."""
-    return settings.resolve(given).get(settings.JUDGE_AUDIT)
+    return settings.chosen(given).get(settings.JUDGE_AUDIT)
 
 
 def audit_seed(given: Settings | Mapping[str, str] | None = None) -> int:
     """The seed of the audit's sample (``SCIFIG_JUDGE_AUDIT_SEED``)."""
-    return settings.resolve(given).get(settings.JUDGE_AUDIT_SEED)
+    return settings.chosen(given).get(settings.JUDGE_AUDIT_SEED)
 
 
 def prepare(resolution: Resolution, output: str | None, n_options: int, judge: JudgeClient | None) -> Resolution:

@@ -8,7 +8,7 @@ command — is derived from the registered descriptions. docs/adding-a-benchmark
 
 Facts that live in an adapter layer above ``scifig_tasks.core`` (a VLMEvalKit dataset class, a TSV layout, a report
 section, a curate command) are named as ``"module:attribute"`` references, resolved only when that layer runs
-(:func:`scifig_tasks.core.registry.resolve`), like the entry points that register the descriptions themselves: a
+(:func:`scifig_tasks.core.registry.load_reference`), like the entry points that register the descriptions themselves: a
 description stays cheap to read and ``scifig_tasks.core`` imports nothing above it.
 
 A description missing a required part is refused when it is registered, with one line naming the part

@@ -10,7 +10,7 @@ point to
 Whatever the source, the rows are checked against the benchmark's schema before any model is called
 (:mod:`scifig_tasks.core.validation`: a bad row stops the run with a :class:`DataError` naming the file, the row and
 the column). A split is checked once per process and, while its files are unchanged, once across runs
-(:mod:`scifig_tasks.core.validated`). A source whose rows hold several questions (``questions`` of
+(:mod:`scifig_tasks.core.validation_records`). A source whose rows hold several questions (``questions`` of
 :class:`~scifig_tasks.core.schema.BenchmarkSource`) is then turned into one document per question
 (:func:`expand_questions`), here, so every reader of :func:`load_benchmark` sees the same documents.
 
@@ -28,7 +28,8 @@ source loads its newest revision). The revision is resolved to a snapshot of the
 or of the commit ``refs/<branch>`` names) and the snapshot folder is read by ``datasets.load_dataset``; ``datasets``
 itself ignores ``revision`` offline and would take whatever version its own cache holds. What was loaded is noted for
 the results files (:func:`scifig_tasks.core.provenance.note_data`): origin ``hub`` with the commit of the snapshot, or
-``local`` with the digest of the files (:func:`scifig_tasks.core.validated.data_digest`), and the rows of each split.
+``local`` with the digest of the files (:func:`scifig_tasks.core.validation_records.data_digest`), and the rows of each
+split.
 
 A benchmark without a published copy (``hub_path`` empty) may name a ``default_data`` builder: when the env var is
 unset, it builds the benchmark's seeded synthetic set once into a cache and returns its path, loaded like local data;
@@ -79,7 +80,8 @@ def load_benchmark(
     ``hub_path`` overrides the published dataset id (e.g. a task YAML's ``dataset_path`` pointing at a fork).
     A split missing under its Hub name is looked up under its older names. The split is checked once per process
     (the tasks of one benchmark share it) and not again in later runs while its files are unchanged
-    (:mod:`scifig_tasks.core.validated`). ``reader`` names the task or VLMEvalKit dataset the rows are for: a default
+    (:mod:`scifig_tasks.core.validation_records`). ``reader`` names the task or VLMEvalKit dataset the rows are for: a
+    default
     data builder that takes it builds only what that reader reads (:func:`default_data`; ``None``: everything).
     """
     split = split or source.default_split
@@ -408,7 +410,8 @@ _ARROW_COPY_FORMAT = "1"
 def _arrow_copy(path: Path) -> Path:
     """Where the Arrow copy of the local parquet file ``path`` is kept: ``<datasets cache>/scifig_parquet/``, named by
     the file's path, size, modification time and content digest
-    (:func:`scifig_tasks.core.validated.files_identity`), so each version of the file has its own copy -- also a
+    (:func:`scifig_tasks.core.validation_records.files_identity`), so each version of the file has its own copy -- also
+    a
     rewrite of the same size whose modification time was set back."""
     identity = json.dumps({"files": validated.files_identity([path]), "format": _ARROW_COPY_FORMAT}, sort_keys=True)
     folder = Path(datasets.config.HF_DATASETS_CACHE) / "scifig_parquet"

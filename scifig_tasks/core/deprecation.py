@@ -6,6 +6,8 @@ The line says what goes and what to use instead: ``scifig: <old> is deprecated a
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
+from typing import Any
 
 REMOVED_IN = "0.3.0"
 
@@ -18,3 +20,16 @@ def warn_once(old: str, instead: str) -> None:
         return
     _warned.add(old)
     print(f"scifig: {old} is deprecated and goes in {REMOVED_IN} — {instead}", file=sys.stderr)
+
+
+def renamed(module: str, names: dict[str, str]) -> Callable[[str], Any]:
+    """A module's ``__getattr__`` giving each old name (``names``: old -> new) the new object, with one deprecation
+    line."""
+
+    def old_name(name: str) -> Any:
+        if name in names:
+            warn_once(f"{module}.{name}", f"use {module}.{names[name]}")
+            return getattr(sys.modules[module], names[name])
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+
+    return old_name

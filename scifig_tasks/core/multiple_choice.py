@@ -58,6 +58,7 @@ from functools import lru_cache
 from itertools import islice
 from typing import TYPE_CHECKING, Literal
 
+from scifig_tasks.core.deprecation import renamed
 from scifig_tasks.core.raw_outputs import END_OF_TURN_MARKERS, output_status
 
 if TYPE_CHECKING:
@@ -981,7 +982,7 @@ def judge_use(method: str, reason: str) -> JudgeUse:
     return "not_used"
 
 
-def resolve(
+def resolve_choice(
     output: str | None, options: Sequence[str], judge: JudgeClient | None = None, *, question: str | None = None
 ) -> Resolution:
     """Rules first; the judge (paper prompt) only for outputs the rules refuse; unresolved otherwise.
@@ -1003,3 +1004,6 @@ def resolve(
     if letter is None:
         return Resolution(None, "unresolved", f"{ruled.reason}; judge found none")
     return Resolution(letter, "judge", ruled.reason)
+
+
+__getattr__ = renamed(__name__, {"resolve": "resolve_choice"})

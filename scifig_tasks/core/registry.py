@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from scifig_tasks.core.benchmark import Benchmark, BenchmarkError
+from scifig_tasks.core.deprecation import renamed
 from scifig_tasks.core.schema import BenchmarkSource
 from scifig_tasks.core.settings import BENCHMARKS_GROUP, Setting, declared_by, revision_setting
 
@@ -271,7 +272,7 @@ def benchmark(name: str) -> Benchmark:
     return found
 
 
-def of_task(task: str) -> Benchmark | None:
+def benchmark_of(task: str) -> Benchmark | None:
     """The benchmark a task, group or VLMEvalKit dataset name belongs to (its name is the longest prefix)."""
     owners = [described for described in benchmarks().values() if described.owns(task)]
     return max(owners, key=lambda described: len(described.name), default=None)
@@ -290,7 +291,10 @@ def of_source(key: str) -> Benchmark:
     raise KeyError(f"no registered benchmark has data source {key!r} (known: {', '.join(sources())})")
 
 
-def resolve(reference: str) -> Any:
+def load_reference(reference: str) -> Any:
     """The object a ``"module:attribute"`` reference of a description names (imported now)."""
     module, _, attribute = reference.partition(":")
     return getattr(importlib.import_module(module), attribute)
+
+
+__getattr__ = renamed(__name__, {"of_task": "benchmark_of", "resolve": "load_reference"})

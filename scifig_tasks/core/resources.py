@@ -1,7 +1,7 @@
 """What the installation provides besides this package's code: preset files and the curation package's hooks.
 
 * Preset files shipped in ``model_configs/`` (installed as ``scifig_model_configs``), for the model presets
-  (:mod:`scifig_tasks.core.presets`) and the judge presets (:mod:`scifig_tasks.core.judge`). A preset is given by
+  (:mod:`scifig_tasks.core.model_presets`) and the judge presets (:mod:`scifig_tasks.core.judge`). A preset is given by
   name (no ``.yaml``/``.yml`` suffix, no directory: a file of the shipped ``<kind>`` folder) or by path to any YAML
   file. An unknown name lists the shipped names; a missing file and invalid YAML are errors naming the file.
 * Entry points (pyproject), public extension points (``docs/architecture.md``): data builders (``scifig.builders``) are

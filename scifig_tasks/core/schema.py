@@ -101,14 +101,14 @@ class BenchmarkSource:
     def hub_revision(self, given: Settings | Mapping[str, str] | None = None) -> str | None:
         """The revision of ``hub_path`` to load: the ``revision_var`` setting when given, else the pin; ``None`` (the
         newest, ``main``) when unpinned."""
-        chosen = settings.resolve(given).get(self.revision_var) if self.revision_var else None
+        chosen = settings.chosen(given).get(self.revision_var) if self.revision_var else None
         chosen = chosen or self.revision
         return None if chosen == UNPINNED else chosen
 
     def local_path(self, given: Settings | Mapping[str, str] | None = None) -> Path | None:
         """The local data the benchmark's setting (``env_var``) names, or None: of ``given`` settings, an environment
         mapping, or the process's settings (:func:`scifig_tasks.core.settings.current`)."""
-        return settings.resolve(given).get(self.env_var)
+        return settings.chosen(given).get(self.env_var)
 
 
 def expect_str(allowed: tuple[str, ...] | None = None, non_empty: bool = True) -> RowCheck:

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from typing import Literal
 
 from scifig_tasks.core import settings
-from scifig_tasks.core.deprecation import warn_once
+from scifig_tasks.core.deprecation import renamed, warn_once
 
 Protocol = Literal["default", "paper"]
 PROTOCOLS: tuple[Protocol, ...] = ("default", "paper")
@@ -34,7 +34,7 @@ def variable(benchmark: str) -> str:
     return f"SCIFIG_{benchmark.upper()}_PROTOCOL"
 
 
-def of_task(task: str) -> Protocol:
+def protocol_of(task: str) -> Protocol:
     """The protocol a task's name selects: ``paper`` for a ``*_paper`` task and each of its sub-tasks."""
     return "paper" if task.endswith(PAPER_SUFFIX) else "default"
 
@@ -73,3 +73,6 @@ def rescoring_as(value: Protocol | None) -> Iterator[None]:
         yield
     finally:
         _rescoring_as = previous
+
+
+__getattr__ = renamed(__name__, {"of_task": "protocol_of"})

@@ -36,6 +36,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Generic, Literal, TypeVar
 
+from scifig_tasks.core.deprecation import renamed
+
 T = TypeVar("T")
 Source = Literal["default", "environment", "command line"]
 PREFIX = "SCIFIG_"
@@ -654,7 +656,7 @@ def use(settings: Settings) -> Iterator[Settings]:
         _installed.remove(settings)
 
 
-def resolve(given: Settings | Mapping[str, str] | None) -> Settings:
+def chosen(given: Settings | Mapping[str, str] | None) -> Settings:
     """The settings a function was handed: a :class:`Settings` as is, a mapping read as an environment (no
     warnings), ``None`` the process's :func:`current` value."""
     if given is None:
@@ -662,3 +664,6 @@ def resolve(given: Settings | Mapping[str, str] | None) -> Settings:
     if isinstance(given, Settings):
         return given
     return Settings.from_environment(given, warn=False)
+
+
+__getattr__ = renamed(__name__, {"resolve": "chosen"})

@@ -1,6 +1,6 @@
 """``scifig rescore`` of lmms-eval runs: read a finished run's results file and sample logs, score every logged output
 again with the task's own code and write the re-scored run in lmms-eval's format (the diff, the table and the rule for
-damaged logs: :mod:`scifig_tasks.rescoring`).
+damaged logs: :mod:`scifig_tasks.rescore_report`).
 
 A run is ``<output_path>/<model>/<date>_results.json`` with the ``<date>_samples_<task>.jsonl`` that
 ``--log_samples`` writes. Each task is loaded as ``lmms-eval --tasks`` loads it (same data source), each logged output
@@ -36,7 +36,7 @@ from typing import Any
 from scifig_tasks.core import judge, provenance, settings
 from scifig_tasks.core.run_files import RESULTS_SUFFIX, read_jsonl, read_results
 from scifig_tasks.core.sample_logs import check_log, distinct
-from scifig_tasks.rescoring import (
+from scifig_tasks.rescore_report import (
     RescoredRun,
     RescoreRefused,
     TaskDiff,
@@ -277,7 +277,7 @@ def rescore_lmms(
     dry: bool = False,
 ) -> RescoredRun:
     """Score an lmms-eval results file's sample logs again; write the run in lmms-eval's format under ``out``. A
-    damaged log is refused unless ``allow_partial`` (:func:`scifig_tasks.rescoring.accept`). ``dry``: score within
+    damaged log is refused unless ``allow_partial`` (:func:`scifig_tasks.rescore_report.accept`). ``dry``: score within
     :func:`scifig_tasks.core.judge.dry_run` (no judge request sent) and write nothing: the run's ``judge_usage``
     counts the requests re-scoring would send (``would_send``) and the cache hits."""
     from tqdm import tqdm

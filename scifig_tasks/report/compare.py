@@ -199,7 +199,7 @@ def unreadable_log(error: DataError) -> str:
 
 def benchmark_of(task: str) -> str:
     """The name of the registered benchmark owning ``task`` (``task`` itself when none does)."""
-    described = registry.of_task(task)
+    described = registry.benchmark_of(task)
     return described.name if described is not None else task
 
 

@@ -2,7 +2,7 @@
 section module of its own (``report.section`` empty, :class:`scifig_tasks.core.benchmark.Report`).
 
 Rule: a benchmark needs no report code to be reported. For each of its tasks found in the runs (the tasks
-:func:`scifig_tasks.core.registry.of_task` gives to it) the section shows accuracy with its 95% Wilson score
+:func:`scifig_tasks.core.registry.benchmark_of` gives to it) the section shows accuracy with its 95% Wilson score
 interval, per task and per category, one column per model; its logged samples are shown in the sample viewer like
 every benchmark's (:mod:`scifig_tasks.report.samples`). The counts come from what the run recorded, in this order:
 
@@ -36,7 +36,7 @@ def tasks_of(benchmark: Benchmark, runs: list[Run]) -> list[str]:
     """The benchmark's tasks (and groups) found in any run, sorted: those the registry gives to it."""
     found = {task for run in runs for task in (*run.entries, *run.samples)}
     return sorted(
-        task for task in found if (owner := registry.of_task(task)) is not None and owner.name == benchmark.name
+        task for task in found if (owner := registry.benchmark_of(task)) is not None and owner.name == benchmark.name
     )
 
 

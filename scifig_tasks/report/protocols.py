@@ -18,7 +18,8 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from scifig_tasks.core.scoring_protocol import PROTOCOLS, of_task, plain_twin
+from scifig_tasks.core import scoring_protocol
+from scifig_tasks.core.scoring_protocol import PROTOCOLS, plain_twin
 from scifig_tasks.report.runs import Run
 
 LABELS = {protocol: f"{protocol} protocol" for protocol in PROTOCOLS}
@@ -26,7 +27,7 @@ LABELS = {protocol: f"{protocol} protocol" for protocol in PROTOCOLS}
 
 def protocol_of(run: Run, task: str) -> str:
     """The protocol that scored ``task`` in ``run``."""
-    return run.protocols.get(task) or of_task(task)
+    return run.protocols.get(task) or scoring_protocol.protocol_of(task)
 
 
 def _renamed(mapping: Mapping[str, Any], keep: set[str]) -> dict[str, Any]:

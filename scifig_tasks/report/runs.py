@@ -203,7 +203,8 @@ def declared_protocols() -> dict[str, str]:
 def task_protocol(task: str, data: Mapping[str, Any]) -> str:
     """The protocol that scored ``task`` in a results file: the one ``scifig rescore --protocol`` forced, else the
     task's ``metadata.scifig_protocol`` in the file's ``configs``, else the one its task YAML declares
-    (:func:`declared_protocols`), else the one its name selects (:func:`scifig_tasks.core.scoring_protocol.of_task`)."""
+    (:func:`declared_protocols`), else the one its name selects
+    (:func:`scifig_tasks.core.scoring_protocol.protocol_of`)."""
     record = data.get("scifig_rescore")
     if isinstance(record, Mapping) and record.get("protocol") in PROTOCOLS:
         return str(record["protocol"])
@@ -212,7 +213,7 @@ def task_protocol(task: str, data: Mapping[str, Any]) -> str:
     declared = metadata.get("scifig_protocol") if isinstance(metadata, Mapping) else None
     if declared in PROTOCOLS:
         return str(declared)
-    return declared_protocols().get(task) or scoring_protocol.of_task(task)
+    return declared_protocols().get(task) or scoring_protocol.protocol_of(task)
 
 
 def _samples(results_path: Path) -> dict[str, list[dict[str, Any]]]:
@@ -243,7 +244,7 @@ def _is_generic(data: Mapping[str, Any]) -> bool:
         isinstance(results, Mapping)
         and isinstance(results.get(dataset), Mapping)
         and all(isinstance(entry, Mapping) for entry in results.values())
-        and registry.of_task(dataset) is not None
+        and registry.benchmark_of(dataset) is not None
     )
 
 
@@ -258,7 +259,7 @@ def _generic(path: Path, data: Mapping[str, Any], run: Run) -> None:
             run.notes.append(f"{task}: {path.name} replaces {run.task_files[task].name}")
         run.entries[task] = {f"{name},none": value for name, value in metrics.items() if name != "samples"}
         run.task_files[task] = path
-        run.protocols[task] = declared_protocols().get(task) or scoring_protocol.of_task(task)
+        run.protocols[task] = declared_protocols().get(task) or scoring_protocol.protocol_of(task)
         run.task_versions.setdefault(path, {})[task] = str(data.get("version", "-"))
     tasks = [task for task in results if task != dataset] or [dataset]
     if tasks != [dataset]:
@@ -302,7 +303,7 @@ def _vlmeval(path: Path, runs: dict[str, Run]) -> None:
         run.notes.append(f"{task}: {path.name} replaces {run.sources[-1].name}")
     run.sources.append(path)
     run.task_files[task] = path
-    run.protocols[task] = declared_protocols().get(dataset) or scoring_protocol.of_task(dataset)
+    run.protocols[task] = declared_protocols().get(dataset) or scoring_protocol.protocol_of(dataset)
     run.environments[path] = data.get(KEY)
     run.task_versions[path] = {task: str(data.get("version", "-"))}
     run.entries[task] = {f"{name},none": value for name, value in data["metrics"].items()}

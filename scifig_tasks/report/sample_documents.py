@@ -29,7 +29,7 @@ DocsLoader = Callable[[list[str]], dict[str, "Sequence[Mapping[str, Any]] | str"
 def image_columns(task: str) -> tuple[str, ...]:
     """The image columns of ``task``'s documents: every column of its benchmark's sources flagged ``image`` or
     ``image_list``, in the sources' order."""
-    described = registry.of_task(task)
+    described = registry.benchmark_of(task)
     if described is None:
         return ()
     found = (

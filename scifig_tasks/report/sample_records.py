@@ -132,22 +132,22 @@ def cell_of(task: str, sample: Mapping[str, Any]) -> Cell:
 
 
 def is_benchmark_task(task: str) -> bool:
-    """Whether ``task`` belongs to a registered benchmark (:func:`scifig_tasks.core.registry.of_task`)."""
-    return registry.of_task(task) is not None
+    """Whether ``task`` belongs to a registered benchmark (:func:`scifig_tasks.core.registry.benchmark_of`)."""
+    return registry.benchmark_of(task) is not None
 
 
 def document_id(task: str) -> tuple[str, ...]:
     """The record fields naming a document of ``task`` whatever its position (its benchmark's ``document_id``): they
     line up the same document of an lmms-eval run and a VLMEvalKit run, whose positions differ; empty when no
     registered benchmark owns the task."""
-    described = registry.of_task(task)
+    described = registry.benchmark_of(task)
     return described.document_id if described is not None else ()
 
 
 def viewer_task(task: str, record: Mapping[str, Any]) -> str:
     """The lmms-eval task a sample belongs to (VLMEvalKit datasets span a whole lmms-eval group): the record field
     its benchmark's ``report.sample_tasks`` names for ``task`` maps it to one of the group's tasks."""
-    described = registry.of_task(task)
+    described = registry.benchmark_of(task)
     split = described.report.sample_tasks.get(task) if described is not None else None
     if split is None:
         return task

@@ -84,7 +84,7 @@ def attach_images(
 def corpus_metrics(task: str) -> tuple[str, ...]:
     """The corpus-level metrics shown once for ``task`` (its benchmark's ``report.corpus_metrics``, by the longest
     task-name prefix that matches); empty for a task scored per sample."""
-    described = registry.of_task(task)
+    described = registry.benchmark_of(task)
     prefixes = described.report.corpus_metrics if described is not None else {}
     matches = [prefix for prefix in prefixes if task.startswith(prefix)]
     return prefixes[max(matches, key=len)] if matches else ()

@@ -38,7 +38,7 @@ def dataset_classes() -> list[type[SciFigDataset]]:
     found: list[type[SciFigDataset]] = []
     for described in registry.benchmarks().values():
         for reference in described.vlmeval.classes if described.vlmeval else ():
-            cls = registry.resolve(reference)
+            cls = registry.load_reference(reference)
             if cls not in found:
                 found.append(cls)
     if names.GENERIC:

@@ -107,7 +107,7 @@ class SciFigDataset(ImageBaseDataset):
     def evaluate(self, eval_file: str, **judge_kwargs: Any) -> dict[str, Any]:
         """Score a prediction file with the judge VLMEvalKit's options or the environment choose; write the records
         and the scores (naming the judge) beside it; return the metrics."""
-        chosen = judging.resolve(judge_kwargs, self.TYPE)
+        chosen = judging.chosen_judge(judge_kwargs, self.TYPE)
         self.judge = chosen.client
         replies = read_predictions(eval_file)
         lines = [line for _, line in self.data.iterrows()]

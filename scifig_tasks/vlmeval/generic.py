@@ -34,7 +34,7 @@ class SciFigTask(SciFigDataset):
 
     def __init__(self, dataset: str = "", skip_noimg: bool = True) -> None:
         name = dataset or self.NAMES[0]
-        owner = registry.of_task(name)
+        owner = registry.benchmark_of(name)
         if owner is None:
             raise ValueError(f"{name}: no registered benchmark owns it")
         self.BENCHMARK = owner.name

@@ -1,7 +1,7 @@
 """The judge of a scifig dataset run by VLMEvalKit: the one its ``--judge`` options choose, else the one the
 ``SCIFIG_JUDGE*`` settings configure (read through :mod:`scifig_tasks.core.settings`, as everywhere).
 
-:func:`resolve` maps the keyword arguments VLMEvalKit's ``get_judge_kwargs`` hands ``evaluate`` (``model``,
+:func:`chosen_judge` maps the keyword arguments VLMEvalKit's ``get_judge_kwargs`` hands ``evaluate`` (``model``,
 ``api_base``, ``key``, ``nproc``, ``retry``, ``timeout``) onto a :class:`~scifig_tasks.core.judge.JudgeConfig`;
 ``scifig vlmeval`` says whether ``--judge`` was given (:func:`command_line`). The precedence: docs/vlmeval.md.
 """
@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from scifig_tasks.core import settings
+from scifig_tasks.core.deprecation import renamed
 from scifig_tasks.core.judge import JudgeClient, JudgeConfig, get_judge
 from scifig_tasks.core.judge.config import default_cache_dir
 from scifig_tasks.core.settings import Settings
@@ -98,14 +99,14 @@ def _base_url(value: str | None) -> str | None:
     return value[: -len(CHAT_SUFFIX)] if value.endswith(CHAT_SUFFIX) else value
 
 
-def resolve(
+def chosen_judge(
     judge_kwargs: Mapping[str, Any], dataset_type: str, environ: Settings | Mapping[str, str] | None = None
 ) -> Judging:
     """The judge for one ``evaluate`` call (module docstring), with the ``SCIFIG_JUDGE*`` settings of ``environ`` (the
     process's settings when None; a :class:`Settings` value or an environment mapping otherwise). Raises ValueError
     when VLMEvalKit's options name a judge without an endpoint anywhere (no ``--judge-base-url``,
     ``SCIFIG_JUDGE_BASE_URL`` nor ``OPENAI_API_BASE``)."""
-    chosen = settings.resolve(environ)
+    chosen = settings.chosen(environ)
     model = chosen_model(judge_kwargs, dataset_type)
     api_base, key = _base_url(judge_kwargs.get("api_base")), judge_kwargs.get("key") or None
     if not chose_judge(judge_kwargs, dataset_type):
@@ -137,3 +138,6 @@ def resolve(
         if client is None:
             client = _clients[config] = JudgeClient(config)
     return Judging(client, FROM_VLMEVAL)
+
+
+__getattr__ = renamed(__name__, {"resolve": "chosen_judge"})

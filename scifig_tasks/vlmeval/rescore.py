@@ -1,6 +1,6 @@
 """``scifig rescore`` of VLMEvalKit runs: find the prediction files of this package's datasets in a work dir and
 score each again with its dataset class (the diff, the table and the rule for damaged logs:
-:mod:`scifig_tasks.rescoring`).
+:mod:`scifig_tasks.rescore_report`).
 
 A run is ``<work-dir>/<model>/<model>_<dataset>.tsv`` (or ``.xlsx``, ``.json``, ``.pkl``; the deprecated
 ``SciFig_*`` dataset names of earlier releases are read too). The prediction file is copied to ``DIR/<model>/`` and
@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from scifig_tasks import rescoring
+from scifig_tasks import rescore_report as rescoring
 from scifig_tasks.core import judge, provenance
 from scifig_tasks.core.errors import DataError
 from scifig_tasks.core.run_files import RECORDS_SUFFIX, SCORES_SUFFIX, read_jsonl
@@ -70,7 +70,7 @@ def rescore_vlmeval(
 ) -> rescoring.RescoredRun:
     """Score a VLMEvalKit prediction file again with its dataset class's ``evaluate``, into ``out/<model>/``. A file
     that lacks or repeats questions of the dataset is refused unless ``allow_partial``
-    (:func:`scifig_tasks.rescoring.accept`): then the questions predicted are scored and the scores file records
+    (:func:`scifig_tasks.rescore_report.accept`): then the questions predicted are scored and the scores file records
     ``partial``. ``dry``: score in a temporary folder that is removed, within :func:`scifig_tasks.core.judge.dry_run`
     (no judge request sent): the run's ``judge_usage`` counts the requests re-scoring would send (``would_send``)
     and the cache hits."""

@@ -55,7 +55,7 @@ from scifig_tasks.core.data import load_benchmark
 from scifig_tasks.core.image_cells import undecoded
 from scifig_tasks.core.images import decoded_pixels, stored_bytes, to_rgb
 from scifig_tasks.core.schema import BenchmarkSource
-from scifig_tasks.core.validated import files_identity
+from scifig_tasks.core.validation_records import files_identity
 from scifig_tasks.vlmeval import names, task_hooks
 from scifig_tasks.vlmeval.tsv_layout import TsvFormat
 
@@ -107,7 +107,7 @@ class TaskTsv:
 
 
 def _spec(dataset: VlmevalDataset, source: BenchmarkSource, formats: Mapping[str, str]) -> TsvSpec:
-    tsv_format = registry.resolve(formats[dataset.source])
+    tsv_format = registry.load_reference(formats[dataset.source])
     if not isinstance(tsv_format, TsvFormat):
         raise TypeError(f"{formats[dataset.source]} (the TSV format of {dataset.name}) is not a TsvFormat")
     return TsvSpec(dataset.name, source, dataset.split, tsv_format, dataset.keep)
@@ -235,7 +235,7 @@ def fingerprint(spec: TsvSpec | TaskTsv, environ: Mapping[str, str] | None = Non
     changed prompt moves the version)."""
     environ = os.environ if environ is None else environ
     if isinstance(spec, TaskTsv):
-        owner = registry.of_task(spec.name)
+        owner = registry.benchmark_of(spec.name)
         origin: dict[str, Any] = {"dataset": spec.name, "format": FORMAT_VERSION, "tasks": list(spec.tasks)}
         origin["version"] = owner.version if owner is not None else None
         origin["sources"] = {

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from scifig_tasks.commands import curated_benchmarks
 from scifig_tasks.commands.main import build_parser, main
 from scifig_tasks.core import registry
 
@@ -45,7 +46,7 @@ CURATE_COMMANDS = {
     "scifibench": ["scifibench", "scifibench-accept", "scifibench-from-scicap"],
 }
 """The documented ``scifig curate`` sub-commands of each benchmark."""
-CURATED = [name for name, described in registry.benchmarks().items() if described.curate]
+CURATED = [described.name for described in curated_benchmarks()]
 """The registered benchmarks with a curate command, in the registry's order (the order they are listed)."""
 CURATE = [command for name in CURATED for command in CURATE_COMMANDS.get(name, [])]
 ALL_HELP = [[], *([name] for name in COMMANDS), *(["curate", name] for name in CURATE)]

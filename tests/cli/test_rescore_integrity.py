@@ -261,7 +261,7 @@ def test_check_log_rule() -> None:
     foreign = check_log("t", [{"doc_id": i} for i in (0, 2, 3, 4)], _results(3, original=10, offset=2), "f")
     assert foreign.foreign == (0,) and not foreign.scorable
     assert foreign.problems() == "doc_id 0 not among the run's documents"
-    from scifig_tasks.rescoring import refusal as refusal_line
+    from scifig_tasks.rescore_report import refusal as refusal_line
 
     assert refusal_line(foreign, "r.json counts") == (
         "f: task t: doc_id 0 not among the run's documents: the log is not this run's (3 samples r.json counts); use "

@@ -20,7 +20,7 @@ def test_every_task_a_user_runs_states_its_summary_and_protocol() -> None:
     listed = task_files.top_level(tasks)
     assert {*registry.benchmarks(), "grab_properties_mc"} <= {info.name for info in listed}
     assert "grab_properties" not in {info.name for info in listed}  # a member of grab
-    own = [info for info in listed if benchmarks.own(registry.of_task(info.name).name)]  # a plugin's may omit them
+    own = [info for info in listed if benchmarks.own(registry.benchmark_of(info.name).name)]  # a plugin's may omit them
     assert {"grab", "mmsci", "plot_twist", "scifibench", "grab_properties_mc"} <= {info.name for info in own}
     missing = {
         info.name: [key for key in ("scifig_summary", "scifig_protocol") if key not in info.metadata] for info in own

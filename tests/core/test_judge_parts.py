@@ -145,7 +145,7 @@ def test_vlmeval_judge_takes_a_settings_value(tmp_path: Path) -> None:
         warn=False,
     )
     with judging.command_line("m", True):  # --judge m: the model from the command line, the rest from the settings
-        chosen = judging.resolve({"model": "m", "nproc": 2}, "VQA", given)
+        chosen = judging.chosen_judge({"model": "m", "nproc": 2}, "VQA", given)
     assert chosen.client is not None and chosen.source == judging.FROM_VLMEVAL
     config = chosen.client.config
     assert (config.model, config.base_url, config.api_key) == ("m", "http://127.0.0.1:9/v1", KEY)

@@ -195,12 +195,12 @@ def test_old_cache_entries_that_are_not_answers_are_asked_again(openai_server, t
         path = judge.cache.path(entry)
         path.parent.mkdir(parents=True)
         path.write_text(json.dumps({**entry, "text": "N/A"}), encoding="utf-8")
-        assert mcq.resolve(output, options, judge).reason == "alternatives; judge failed"
+        assert mcq.resolve_choice(output, options, judge).reason == "alternatives; judge failed"
     assert server.count == 1
     server.policy = lambda request: Reply(text="B")
     with JudgeClient(config) as judge:
-        assert mcq.resolve(output, options, judge).letter == "B"
-        assert mcq.resolve(output, options, judge).letter == "B"
+        assert mcq.resolve_choice(output, options, judge).letter == "B"
+        assert mcq.resolve_choice(output, options, judge).letter == "B"
     assert server.count == 2
 
 

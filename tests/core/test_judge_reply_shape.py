@@ -165,7 +165,7 @@ class FixedJudge:
 @pytest.mark.parametrize("reply", [*HOSTILE, "E: upstream overloaded"])
 def test_multiple_choice_hostile_replies_leave_the_answer_unresolved_and_flagged(reply: str) -> None:
     options = ["A) x", "B) y", "C) z", "D) w", "E) v"]
-    resolution = mcq.resolve("It could be A or B.", options, FixedJudge(reply))
+    resolution = mcq.resolve_choice("It could be A or B.", options, FixedJudge(reply))
     assert (resolution.letter, mcq.judge_use(resolution.method, resolution.reason)) == (None, "judge_failed")
     paper = mcq_paper.resolve_scifibench("It could be A or B.", options, FixedJudge(reply))
     assert (paper.letter, paper.reason) == (None, "judge failed")

@@ -22,7 +22,7 @@ from tests.harness.scifibench_run import image_colours
 
 
 def test_the_task_name_is_the_switch() -> None:
-    assert [protocol.of_task(name) for name in ("scifibench", "scifibench_paper", "mmsci_fig2cap_paper")] == [
+    assert [protocol.protocol_of(name) for name in ("scifibench", "scifibench_paper", "mmsci_fig2cap_paper")] == [
         "default",
         "paper",
         "paper",

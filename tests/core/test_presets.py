@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from scifig_tasks.commands.presets import check_lmms_eval, check_vlmeval, model_parameters
-from scifig_tasks.core.presets import PresetError, list_presets, load_preset, preset_names
-from scifig_tasks.lmms_eval.presets import apply_preset, environment, lmms_eval_args
+from scifig_tasks.core.model_presets import PresetError, list_presets, load_preset, preset_names
+from scifig_tasks.lmms_eval.preset_arguments import apply_preset, environment, lmms_eval_args
 from tests.harness.grab_data import Row, question_text, write_parquet
 from tests.harness.openai_server import Reply, by_question
 
@@ -267,7 +267,7 @@ def test_scifig_eval_preset_through_the_real_cli(tmp_path: Path, openai_server, 
 
 
 def test_check_reports_unknown_models_and_arguments() -> None:
-    from scifig_tasks.core.presets import parse_preset
+    from scifig_tasks.core.model_presets import parse_preset
 
     bogus_arg = parse_preset({**GOOD, "lmms_eval": {"model": "qwen2_vl", "model_args": {"pretraind": "x"}}}, "b", "b.y")
     assert check_lmms_eval(bogus_arg) == [

@@ -26,8 +26,8 @@ def test_scifigs_own_benchmarks_are_registered() -> None:
     assert [name for name in names if registry.is_plugin(name)] == [
         name for name in names if distributions[name] != "scifig"
     ]
-    assert registry.of_task("plot_twist_robustness_open").name == "plot_twist"
-    assert registry.of_task("mme") is None
+    assert registry.benchmark_of("plot_twist_robustness_open").name == "plot_twist"
+    assert registry.benchmark_of("mme") is None
     assert registry.of_source("mmsci_captioning").name == "mmsci"
 
 
@@ -84,7 +84,7 @@ def test_an_outside_package_registers_a_benchmark_by_entry_point(tmp_path: Path)
     (info / "entry_points.txt").write_text("[scifig.benchmarks]\ntoy = outside_bench.description:BENCHMARK\n")
     script = (
         "from scifig_tasks.core import registry, chance\n"
-        "print(','.join(registry.benchmarks()), registry.package_of('toy'), registry.of_task('toy_hard').name,\n"
+        "print(','.join(registry.benchmarks()), registry.package_of('toy'), registry.benchmark_of('toy_hard').name,\n"
         "      chance.guess('A) x\\nB) y', 'toy'))\n"
     )
     shown = subprocess.run(

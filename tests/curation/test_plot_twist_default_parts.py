@@ -18,7 +18,7 @@ from curation.plot_twist import build, default
 from scifig_tasks.benchmarks.plot_twist import source
 from scifig_tasks.benchmarks.plot_twist.source import PLOT_TWIST, plot_twist_features, reads_variants
 from scifig_tasks.core.data import load_benchmark
-from scifig_tasks.core.validated import data_digest
+from scifig_tasks.core.validation_records import data_digest
 from tests.harness.lmms import offline_env
 from tests.harness.paths import REPO
 

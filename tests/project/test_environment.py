@@ -176,7 +176,7 @@ def test_environment_differences_name_each_changed_version() -> None:
         "extra-lib absent -> 1.0",
     ]
     assert provenance.differences(recorded, recorded) == []
-    from scifig_tasks.rescoring import environment_changes
+    from scifig_tasks.rescore_report import environment_changes
 
     assert environment_changes(None, recorded) == [provenance.NOT_RECORDED]
 

@@ -108,9 +108,9 @@ def test_a_paper_protocol_is_scored_only_by_a_task_named_paper() -> None:
     says the same, once, and nothing else in a YAML chooses)."""
     configs = task_configs()
     leaves = {name: leaf_config(name, configs) for name, config in configs.items() if isinstance(config["task"], str)}
-    paper_named = {name for name in leaves if protocol.of_task(name) == "paper"}
+    paper_named = {name for name in leaves if protocol.protocol_of(name) == "paper"}
     assert {"scifibench_paper", "mmsci_paper", "mmsci_captioning_paper"} <= {
-        name for name in configs if protocol.of_task(name) == "paper"
+        name for name in configs if protocol.protocol_of(name) == "paper"
     }
     for name, config in leaves.items():
         hook = str(config.get("process_results", ""))
@@ -121,7 +121,7 @@ def test_a_paper_protocol_is_scored_only_by_a_task_named_paper() -> None:
         for arguments in (config.get("lmms_eval_specific_kwargs") or {}).values():
             assert not set(arguments or {}) & set(PROTOCOL_ARGUMENTS), (name, arguments)
         declared = task_files.options(name).get("protocol")
-        assert declared not in protocol.PROTOCOLS or declared == protocol.of_task(name), (name, declared)
+        assert declared not in protocol.PROTOCOLS or declared == protocol.protocol_of(name), (name, declared)
 
 
 def test_every_variable_the_code_names_is_declared() -> None:

@@ -226,7 +226,7 @@ def test_both_frameworks_give_the_same_verdicts_on_every_task(tmp_path: Path, op
                 theirs = {key: lmms_results[task][f"{key},none"] for key in mine}
                 assert counts(mine) == counts(theirs), (name, task)
         else:  # a described dataset: records paired on the benchmark's document_id
-            owner = registry.of_task(name)
+            owner = registry.benchmark_of(name)
             dataset = names.described()[name]
             fields = owner.document_id
             expected_by_id: dict[tuple[Any, ...], tuple[str, Any]] = {}

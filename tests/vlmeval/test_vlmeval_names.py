@@ -104,9 +104,9 @@ def test_the_names_are_those_of_the_registered_descriptions() -> None:
     blocks = [bench.vlmeval for bench in registry.benchmarks().values() if bench.vlmeval]
     assert {group: members for block in blocks for group, members in block.groups.items()} == names.GROUPS
     for owner, dataset in described:
-        assert registry.of_task(dataset.name) is owner and owner.owns(dataset.name)
+        assert registry.benchmark_of(dataset.name) is owner and owner.owns(dataset.name)
     for group, members in names.GROUPS.items():  # a group expands to datasets of its own benchmark
-        assert {registry.of_task(member).name for member in members} == {registry.of_task(group).name}, group
+        assert {registry.benchmark_of(member).name for member in members} == {registry.benchmark_of(group).name}, group
         assert names.expand([group]) == list(members)
 
 
@@ -122,7 +122,7 @@ def test_every_registered_dataset_has_the_tsv_its_description_names() -> None:
         spec = tsv.spec(dataset.name)
         assert spec.source is registry.sources()[dataset.source], dataset.name
         assert (spec.split, spec.keep) == (dataset.split, dataset.keep), dataset.name
-        assert spec.format is registry.resolve(owner.vlmeval.tsv_formats[dataset.source]), dataset.name
+        assert spec.format is registry.load_reference(owner.vlmeval.tsv_formats[dataset.source]), dataset.name
         assert isinstance(spec.format, tsv.TsvFormat)
 
 
@@ -141,7 +141,7 @@ def test_the_registered_classes_serve_every_dataset_once() -> None:
     for cls in classes[:-1]:
         owner = registry.benchmark(cls.BENCHMARK)
         assert f"{cls.__module__}:{cls.__name__}" in owner.vlmeval.classes, cls.__name__
-        assert {registry.of_task(name).name for name in cls.NAMES} == {owner.name}, cls.__name__
+        assert {registry.benchmark_of(name).name for name in cls.NAMES} == {owner.name}, cls.__name__
         assert cls.supported_datasets()[: len(cls.NAMES)] == list(cls.NAMES)
 
 
@@ -403,14 +403,14 @@ def test_judge_resolution_precedence(tmp_path: Path) -> None:
         kwargs = {**defaults, "model": "gpt-4o-mini"}
         if known:
             with judging.command_line(None, False):
-                chosen = judging.resolve(kwargs, "MCQ", env)
+                chosen = judging.chosen_judge(kwargs, "MCQ", env)
         else:
-            chosen = judging.resolve(kwargs, "MCQ", env)
+            chosen = judging.chosen_judge(kwargs, "MCQ", env)
         assert chosen.source == judging.FROM_ENVIRONMENT and chosen.client is not None
         assert (chosen.client.config.model, chosen.client.config.max_concurrency) == ("env-judge", 8)
     # --judge alone: its model on the environment's endpoint and key, with VLMEvalKit's nproc / retry / timeout
     with judging.command_line("gpt-4o-mini", True):
-        chosen = judging.resolve({**defaults, "model": "gpt-4o-mini"}, "MCQ", env)
+        chosen = judging.chosen_judge({**defaults, "model": "gpt-4o-mini"}, "MCQ", env)
     config = chosen.client.config
     assert chosen.source == judging.FROM_VLMEVAL
     assert (config.model, config.base_url, config.api_key) == (
@@ -425,11 +425,11 @@ def test_judge_resolution_precedence(tmp_path: Path) -> None:
         "from": judging.FROM_VLMEVAL,
     }
     # a non-multiple-choice dataset gets a model only from --judge (or --judge-args): no command line needed
-    chosen = judging.resolve(
+    chosen = judging.chosen_judge(
         {**defaults, "model": "m2", "api_base": "http://u:p@127.0.0.1:8/v1/chat/completions"}, "VQA", {}
     )
     assert (chosen.client.config.model, chosen.client.config.base_url) == ("m2", "http://u:p@127.0.0.1:8/v1")
     assert chosen.described()["base_url"] == "http://127.0.0.1:8/v1"  # no credentials in the scores file
-    assert judging.resolve({**defaults, "model": "exact_matching"}, "VQA", env).client is None
+    assert judging.chosen_judge({**defaults, "model": "exact_matching"}, "VQA", env).client is None
     with pytest.raises(ValueError, match="no endpoint"):
-        judging.resolve({**defaults, "model": "m3"}, "VQA", {"SCIFIG_JUDGE_CACHE": str(tmp_path)})
+        judging.chosen_judge({**defaults, "model": "m3"}, "VQA", {"SCIFIG_JUDGE_CACHE": str(tmp_path)})

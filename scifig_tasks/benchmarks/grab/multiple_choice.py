@@ -16,7 +16,8 @@ Determinism: the draw is seeded by ``sha256(seed, question, answer)``; the lmms-
 pass ``seed = pid``, so a question always gets the same options, from the Hub or from local data.
 
 Prompt (:func:`mc_prompt`): the GRAB question, the five options one per line (``A) 12``), then
-:data:`MC_INSTRUCTION`. Scoring: :func:`scifig_tasks.core.multiple_choice.resolve` (rules first, the judge only for
+:data:`MC_INSTRUCTION`. Scoring: :func:`scifig_tasks.core.multiple_choice.resolve_choice` (rules first, the judge only
+for
 outputs the rules refuse, unresolved counted wrong and flagged).
 """
 
@@ -32,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from scifig_tasks.benchmarks.grab import answers as grab_answers
 from scifig_tasks.benchmarks.grab.rules import precision_of
 from scifig_tasks.core import audit
-from scifig_tasks.core.multiple_choice import Resolution, judge_use, resolve
+from scifig_tasks.core.multiple_choice import Resolution, judge_use, resolve_choice
 from scifig_tasks.core.stats import Tally
 
 if TYPE_CHECKING:
@@ -143,7 +144,9 @@ def score_mc(
 ) -> McScore:
     """Resolve the output's letter to ``question`` (rules, then the judge for refused outputs) and compare it with
     the answer."""
-    resolution = audit.prepare(resolve(output, options, judge=judge, question=question), output, len(options), judge)
+    resolution = audit.prepare(
+        resolve_choice(output, options, judge=judge, question=question), output, len(options), judge
+    )
     return McScore(correct=resolution.letter == answer_letter, resolution=resolution)
 
 

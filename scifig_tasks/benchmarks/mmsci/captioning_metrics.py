@@ -242,7 +242,7 @@ def bertscore_settings(given: Settings | Mapping[str, str] | None = None) -> tup
     """The BERTScore model (id or local path) and layer: the authors' default unless the settings
     ``SCIFIG_MMSCI_BERTSCORE_MODEL`` / ``..._LAYERS`` override it (of ``given`` settings, an environment mapping, or
     the process's settings)."""
-    chosen = settings.resolve(given)
+    chosen = settings.chosen(given)
     model = chosen.get(captioning_settings.BERTSCORE_MODEL)
     layers = chosen.get(captioning_settings.BERTSCORE_LAYERS)
     if layers is not None:
@@ -431,7 +431,7 @@ def evaluate(
 
     from scifig_tasks.benchmarks.mmsci import judged_metrics as mmsci_judged
 
-    given = settings.resolve(environ)
+    given = settings.chosen(environ)
     digest = _records_digest(records, given, judge)
     if digest in _cache:
         return _cache[digest]

@@ -228,7 +228,7 @@ def _reads_rating(scale: tuple[int, int]) -> Callable[[str], bool]:
 def subset_settings(given: Settings | Mapping[str, str] | None = None) -> tuple[int | None, int]:
     """(subset size or ``None`` for all samples, seed): ``SCIFIG_MMSCI_JUDGED_SUBSET`` / ``..._SEED`` of ``given``
     settings, an environment mapping, or the process's settings; a bad value raises naming its variable."""
-    chosen = settings.resolve(given)
+    chosen = settings.chosen(given)
     return chosen.get(captioning_settings.JUDGED_SUBSET), chosen.get(captioning_settings.JUDGED_SEED)
 
 

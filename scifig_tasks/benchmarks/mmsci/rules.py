@@ -13,7 +13,7 @@ figure captioning with or without the article's abstract. The texts below are th
   sub-figure→sub-caption variant instead; its question wording is ours.
 
 Scoring (paper section 4): the letter is read by rules, then by an LLM judge
-(:func:`scifig_tasks.core.multiple_choice.resolve`);
+(:func:`scifig_tasks.core.multiple_choice.resolve_choice`);
 The ``mmsci_paper`` tasks read it as the authors' ``print_result.py`` does
 (:func:`scifig_tasks.core.multiple_choice_paper.resolve_mmsci`).
 Two denominators are reported side by side: the strict accuracy (an answer no letter could be read from counts as
@@ -89,7 +89,7 @@ def resolve_answer(
     if protocol == "paper":
         return mcq_paper.resolve_mmsci(output, question_with_options(doc["question"], doc["options"]), judge)
     options = resolver_options(doc["setting"], doc["options"])
-    resolution = mcq.resolve(output, options, judge, question=doc["question"])
+    resolution = mcq.resolve_choice(output, options, judge, question=doc["question"])
     return audit.prepare(resolution, output, len(doc["options"]), judge)
 
 

@@ -131,7 +131,9 @@ def resolve_answer(
     options = doc["Options"]
     if protocol == "paper":
         return mcq_paper.resolve_scifibench(output, options, judge)
-    return audit.prepare(mcq.resolve(output, options, judge, question=doc["Question"]), output, len(options), judge)
+    return audit.prepare(
+        mcq.resolve_choice(output, options, judge, question=doc["Question"]), output, len(options), judge
+    )
 
 
 def sample_record(doc: Mapping[str, Any], resolution: Resolution) -> dict[str, Any]:

@@ -274,7 +274,7 @@ def get_judge(given: Settings | Mapping[str, str] | None = None) -> JudgeClient 
     ``given`` is None; a :class:`Settings` value or an environment mapping otherwise), or None when judging is off
     or not configured. One client per configuration: callers asking for the same judge share its bound and cache."""
     check_declared()
-    chosen = settings.resolve(given)
+    chosen = settings.chosen(given)
     with _clients_lock:
         known = chosen in _configs
         config = _configs.get(chosen)

@@ -36,7 +36,7 @@ BREAKER_THRESHOLD = 5
 def default_cache_dir(given: Settings | Mapping[str, str] | None = None) -> Path:
     """``SCIFIG_JUDGE_CACHE``, else ``$XDG_CACHE_HOME/scifig/judge``, else ``~/.cache/scifig/judge`` (of ``given``
     settings, an environment mapping, or the process's settings)."""
-    chosen = settings.resolve(given)
+    chosen = settings.chosen(given)
     explicit = chosen.get(settings.JUDGE_CACHE)
     if explicit is not None:
         return explicit
@@ -111,7 +111,7 @@ class JudgeConfig:
     def from_env(cls, environ: Mapping[str, str] | None = None) -> JudgeConfig | None:
         """The configuration of the environment mapping ``environ`` (the process's settings when ``None``); see
         :meth:`from_settings`."""
-        return cls.from_settings(settings.resolve(environ))
+        return cls.from_settings(settings.chosen(environ))
 
     @classmethod
     def from_settings(cls, given: Settings) -> JudgeConfig | None:
@@ -167,7 +167,7 @@ def configured_concurrency(given: Settings | Mapping[str, str] | None = None) ->
     scoring that needs the judge, which reports it.
     """
     try:
-        config = JudgeConfig.from_settings(settings.resolve(given))
+        config = JudgeConfig.from_settings(settings.chosen(given))
     except ValueError:
         return None
     return None if config is None else config.max_concurrency

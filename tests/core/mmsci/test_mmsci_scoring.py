@@ -67,7 +67,7 @@ CASES = [
 @pytest.mark.parametrize(("setting", "answer", "output", "letter"), CASES)
 def test_resolution_through_the_shared_resolver(setting: str, answer: str, output: str, letter: str | None) -> None:
     options = SUBFIGURES if setting == "subcap2fig" else OPTIONS
-    resolution = mcq.resolve(output, mmsci.resolver_options(setting, options), judge=None)
+    resolution = mcq.resolve_choice(output, mmsci.resolver_options(setting, options), judge=None)
     record = mmsci.sample_record(_doc(setting, answer, options), resolution)
     assert record["predicted"] == letter
     assert record["correct"] == int(letter == answer)
@@ -103,7 +103,7 @@ def _records() -> list[dict]:
     for index, (setting, answer, output, _) in enumerate(CASES):
         options = SUBFIGURES if setting == "subcap2fig" else OPTIONS
         category = "Physical sciences" if index % 2 else "Health sciences"
-        resolution = mcq.resolve(output, mmsci.resolver_options(setting, options))
+        resolution = mcq.resolve_choice(output, mmsci.resolver_options(setting, options))
         records.append(mmsci.sample_record(_doc(setting, answer, options, category), resolution))
     return records
 

@@ -27,7 +27,7 @@ Rules implemented:
   (:func:`scifig_tasks.core.resources.read_config`): an unknown name lists the shipped ones, a missing file or invalid
   YAML is named.
 
-How a preset becomes lmms-eval arguments is the adapter's business: :mod:`scifig_tasks.lmms_eval.presets`.
+How a preset becomes lmms-eval arguments is the adapter's business: :mod:`scifig_tasks.lmms_eval.preset_arguments`.
 """
 
 from __future__ import annotations

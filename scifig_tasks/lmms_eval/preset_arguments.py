@@ -1,6 +1,6 @@
 """A model preset as lmms-eval arguments: ``scifig eval --preset NAME`` and ``scifig presets NAME``.
 
-Rules implemented (the preset files and their schema: :mod:`scifig_tasks.core.presets`):
+Rules implemented (the preset files and their schema: :mod:`scifig_tasks.core.model_presets`):
 
 * Expansion to lmms-eval arguments (:func:`lmms_eval_args`): explicit user arguments win. ``--model_args`` and
   ``--gen_kwargs`` are merged key by key (the user's value replaces the preset's for the same key); ``--seed`` and
@@ -17,7 +17,7 @@ import os
 from collections.abc import Mapping, MutableMapping, Sequence
 from typing import Any
 
-from scifig_tasks.core.presets import Preset, PresetError, load_preset
+from scifig_tasks.core.model_presets import Preset, PresetError, load_preset
 
 
 def lmms_eval_args(preset: Preset, user_args: Sequence[str] = ()) -> list[str]:
