@@ -1,18 +1,8 @@
 """GRAB answer strings: the one implementation of the answer formats and of the rounding convention.
 
-Formats (every answer is a string):
-
-* ``integer`` ``-?\\d+``; ``1dp`` ``-?\\d+\\.\\d`` (``5.0`` included); ``nearest10`` a multiple of 10;
-* ``list``: the two stationary points ``[x1, x2]`` with ``x1 < x2``, integers;
-* ``equation``: every coefficient printed, including 0 and 1, signs folded into the operators:
-  ``y = -3x^2 + 1x - 3``, ``y = 0x^3 - 2x^2 + 5x + 2``, ``y = 2sin(-9x + 7) + 6``.
-
-Rounding convention (ours; the paper states none): **round half away from zero** to the question's precision
-(1, 0.1 or 10), applied to the exact value. Ground truth that is rational (means of integers, polynomial
-integrals, data statistics of decimal data) is carried as :class:`fractions.Fraction` and rounded exactly; ground
-truth that is irrational (sines, roots, correlations) is a double and is rounded as the decimal ``repr`` prints;
-the generator rejects a float lying within :data:`TIE_TOLERANCE` of a rounding tie, so float error never decides
-an answer. Zero is printed without a sign (``0``, ``0.0``).
+GRAB paper: answers in the precision the question states (integer, 1 d.p., nearest 10, a list, an equation); the
+rounding rule, half away from zero, is ours (the paper states none). Manual: tasks/README.md, 'Answer formats and
+rounding'.
 """
 
 from __future__ import annotations

@@ -1,14 +1,8 @@
 """GRAB's description (:class:`scifig_tasks.core.benchmark.Benchmark`): its data, tasks, chance rule, published sizes,
 VLMEvalKit datasets and report rows.
 
-Published sizes (``grab.json`` of the authors' release): 2,170 questions — properties 660, functions 710, series 490,
-transforms 310. Reports say when a run scored fewer, the generator builds as many, ``scifig tasks`` shows them (the
-task YAMLs' ``scifig_questions``, held equal by a test).
-
-Chance (:mod:`scifig_tasks.core.chance`): a value in the format the question's precision sentence asks for (integer,
-1 d.p., nearest 10, ``[x1, x2]`` with ``x1 < x2``, or the equation template), drawn uniformly from a range plausible for
-the question type (ranges that cover the published set's answers); the multiple-choice ablation
-(``grab_properties_mc``, whose prompt lists options) gets a uniform option letter (chance 20%, paper §4.7).
+Published sizes are those of the authors' ``grab.json`` (2,170 questions); chance for the multiple-choice ablation is
+20% (GRAB paper §4.7). Manual: tasks/README.md, 'Published sizes and chance'.
 """
 
 from __future__ import annotations

@@ -1,24 +1,7 @@
-"""GRAB's multiple-choice ablation of the properties task (paper: 5 options, distractors sampled close to the true
-value, chance 20%). The paper gives neither the distractor rule nor the prompt; ours are stated here once.
+"""GRAB's multiple-choice ablation of the properties task: the distractor rule and the prompt.
 
-Distractor rule (:func:`mc_options`), in the answer's own format and precision:
-
-* scalar answers (integer, 1 d.p., nearest 10), in steps ``s`` of the precision (1, 0.1, 10): the true value's rank
-  ``r`` among the five options is drawn uniformly from the ranks the bounds allow; ``r`` distractors are drawn
-  without replacement from ``v - k s`` and ``4 - r`` from ``v + k s``, ``k = 1..``:data:`MAX_STEPS`, never crossing
-  the quantity's natural bounds (counts, amplitude, period, domain length >= one step; variance, interquartile
-  range, range span, total area >= 0; correlations in [-1, 1]). Options are listed in ascending order, so the
-  correct letter is uniform over A-E and the true value is not always the middle one;
-* ``[x1, x2]``: distractors ``[x1 + i, x2 + j]`` with ``i, j`` in -2..2, not both 0, still ``x1 < x2``; shuffled;
-* equations: distractors change one coefficient by -2, -1, +1 or +2; shuffled.
-
-Determinism: the draw is seeded by ``sha256(seed, question, answer)``; the lmms-eval task and the generator both
-pass ``seed = pid``, so a question always gets the same options, from the Hub or from local data.
-
-Prompt (:func:`mc_prompt`): the GRAB question, the five options one per line (``A) 12``), then
-:data:`MC_INSTRUCTION`. Scoring: :func:`scifig_tasks.core.multiple_choice.resolve_choice` (rules first, the judge only
-for
-outputs the rules refuse, unresolved counted wrong and flagged).
+GRAB paper §4.7: 5 options, distractors sampled close to the true value, chance 20%; the paper gives neither the
+distractor rule nor the prompt, so these are ours. Manual: tasks/README.md, 'Multiple-choice options and prompt'.
 """
 
 from __future__ import annotations

@@ -1,24 +1,8 @@
-"""GRAB protocol (Roberts et al. 2024, "GRAB: A Challenging GRaph Analysis Benchmark for LMMs").
+"""GRAB protocol (Roberts et al. 2024): the prompt, exact match, LLM extraction and the precision classes.
 
-One implementation of every GRAB rule that changes a score:
-
-* the inference prompt of the GRAB README, the exact string its triple-quoted template evaluates to:
-  ``"\n{question}\n Only provide the answer, no reasoning steps.\nIf you are unsure, still provide an answer.
-  Answer: \n\n"`` (a leading newline, a newline before "If you are unsure", two trailing newlines), sent as text
-  then image (the README's chat message); the paper appendix prints the same words on one line
-  (:data:`PAPER_PROMPT_TEMPLATE`, not the default);
-* the core metric, exact match: strip the output's leading whitespace, truncate it to the length of the
-  ground-truth string, compare with ``==`` (so ``" 15.3"`` is correct against ``"15"``, ``"1"`` is wrong against
-  ``"10"``);
-* the ablation metric: an LLM extracts the answer with the paper's prompt, then the same exact match; its reply
-  counts only when it is the answer alone in the question's answer format, or the prompt's "None"
-  (:func:`extraction_reply_readable`);
-* the precision class of a question, read from its precision sentence (there is no precision column): the
-  paper's three classes of Table 1 (integer 1,575 — the stationary-point list and equation questions ask for
-  integers —, 1 d.p. 565, nearest 10: 30) in ``breakdown.precision``, the five answer formats in
-  ``breakdown.answer_format``.
-
-Outputs that are lmms-eval's request-failure marker or empty are scored wrong and flagged, never sent to a judge.
+GRAB paper §4.2.3 and README: strip leading whitespace, truncate the output to the answer's length, compare with
+``==``; §4.5's LLM-extraction ablation; Table 1's precision classes. Manual: tasks/README.md, 'Prompt, exact match
+and LLM extraction'.
 """
 
 from __future__ import annotations
