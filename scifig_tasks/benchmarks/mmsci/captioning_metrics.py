@@ -1,43 +1,7 @@
 """MMSci captioning: the reference-based metrics of the paper's captioning table, from maintained libraries.
 
-Each metric compares a generated caption with its one reference caption. Definitions (and where they differ from the
-authors' ``mmsci-exps/eval/textgen_scores.py``, which scores each sample with Hugging Face ``evaluate`` and averages):
-
-* **BLEU-2 / BLEU-4** (``bleu2``, ``bleu4``) -- the authors' quantities: the *modified n-gram precisions* ``p_2`` /
-  ``p_4`` of the sample, as ``evaluate``'s BLEU returns them in ``precisions`` (its TensorFlow-NMT ``compute_bleu``
-  over ``13a`` tokens, case-sensitive, one reference): clipped n-gram matches over ``len(tokens) - n + 1``, 0 when the
-  caption has fewer than n tokens; averaged over samples. ``textgen_scores.py`` stores ``precisions[1]`` /
-  ``precisions[3]`` as "BLEU-2" / "BLEU-4" (their BLEU-1..4 and a separate "BLEU"). The tokens are sacrebleu's
-  ``13a`` tokenizer's, which ``evaluate``'s copy reproduces; the count is computed here, offline.
-* **cumulative BLEU-2 / BLEU-4** (``cumulative_bleu_2``, ``cumulative_bleu_4``) -- ``BP * exp(sum_{k<=n} log(p_k) /
-  n)``, uniform weights ``1/n``, 0 when some ``p_k`` is 0 (sacrebleu, ``13a``, no smoothing), averaged over samples.
-  Not the paper's columns, and neither is systematically higher: with precisions falling with n
-  (``p_1 >= ... >= p_n``) and no brevity penalty, cumulative BLEU-n, a geometric mean of ``p_1..p_n``, is at least
-  ``p_n``; but it is 0 as soon as one ``p_k`` is 0 and the brevity penalty lowers it for captions shorter than the
-  reference. The authors' separate "BLEU" is cumulative BLEU-4.
-* **ROUGE-1 / ROUGE-2 / ROUGE-L** -- F-measure of ``rouge-score`` (no stemming, its default tokeniser), averaged over
-  samples -- the same as the authors' ``evaluate`` ROUGE.
-* **METEOR** -- METEOR 1.5 (the Java jar bundled with ``pycocoevalcap``, ``-l en -norm``) on PTB-tokenised,
-  lower-cased text; the mean of the per-caption scores. The authors used NLTK's METEOR (WordNet synonyms, whose data
-  NLTK downloads at run time); METEOR 1.5 also matches stems and paraphrases, so values differ somewhat.
-* **BERTScore F1** -- ``bert-score`` with the authors' model (``evaluate``'s ``lang="en"`` default: ``roberta-large``,
-  layer 17, no IDF weighting, no baseline rescaling), averaged over samples. ``SCIFIG_MMSCI_BERTSCORE_MODEL`` (a
-  model id or local directory) and ``SCIFIG_MMSCI_BERTSCORE_LAYERS`` override it (a model bert-score does not know
-  uses all its layers unless told).
-* **CIDEr** -- ``pycocoevalcap``'s CIDEr (the CIDEr-D form: n-grams 1-4, IDF from the references of the whole
-  evaluated set, Gaussian length penalty sigma 6, x10 scale) on PTB-tokenised text: corpus-level, so it is computed
-  once over all samples. The authors' code has no CIDEr.
-
-An empty output (or lmms-eval's request-failure marker) is a caption with no words: by default it scores 0 on every
-metric and is counted in ``outputs``; the authors drop such samples, and so does the paper setting
-(the ``*_paper`` tasks). With k captions per figure (the paper setting
-samples k = 3 at temperature 0.7, as the authors' ``textgen.sh --k 3``), every metric is computed on the i-th captions
-of all samples, for each i, and the k values are averaged (``textgen_scores.py`` and ``llm_judge_scores.py`` loop
-over ``eval_pred_idx``, ``print_captioning_scores.ipynb`` takes the mean); FActScore rates one caption drawn at
-random among the k (``factscore.py``: ``random.choice``), seeded per sample here.
-
-A metric whose machinery is missing (no ``java`` for METEOR/CIDEr's tokeniser, a BERTScore model that cannot be
-loaded) is reported as unavailable (``None``) with the reason, never as 0.
+MMSci paper §4 (captioning): BLEU-2/-4 as the authors' n-gram precisions, ROUGE, METEOR, BERTScore, plus CIDEr; k
+captions per figure averaged. Manual: tasks/README.md, 'Reference-based caption metrics'.
 """
 
 from __future__ import annotations

@@ -1,45 +1,7 @@
 """MMSci captioning: the LLM-judged metrics (modified FActScore and G-Eval relevance) through the shared judge client.
 
-Paper section 4 (captioning): both are computed on a random subset of 200 samples (``SCIFIG_MMSCI_JUDGED_SUBSET``,
-``all`` for every sample; the subset is drawn with ``random.Random(SCIFIG_MMSCI_JUDGED_SEED)``, default 0, from the
-samples sorted by article and figure, so it does not depend on the order lmms-eval hands them over).
-
-FActScore (authors' ``mmsci-exps/eval/factscore.py``): the judge splits the generated caption into atomic
-descriptions (one ``- `` item each); each is rated 0-5 for how far the ground-truth caption supports it, normalised
-to 0-1; the caption's score is the mean rating times the brevity penalty ``exp(min(1 - gamma / n, 0))``, gamma = 10,
-n = number of atomic descriptions. G-Eval (``llm_judge_scores.py``, ``prompts/rel_detailed.txt``): the judge rates the
-caption's relevance 1-5 against the oracle caption. The prompt texts are the authors'.
-
-Two settings (the ``mmsci_captioning`` and ``mmsci_captioning_paper`` tasks, :mod:`scifig_tasks.core.scoring_protocol`).
-``paper`` does what the authors' code does: their messages (system instruction, one-shot user/assistant exchange, then
-the caption), the judge sampled at temperature 0.7 for FActScore, the reply split at every ``-`` (hyphenated words and
-empty pieces raise n, which lightens the brevity penalty; every non-empty piece, stripped, is rated), a rating read as
-the smallest of 0..5 occurring in the reply (0 when none), and G-Eval at temperature 1 (``top_p`` 1, 16 tokens) over 10
-samples: the first sample that is a bare integer counts, else the last sample holding a digit 1-5 (its smallest such
-digit); a round giving 0 or nothing is asked again (at most :data:`GEVAL_PAPER_MAX_ROUNDS` rounds; the authors have no
-limit). The 10 samples are asked one by one (the same distribution as one ``n=10`` request; asking stops at the first
-bare integer, which decides the answer); sampled calls bypass the judge's cache. Empty outputs are left out of the mean
-(the authors skip them). A judge call that fails after retries leaves the sample unscored in both settings (the authors'
-G-Eval scores it 0).
-
-Differences of the default setting from the authors' code:
-
-* their system message and one-shot exchange are sent as one user message (the shared judge client asks with a
-  single message), texts unchanged, in their order, separated by blank lines, the one-shot example introduced by
-  "Example caption:" / "Example answer:";
-* the judge is asked at temperature 0 (they used 0.7 for FActScore, and for G-Eval temperature 1 with 10 samples of
-  which the first readable one counted);
-* atomic descriptions are the reply's ``- `` lines (they split the reply at every ``-``, hyphenated words included,
-  and counted the empty pieces in n);
-* a rating is read only when the reply holds exactly one integer of the scale (they took the first of 0, 1, ... 5
-  occurring anywhere in the reply, and scored an unreadable rating 0). A reply that is not what was asked (a split
-  without ``- `` items, a rating without one integer of the scale) is asked again like a failed call; when retries
-  run out the sample is unscored: counted under ``judge_failed`` and left out of the mean (which is ``None`` when no
-  caption could be scored);
-* an empty model output is not sent to the judge and gets the lowest score (FActScore 0, G-Eval 1), counted under
-  ``empty_output`` (they skipped such samples).
-
-With judging off the metrics are ``None`` (never 0) and the report says so.
+MMSci paper §4 (captioning): both on a random subset of 200 samples; the ``paper`` setting does what the authors'
+code does, the default differs where stated. Manual: tasks/README.md, 'Judged caption metrics: FActScore and G-Eval'.
 """
 
 from __future__ import annotations
@@ -281,7 +243,7 @@ def judge_off_report(name: str, n_subset: int) -> dict[str, Any]:
 
 def factscore(samples: Sequence[Sample], judge: JudgeClient | None, protocol: Protocol = "default") -> dict[str, Any]:
     """The modified FActScore over ``samples`` (already the subset): value, counts per status, mean number of facts.
-    ``protocol="paper"``: the authors' messages, sampling, split and rating rules (module docstring)."""
+    ``protocol="paper"``: the authors' messages, sampling, split and rating rules (tasks/README.md)."""
     if judge is None:
         return judge_off_report("factscore", len(samples))
     if protocol == "paper":
@@ -328,7 +290,7 @@ def geval_relevance(
     samples: Sequence[Sample], judge: JudgeClient | None, protocol: Protocol = "default"
 ) -> dict[str, Any]:
     """G-Eval relevance (1-5) over ``samples`` (already the subset): value and counts per status.
-    ``protocol="paper"``: the authors' messages and sampling (module docstring)."""
+    ``protocol="paper"``: the authors' messages and sampling (tasks/README.md)."""
     if judge is None:
         return judge_off_report("geval_relevance", len(samples))
     if protocol == "paper":

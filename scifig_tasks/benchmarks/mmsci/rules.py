@@ -1,27 +1,7 @@
 """MMSci (Li et al. 2025): question texts, prompts and MCQ scoring shared by curation and evaluation.
 
-Paper section 3 (benchmark construction): three figure/caption matching settings with four options (A-D), and
-figure captioning with or without the article's abstract. The texts below are the authors' (MMSci repository,
-``mmsci-exps/run_matching.py``, ``run_captioning.py`` and the benchmark's ``image_caption_matching_data.json``):
-
-* a multiple-choice prompt is the question, then one line per option ``A: <text>``, then the answer instruction
-  (``\\nChoose one answer from available options. Return only your answer.``, the authors' prompt for open models;
-  the ``reasoning`` variant appends the authors' API-model instruction asking for "The final answer is **[ANSWER]**.");
-* setting II's question starts with a lower-case "which" in the authors' data, and is kept so;
-* setting III follows the paper (given a sub-caption, pick the sub-figure of the same figure; options are the
-  sub-figure labels ``(a)``, ``(c)``, ...). The authors' released code builds a different within-figure
-  sub-figure→sub-caption variant instead; its question wording is ours.
-
-Scoring (paper section 4): the letter is read by rules, then by an LLM judge
-(:func:`scifig_tasks.core.multiple_choice.resolve_choice`);
-The ``mmsci_paper`` tasks read it as the authors' ``print_result.py`` does
-(:func:`scifig_tasks.core.multiple_choice_paper.resolve_mmsci`).
-Two denominators are reported side by side: the strict accuracy (an answer no letter could be read from counts as
-wrong; the headline) and the paper's accuracy over resolved answers only (the authors' ``print_result.py`` skips an
-answer it cannot read with ``continue``), under the breakdown's ``paper_denominator``. Accuracy is reported per
-setting, per subject and per category with 95% Wilson intervals. The paper's "Avg." (Table 4) is the accuracy pooled
-over all questions of the three settings, not the mean of the settings' accuracies (Qwen2-VL-7B: settings 66.16 /
-73.10 / 79.80 average to 73.02, Avg. is 72.87); the unweighted mean is kept as ``setting_mean``.
+MMSci paper §3 (three matching settings, four options) and §4 (scoring; Table 4's "Avg." pooled over questions), the
+authors' prompt texts. Manual: tasks/README.md, 'Questions, prompts and multiple-choice scoring'.
 """
 
 from __future__ import annotations

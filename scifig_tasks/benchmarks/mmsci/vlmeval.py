@@ -1,22 +1,7 @@
-"""VLMEvalKit dataset classes for MMSci (Li et al. 2025): multiple choice (three settings) and captioning, over
-:mod:`scifig_tasks.benchmarks.mmsci.rules`, :mod:`scifig_tasks.core.multiple_choice` and
-:mod:`scifig_tasks.benchmarks.mmsci.captioning_metrics`.
+"""VLMEvalKit dataset classes for MMSci (Li et al. 2025): multiple choice (three settings) and captioning.
 
-The same functions as the lmms-eval ``mmsci`` / ``mmsci_captioning`` tasks give the prompts (the authors' question +
-``A: <option>`` lines + answer instruction; the captioning prompts with or without the abstract) and the scores:
-letters resolved by rules then the judge, never guessed (unresolved answers are wrong and counted; the accuracy over
-resolved answers only, the authors' denominator, is reported beside it as ``accuracy_paper_denominator``); the
-headline ``accuracy`` is the paper's "Avg.", pooled over all questions of the three settings (``setting_mean`` is the
-unweighted mean of the settings). Captioning reports BLEU (the paper's n-gram precisions p2/p4, and cumulative BLEU),
-ROUGE, METEOR, BERTScore, CIDEr, FActScore and G-Eval from :func:`.captioning_metrics.evaluate` (a metric that
-cannot be computed is ``None`` with its reason, never 0) — not VLMEvalKit's own MMSci captioning evaluation.
-The ``_paper`` twins (:mod:`scifig_tasks.core.scoring_protocol`) score as the authors' code does: ``mmsci_paper`` and
-the ``mmsci_<setting>_paper`` datasets read letters with :func:`core.multiple_choice_paper.resolve_mmsci`, the
-``mmsci_caption_*_paper`` datasets score captions with the paper setting. VLMEvalKit asks the model once per question,
-so a paper captioning dataset scores that one caption (k = 1); the lmms-eval ``*_paper`` tasks sample k = 3.
-
-Names are the lmms-eval task names (:mod:`scifig_tasks.vlmeval.names`), all lower case: VLMEvalKit's special cases
-for names containing "MMSci" are case-sensitive and none of its lower-cased checks matches them.
+The same prompts and scores as the lmms-eval tasks (MMSci paper Table 4's "Avg." as the headline), not VLMEvalKit's
+own MMSci evaluation. Manual: tasks/README.md, 'VLMEvalKit datasets'.
 """
 
 from __future__ import annotations

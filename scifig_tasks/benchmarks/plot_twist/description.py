@@ -1,14 +1,8 @@
 """Plot Twist's description (:class:`scifig_tasks.core.benchmark.Benchmark`): its data, tasks, chance rule,
-VLMEvalKit datasets and report rows. The paper's charts are not published: every run scores charts scifig's seeded
-generator draws (``scifig curate plot-twist``), or a file of the user's (its ChartQA subset).
+VLMEvalKit datasets and report rows.
 
-Chance: the questions have no closed answer space (no options, no stated range): every answer is a number the model
-states in the answer sentence of the paper's Fig. 2 prompt. Chance is scifig's definition: that sentence,
-``The answer is N. I hope the answer is correct.`` (read by the extraction rule, so no judge is needed), with ``N`` a
-uniform integer from the range the question's kind takes in the synthetic set (paper App. A, as the generator draws
-it): 1-5 for "How many bars", 1-10 for "How many categories", 1-100 for a pie category's value (a percentage), and
--200..200 (the bar values' range) for every other question (bar values, point coordinates, axis limits, a ChartQA
-file's questions).
+The paper's charts are not published, so every run scores scifig's seeded synthetic set (paper App. A) or a file of
+the user's; chance is scifig's definition. Manual: tasks/README.md, 'Chance'.
 """
 
 from __future__ import annotations

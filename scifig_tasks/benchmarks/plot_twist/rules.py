@@ -1,28 +1,7 @@
-"""Plot Twist / Chart101 protocol (Razeghi et al. 2024, "Plot Twist: Multimodal Models Don't Comprehend Simple Chart
-Details"): schema vocabulary, prompt, answer extraction, the three per-question accuracies and their aggregation.
+"""Plot Twist / Chart101 protocol (Razeghi et al. 2024): prompt, answer extraction, the three accuracies, aggregation.
 
-One implementation of every rule that changes a score (prompting, extraction, metrics):
-
-* Prompts, verbatim (paper App. B.3 and Fig. 2; :data:`API_PROMPT`, :data:`OPEN_PROMPT`,
-  :data:`OPEN_FIGURE_ONLY_PROMPT`): a run's :class:`Protocol` picks Fig. 2's prompt of the API models (``api``,
-  the default) or App. B.3's ``Answer the question based on the Figure`` + question of the open models (``open``,
-  ``open_pali``; on the title variants ``Answer the question only based on the figure`` + question).
-* Extraction: the text between the first ``The answer is `` and the first ``. I hope the answer is correct``;
-  ``%``, ``approximately`` and ``$`` removed; stripped; number words converted with word2number. Reformatting
-  (paper App. B.4, Fig. 3): the judge rewrites an output into that sentence with the authors' few-shot prompt
-  (``pipeline/core.py``: :data:`REFORMAT_PROMPT_COGVLM` for CogVLM/ChartLlama, :data:`REFORMAT_PROMPT_PALI` for
-  PaLI-3), for every output (``open``, ``open_pali``, as the authors did for the open models) or only for outputs
-  without the sentence (``api``; the authors did not reformat the API models, whose outputs had it); with no
-  judge, or when the judge fails, an output without the sentence counts as not provided.
-* Standard (exact): numeric answer == gold; a non-numeric answer is compared with the gold case-insensitively.
-  Relaxed: within [0.95 g, 1.05 g] (bounds sorted, inclusive). Range-based: within g ± margin, margin = 5% of
-  ``x_range`` for bar-count and scatter x questions, 5% of ``y_range`` for the other bar and scatter y questions,
-  5 (absolute) for pie; without a margin (the ChartQA subset) the relaxed bounds.
-* Collective: a figure counts only when all its questions are right (per metric).
-* Repeated sampling (lmms-eval ``repeats``): every metric is computed per repeat, then averaged; the breakdown
-  reports the mean and the standard deviation across repeats.
-
-Outputs that are empty or lmms-eval's request-failure marker are scored wrong and flagged, never sent to a judge.
+Plot Twist paper Fig. 2 and App. B.3 (prompts), App. B.4 (reformatting): the answer sentence is read, then scored
+exact, relaxed (5%) and range-based, per figure too. Manual: tasks/README.md, 'How the rules are implemented'.
 """
 
 from __future__ import annotations

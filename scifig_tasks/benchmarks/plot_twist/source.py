@@ -1,16 +1,7 @@
 """Plot Twist's data (no published copy; split ``test``), its columns and checks.
 
-Columns: ``q_id``, ``figure_id``, ``chart_type``, ``question_type``, ``question``, ``answer`` (a finite number when it
-reads as one), ``x_range``, ``y_range`` (floats > 0), ``image``, optional ``variant`` (absent: ``base``). By default
-the seeded synthetic set is built once into a cache (the ``plot_twist_default_data`` builder of the
-``scifig.builders`` entry points); ``SCIFIG_PLOT_TWIST_DATA`` overrides it. Its ChartQA subset has no default:
-``SCIFIG_PLOT_TWIST_CHARTQA_DATA``.
-
-The default set comes in two cached parts, built when a task first reads them (:func:`reads_variants`): the base
-charts alone, for ``plot_twist`` and its chart-type tasks (every protocol) and the VLMEvalKit datasets of the same
-names; the base charts with every robustness variant, for every other reader (the robustness tasks and datasets). The
-rows of the first are the base rows of the second, in the same order. Once the set with the variants is read in a
-process, a base-chart reader of that process reads it too, so a run records one Plot Twist data revision.
+Plot Twist paper App. A: the seeded synthetic set is built once into a cache, in two parts (base charts, and base
+charts with the robustness variants). Manual: tasks/README.md, 'Data: columns and the cached synthetic set'.
 """
 
 from __future__ import annotations
@@ -76,7 +67,7 @@ def reads_variants(reader: str | None) -> bool:
 
 
 def _plot_twist_default(reader: str | None = None) -> Path:
-    """The default set's part that ``reader`` reads (see the module docstring), built on first use."""
+    """The default set's part that ``reader`` reads (base charts, or with the variants: tasks/README.md), built once."""
     build: Callable[..., Path] = installed_entry_point("scifig.builders", "plot_twist_default_data")
     if reads_variants(reader) or _VARIANTS_READ:
         _VARIANTS_READ[:] = [True]

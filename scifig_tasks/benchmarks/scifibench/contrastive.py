@@ -4,20 +4,11 @@ figure against the option captions, or the caption against the option figures.""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from scifig_tasks.benchmarks.scifibench.rules import caption_of
+from scifig_tasks.core.clip_baseline import ChoiceQuery
 from scifig_tasks.core.multiple_choice import strip_label
-
-
-@dataclass(frozen=True)
-class ChoiceQuery:
-    """``image_to_texts``: the row's single image vs ``texts``; ``text_to_images``: ``text`` vs the row's images."""
-
-    mode: Literal["image_to_texts", "text_to_images"]
-    text: str | None = None
-    texts: tuple[str, ...] = ()
 
 
 def choice_query(doc: Mapping[str, Any], n_images: int) -> ChoiceQuery:

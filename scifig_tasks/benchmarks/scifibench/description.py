@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from scifig_tasks.benchmarks.scifibench.contrastive import choice_query
 from scifig_tasks.benchmarks.scifibench.source import SCIFIBENCH
 from scifig_tasks.core.benchmark import Benchmark, PublishedSet, Report, SummaryRow, Vlmeval, VlmevalDataset
 from scifig_tasks.core.chance import option_answer
@@ -51,6 +52,7 @@ BENCHMARK = Benchmark(
     sources={"scifibench": SCIFIBENCH},
     document_id=("ID",),
     chance={"scifibench": option_answer},
+    contrastive={"scifibench": choice_query},
     report=Report(
         summary=(SummaryRow("SciFIBench", (("scifibench",), ("scifibench_cs",), SPLIT_TASKS), coverage=CS_TASKS),),
         section=f"{__package__}.report",

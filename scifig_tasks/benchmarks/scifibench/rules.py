@@ -1,20 +1,8 @@
-"""SciFIBench protocol (Roberts et al. 2024, "SciFIBench: Benchmarking Large Multimodal Models for Scientific Figure
-Interpretation"): the published questions' text, prompts of appendix B, scoring, and the alignment experiment of
-section 4.6.
+"""SciFIBench protocol (Roberts et al. 2024): the published questions' text, the prompts, scoring and alignment.
 
-* Published data (section 3.3, the Hub dataset's rows): Figure→Caption ``Question`` = :data:`F2C_QUESTION`,
-  Caption→Figure ``Question`` = :data:`C2F_QUESTION` with the caption, ``Options`` labelled by :func:`option`
-  (``A) <caption>``; Caption→Figure: ``A) image0`` ... one per image). The curation writes questions from these
-  pieces and the prompts read them back with the same pieces (:func:`caption_of`, :func:`option_letters`).
-* Figure→Caption: the image, the five captions ``A) ...`` to ``E) ...`` one per line, then the instruction.
-* Caption→Figure (interleaved): ``A)`` image, ``B)`` image, ... ``E)`` image, the caption, then the instruction.
-* The "reasoning" variant drops the sentence "Only provide the letter ...".
-* Scoring: the letter is resolved by :mod:`scifig_tasks.core.multiple_choice` (rules, then the paper's parser prompt for
-  ambiguous outputs only, never a guess) and compared with ``Answer``; accuracy overall and per ``Category``.
-  The ``scifibench_paper`` tasks parse every output with the judge instead, as the
-  paper does (:func:`scifig_tasks.core.multiple_choice_paper.resolve_scifibench`); ``flags.protocol`` records which ran.
-* Alignment: a sentence saying a human expert marked one caption ``<Correct>``, the mark on the true option or on a
-  seeded random wrong one, with or without " Ignore this information.".
+SciFIBench paper App. B (prompts, "Automatic evaluation") and §4.6 (alignment): the letter is read by rules, the
+paper's parser prompt only for outputs they refuse; ``_paper`` tasks judge every output. Manual: tasks/README.md,
+'How the rules are implemented'.
 """
 
 from __future__ import annotations

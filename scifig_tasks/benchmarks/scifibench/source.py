@@ -1,14 +1,7 @@
 """SciFIBench's data: the published dataset (``jonathan-roberts1/SciFIBench``), its columns and checks.
 
-Splits ``CS_Figure2Caption``, ``CS_Caption2Figure``, ``General_Figure2Caption``, ``General_Caption2Figure`` (older
-revisions: ``Figure2Caption`` / ``Caption2Figure``). Columns: ``ID`` (the row key, per split), ``Question``, ``Options``
-(labelled ``A) `` ... in order), ``Answer`` (a letter naming one of the row's options), ``Category``, ``Images``
-(1 image for Figure→Caption, one per option for Caption→Figure).
-
-Revision: not pinned (:data:`scifig_tasks.core.schema.UNPINNED`). The commit that added the ``CS_*`` and
-``General_*`` splits ("Upload dataset", December 2024) is known only by its short hash ``69628fb``, which the Hub does
-not resolve, so the newest revision is loaded and every results file records the commit that was.
-``SCIFIG_SCIFIBENCH_REVISION`` names a revision to load instead.
+SciFIBench paper §3.3: the Hub dataset's four ``CS_*`` / ``General_*`` splits; the revision is not pinned (no full
+commit hash is known). Manual: tasks/README.md, 'Data: splits, columns and revision'.
 """
 
 from __future__ import annotations

@@ -1,14 +1,7 @@
-"""MMSci task hooks for lmms-eval: thin adapters over :mod:`scifig_tasks.benchmarks.mmsci.rules`,
-:mod:`scifig_tasks.core.multiple_choice` (answer resolution), :mod:`..captioning_metrics` and
-:mod:`scifig_tasks.benchmarks.mmsci.judged_metrics` (captioning metrics).
+"""MMSci task hooks for lmms-eval: thin adapters over the rules, answer resolution and captioning metrics.
 
-Task options (the ``default`` entry of each YAML's ``lmms_eval_specific_kwargs``, :mod:`scifig_tasks.core.task_files`):
-``prompt_variant`` (multiple choice: ``standard`` | ``reasoning``; captioning: ``image_only`` | ``with_abstract``),
-``abstract_word_budget`` (the with-abstract captioning tasks) and ``protocol`` (``default`` | ``paper``, bound to the
-scoring hook the YAML names, :mod:`scifig_tasks.core.task_options`). The ``*_paper`` tasks score with the authors'
-setting (:mod:`scifig_tasks.core.scoring_protocol`): ``mmsci_paper`` reads answers as their code does; the captioning
-ones sample 3 captions per figure (``repeats: 3``) and mark their records ``protocol: paper``
-(:mod:`..captioning_metrics`).
+The task options ``prompt_variant``, ``abstract_word_budget`` and ``protocol`` (the ``*_paper`` tasks: the MMSci
+authors' setting, 3 captions per figure). Manual: tasks/README.md, 'Task options in lmms-eval'.
 """
 
 from __future__ import annotations

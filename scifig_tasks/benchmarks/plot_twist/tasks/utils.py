@@ -1,16 +1,7 @@
-"""Plot Twist task hooks for lmms-eval: thin adapters over :mod:`scifig_tasks.benchmarks.plot_twist.rules` (prompt,
-extraction, the three accuracies, collective accuracy, breakdown).
+"""Plot Twist task hooks for lmms-eval: thin adapters over :mod:`scifig_tasks.benchmarks.plot_twist.rules`.
 
-Task options (the ``default`` entry of each YAML's ``lmms_eval_specific_kwargs``, :mod:`scifig_tasks.core.task_files`):
-``protocol`` (:data:`..rules.PROTOCOLS`: ``api``, the paper's Fig. 2 prompt, for the plain
-tasks; ``open`` / ``open_pali`` for the ``*_open`` / ``*_open_pali`` tasks, App. B.3 prompt with every output
-reformatted with the authors' CogVLM/ChartLlama or PaLI-3 few-shot prompt) and ``margin_rule`` (``synthetic`` |
-``chartqa``); the prompt hooks read them, the scoring hook the YAML names is bound to them
-(:mod:`scifig_tasks.core.task_options`). The protocol is recorded in each sample and in ``breakdown``.
-
-Repeated sampling: the tasks keep every response of lmms-eval's ``repeats`` (filter :class:`KeepAllResponses`), so
-``process_results`` scores each repeat; the accuracies are means over repeats and the breakdown adds the standard
-deviation across repeats.
+The task options ``protocol`` (Plot Twist paper Fig. 2 or App. B.3 prompt) and ``margin_rule``, and every response of
+lmms-eval's ``repeats`` scored. Manual: tasks/README.md, 'Task options and repeats in lmms-eval'.
 """
 
 from __future__ import annotations
