@@ -6,6 +6,9 @@ Registering the benchmarks reads every task folder's YAMLs and hook modules
 registers them. Each finding is stored with the size and modification time of every file it read, under
 ``$XDG_CACHE_HOME/scifig/registration`` (``~/.cache`` by default), and reused while each of those files is unchanged;
 a changed, added or removed file makes it read again. A cache that cannot be written is skipped.
+
+lmms-eval's task index of a folder is kept the same way (:mod:`scifig_tasks.lmms_eval.plugin`), so a process does not
+parse lmms-eval's few thousand task YAMLs again.
 """
 
 from __future__ import annotations
@@ -20,20 +23,30 @@ from typing import Any
 FORMAT = "scifig-registration/1"
 
 
-def remembered(kind: str, key: str, find: Callable[[], tuple[Any, Iterable[Path]]], listed: Iterable[Path]) -> Any:
+def remembered(
+    kind: str,
+    key: str,
+    find: Callable[[], tuple[Any, Iterable[Path | str] | None]],
+    listed: Iterable[Path | str],
+    holds: Callable[[Any], bool] | None = None,
+) -> Any:
     """The finding ``find()`` returns (with the files it read), or the stored one while ``listed`` (the files that
-    make up what is read: a folder's YAMLs, say) and every file read then are unchanged. ``kind`` and ``key`` (any
-    text) name the finding; its value must be JSON."""
+    make up what is read: a folder's YAMLs, say) and every file read then are unchanged, and ``holds(value)`` (a
+    further condition of the stored value, when given) is true. ``kind`` and ``key`` (any text) name the finding;
+    its value must be JSON. A finding returned with ``None`` for the files read is not kept."""
     listed = sorted(map(str, listed))
     name = hashlib.sha256(json.dumps([FORMAT, kind, key, listed]).encode()).hexdigest()[:32]
     stored = _base() / "registration" / kind / f"{name}.json"
     try:
         entry = json.loads(stored.read_text(encoding="utf-8"))
-        if entry.get("format") == FORMAT and all(_stamp(path) == stamp for path, stamp in entry["files"].items()):
+        unchanged = all(_stamp(path) == stamp for path, stamp in entry["files"].items())
+        if entry.get("format") == FORMAT and unchanged and (holds is None or holds(entry["value"])):
             return entry["value"]
     except (OSError, ValueError, KeyError, AttributeError, TypeError):
         pass
     value, read = find()
+    if read is None:
+        return value
     files = {path: _stamp(path) for path in sorted({*listed, *map(str, read)})}
     try:
         stored.parent.mkdir(parents=True, exist_ok=True)

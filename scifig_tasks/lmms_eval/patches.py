@@ -106,6 +106,17 @@ PATCHES: tuple[Patch, ...] = (
         make="scifig_tasks.lmms_eval.plugin:wrap_initialize_tasks",
     ),
     Patch(
+        "lmms_eval.tasks.TaskManager._get_task_and_group",
+        {"": ("self", "task_dir")},
+        "keeps each folder's task index (task, group and tag names -> type and YAML) on disk while the folder's YAMLs "
+        "and the files they include are unchanged (scifig_tasks.core.registration_cache), so a process does not parse "
+        "lmms-eval's few thousand task YAMLs again; while indexing, lmms_eval.utils.load_yaml_config is wrapped to "
+        "note the files read and the manager's logger to note whether anything was logged (then nothing is kept)",
+        "every TaskManager parses every YAML of its folders (seconds for lmms-eval's own); no index cache or option",
+        make="scifig_tasks.lmms_eval.plugin:wrap_get_task_and_group",
+        signature_checked=(),  # the 0.7, 0.7.1 and 0.7.2 wheels were not at hand when this patch was added
+    ),
+    Patch(
         "lmms_eval.tasks.TaskManager.match_tasks",
         {"": ("self", "task_list")},
         "stops the run in one line (exit 1) when a requested name is a task of a benchmark plugin left out at "

@@ -31,9 +31,15 @@ the patches when ``lmms_eval.tasks`` is first imported (:func:`install_with_lmms
 
 from __future__ import annotations
 
+import collections
+import functools
+import hashlib
 import importlib.abc
 import importlib.util
+import json
+import os
 import sys
+import threading
 from functools import wraps
 from pathlib import Path
 from typing import Any
@@ -114,6 +120,178 @@ def wrap_download(download: Any) -> Any:
         return load_task_data(self)
 
     return download_scifig_source
+
+
+def wrap_get_task_and_group(index_folder: Any) -> Any:
+    """``TaskManager._get_task_and_group`` (the index of one folder's task YAMLs) kept on disk while the folder's
+    YAMLs and the files they include are unchanged (:func:`kept_index`)."""
+
+    @wraps(index_folder)
+    def get_task_and_group(self: Any, task_dir: str) -> Any:
+        return kept_index(self, task_dir, index_folder)
+
+    return get_task_and_group
+
+
+INDEX_KIND = "lmms_eval_index"
+"""The findings of :func:`kept_index` in :mod:`scifig_tasks.core.registration_cache`."""
+_IGNORED_DIRS = ("__pycache__", ".ipynb_checkpoints")
+"""The folders lmms-eval's indexing skips."""
+_index_lock = threading.Lock()
+
+
+def kept_index(manager: Any, task_dir: str, index_folder: Any) -> Any:
+    """``index_folder(manager, task_dir)`` (lmms-eval's index of a folder: each task, group and tag name -> its type
+    and YAML), read from :mod:`scifig_tasks.core.registration_cache` while it holds. Every lmms-eval process indexes
+    lmms-eval's own few thousand task YAMLs, parsing each (seconds); the index depends only on those files, the files
+    they include and which files the folder holds, so it is stored with their sizes and modification times, keyed
+    by the folder, the walk's list of YAMLs (in its order) and lmms-eval's version, together with the lines indexing
+    logged (said again, at their level and with lmms-eval's place in the code, when the stored index is used). It is
+    not stored, and the folder is indexed as lmms-eval does it, when the folder is given relative to the working
+    directory, when an ``include`` was found relative to the working directory, when indexing logged otherwise than
+    with one plain message, or when the index is not plain JSON; a stored index is not used when an ``include``
+    resolved beside its YAML now names a file relative to the working directory (lmms-eval would read that one)."""
+    from scifig_tasks.core.registration_cache import remembered
+
+    if not os.path.isabs(task_dir):
+        return index_folder(manager, task_dir)
+    listing = _yaml_files(task_dir)
+
+    called: list[bool] = []
+
+    def find() -> tuple[dict[str, Any], list[str] | None]:
+        called.append(True)
+        index, read, beside, logged = _indexed(manager, task_dir, index_folder)
+        value = {"index": index, "beside": sorted(beside), "logged": logged}
+        return value, read if logged is not None and _plain(index) else None
+
+    def holds(value: Any) -> bool:
+        return {"index", "logged"} <= value.keys() and not any(os.path.isfile(path) for path in value["beside"])
+
+    digest = hashlib.sha256("\n".join(listing).encode()).hexdigest()
+    key = f"{_lmms_eval_version()}|{task_dir}|{digest}"
+    found = remembered(INDEX_KIND, key, find, listing, holds)
+    if called:  # indexed now: lmms-eval's own lines were logged as it went
+        return found["index"]
+    if found["logged"] and not hasattr(manager.logger, "patch"):  # lines that could not be said as lmms-eval's
+        return index_folder(manager, task_dir)
+    for line in found["logged"]:
+        _say_again(manager.logger, *line)
+    if listing:  # a stored index leaves yaml's !function constructor as lmms-eval's indexing does
+        from lmms_eval import utils
+
+        utils.load_yaml_config(yaml_config={}, yaml_dir=task_dir, mode="simple")
+    return collections.defaultdict(None, found["index"])
+
+
+def _yaml_files(task_dir: str) -> list[str]:
+    """The YAMLs lmms-eval's indexing reads in ``task_dir``, in its order (its walk, skipping the same folders)."""
+    found = []
+    for root, dirs, files in os.walk(task_dir):
+        dirs[:] = [d for d in dirs if d not in _IGNORED_DIRS]
+        found += [os.path.join(root, file) for file in files if file.endswith(".yaml")]
+    return found
+
+
+def _plain(index: Any) -> bool:
+    """Whether ``index`` comes back from JSON as it is (text keys, no tuples)."""
+    try:
+        return bool(json.loads(json.dumps(index)) == index)
+    except (TypeError, ValueError):
+        return False
+
+
+def _indexed(manager: Any, task_dir: str, index_folder: Any) -> tuple[Any, list[str], set[str], list[Any] | None]:
+    """lmms-eval's index of ``task_dir``, the files it read, the ``include`` values it resolved beside their YAML
+    (none of them a file relative to the working directory), and the lines it logged (:class:`_Listening`); None
+    for those when the index may not be kept (a line logged otherwise, an ``include`` found relative to the working
+    directory)."""
+    from lmms_eval import utils
+
+    load = utils.load_yaml_config
+    read: list[str] = []
+    beside: set[str] = set()
+    opened: list[str] = []
+    relative = False
+
+    def recorded(yaml_path: Any = None, yaml_config: Any = None, yaml_dir: Any = None, mode: str = "full") -> Any:
+        nonlocal relative
+        if yaml_path is None:
+            return load(yaml_path=yaml_path, yaml_config=yaml_config, yaml_dir=yaml_dir, mode=mode)
+        path = str(yaml_path)
+        if opened:  # an include of the file being read: beside it, unless found from the working directory
+            parent = os.path.join(os.path.dirname(opened[-1]), "")
+            if path.startswith(parent):
+                beside.add(path[len(parent) :])
+            elif not os.path.isabs(path):
+                relative = True
+        read.append(os.path.abspath(path))
+        opened.append(path)
+        try:
+            return load(yaml_path=yaml_path, yaml_config=yaml_config, yaml_dir=yaml_dir, mode=mode)
+        finally:
+            opened.pop()
+
+    logger = _Listening(manager.logger)
+    with _index_lock:
+        utils.load_yaml_config = recorded
+        manager.logger = logger
+        try:
+            index = index_folder(manager, task_dir)
+        finally:
+            utils.load_yaml_config = load
+            manager.logger = logger.logger
+    return index, read, beside, None if relative or not logger.plain else logger.lines
+
+
+_LEVELS = frozenset({"trace", "debug", "info", "success", "warning", "error", "critical"})
+
+
+class _Listening:
+    """A logger that passes every call on (to a loguru logger, from its caller's place in the code) and notes each
+    line: ``[level, message, module name, function, line, file]``; :attr:`plain` turns false at any other use (another
+    method, arguments to format, a logger that is not loguru's), and the index is then not kept."""
+
+    def __init__(self, logger: Any) -> None:
+        self.logger = logger
+        self.lines: list[list[Any]] = []
+        self.plain = hasattr(logger, "opt") and hasattr(logger, "patch")
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self.logger, name)
+        if name not in _LEVELS or not self.plain:
+            self.plain = False
+            return method
+
+        def say(*args: Any, **kwargs: Any) -> Any:
+            if len(args) != 1 or kwargs or not isinstance(args[0], str):
+                self.plain = False
+                return method(*args, **kwargs)
+            caller = sys._getframe(1)
+            code = caller.f_code
+            self.lines.append(
+                [name, args[0], caller.f_globals.get("__name__"), code.co_name, caller.f_lineno, code.co_filename]
+            )
+            return getattr(self.logger.opt(depth=1), name)(args[0])
+
+        return say
+
+
+def _say_again(logger: Any, level: str, message: str, module: str, function: str, line: int, file: str) -> None:
+    """Log a line noted by :class:`_Listening` again, at its level and with the place in the code it came from."""
+
+    def place(record: Any) -> None:
+        record.update(name=module, function=function, line=line, module=os.path.splitext(os.path.basename(file))[0])
+        record["file"] = type(record["file"])(os.path.basename(file), file)
+
+    getattr(logger.patch(place), level)(message)
+
+
+@functools.cache
+def _lmms_eval_version() -> str:
+    from scifig_tasks.lmms_eval.patches import installed_lmms_eval
+
+    return installed_lmms_eval()
 
 
 class _InstallAfterTasksImport(importlib.abc.MetaPathFinder):
