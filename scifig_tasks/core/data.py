@@ -1,41 +1,7 @@
 """Benchmark data loading: the published Hugging Face dataset, or local data with the same features.
 
-Local data contract (every benchmark): the setting ``SCIFIG_<BENCH>_DATA`` (:mod:`scifig_tasks.core.settings`) may
-point to
-
-* a parquet file (one split, named after the benchmark's default split),
-* a directory of ``<split>.parquet`` files (one split per file), or
-* a directory written by ``Dataset.save_to_disk`` / ``DatasetDict.save_to_disk``.
-
-Whatever the source, the rows are checked against the benchmark's schema before any model is called
-(:mod:`scifig_tasks.core.validation`: a bad row stops the run with a :class:`DataError` naming the file, the row and
-the column). A split is checked once per process and, while its files are unchanged, once across runs
-(:mod:`scifig_tasks.core.validation_records`). A source whose rows hold several questions (``questions`` of
-:class:`~scifig_tasks.core.schema.BenchmarkSource`) is then turned into one document per question
-(:func:`expand_questions`), here, so every reader of :func:`load_benchmark` sees the same documents.
-
-The folders an image cell that names a file (no bytes, a ``path``) may be read from
-(:mod:`scifig_tasks.core.image_cells`): the one ``SCIFIG_<BENCH>_DATA`` names (the parquet file's folder when it
-names a file); a relative path is relative to it. A Hub dataset's files are the ones ``datasets`` downloaded: its
-folders are the ``datasets`` and Hub caches (and the dataset's directory when ``load_dataset`` was given a local one).
-Files that pass are read into their cells once the rows are valid
-(:func:`scifig_tasks.core.image_cells.embed_image_files`), so nothing downstream opens a path.
-
-Which data: a Hub dataset is loaded at the source's pinned ``revision`` (:class:`scifig_tasks.core.schema
-.BenchmarkSource`; its ``SCIFIG_<BENCH>_REVISION`` setting overrides it, said in one line on stderr, and an unpinned
-source loads its newest revision). The revision is resolved to a snapshot of the Hub cache by ``huggingface_hub``'s
-``snapshot_download`` (downloading it when online; offline, ``HF_HUB_OFFLINE=1``, the cached snapshot of that commit,
-or of the commit ``refs/<branch>`` names) and the snapshot folder is read by ``datasets.load_dataset``; ``datasets``
-itself ignores ``revision`` offline and would take whatever version its own cache holds. What was loaded is noted for
-the results files (:func:`scifig_tasks.core.provenance.note_data`): origin ``hub`` with the commit of the snapshot, or
-``local`` with the digest of the files (:func:`scifig_tasks.core.validation_records.data_digest`), and the rows of each
-split.
-
-A benchmark without a published copy (``hub_path`` empty) may name a ``default_data`` builder: when the env var is
-unset, it builds the benchmark's seeded synthetic set once into a cache and returns its path, loaded like local data;
-given the task that reads the rows, it may build only the part that task reads (:func:`default_data`). Builders live
-with the curation code, above this package; the core finds them by name among the ``scifig.builders`` entry points
-(:func:`registered_default_data`), so it only validates and loads.
+Rows are checked before any model is called, a Hub dataset is read at its pinned revision, and a benchmark without a
+published copy builds its seeded set once. Manual: docs/data.md, 'How data is loaded'.
 """
 
 from __future__ import annotations

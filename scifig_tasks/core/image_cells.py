@@ -1,14 +1,7 @@
 """Image cells of a benchmark split: their checks, and the image files they name read into them.
 
-Images get the structural check while a split is validated (:mod:`scifig_tasks.core.validation`; header, declared
-size within the decompression-bomb limit, every chunk checksum; :func:`scifig_tasks.core.images.check_structure`),
-and their pixels are decoded, strictly, when a model's request is built: a file whose structure is fine but whose
-compressed data is broken stops the run there, with the same file, row and column (:mod:`scifig_tasks.core.images`).
-
-An image cell that names a file (no bytes, a ``path``) is read only inside the data's own folders
-(:func:`scifig_tasks.core.images.image_file`; which folders: :mod:`scifig_tasks.core.data`); a cell naming a file
-outside them is refused. Files that pass are read into their cells once the rows are valid
-(:func:`embed_image_files`), so nothing downstream opens a path.
+Structural check at load, strict decoding when a request is built, and a named file read only inside the data's own
+folders. Manual: docs/data.md, 'Images: checked cheaply, decoded once'.
 """
 
 from __future__ import annotations

@@ -1,31 +1,7 @@
 """Image handling shared by the task adapters: lazy opening and faithful, cheap transfer of the stored bytes.
 
-Task datasets keep their image columns undecoded (``{"bytes", "path"}``): a row costs nothing until a model needs
-its pixels. Two ways out:
-
-* :func:`to_rgb` / :func:`open_image` for models that take pixels (decoded on demand);
-* :func:`for_upload` for chat/API models: the image opens lazily, and when the framework serialises it in its own
-  stored format (lmms-eval's API models call ``image.save(buffer, format="PNG")``) the stored file bytes are written
-  as they are — the same pixels, without re-encoding a large figure on the request path. Any other format, option or
-  pixel access falls back to PIL's normal behaviour.
-
-Checking happens in two steps, so that a run pays for the pixels it uses and no more:
-
-* when the data are loaded, every image gets the cheap structural check (:func:`check_structure`): the header opens,
-  the declared size is within :data:`MAX_PIXELS` (the decompression-bomb limit), and every chunk's
-  checksum verifies; no pixel is decoded;
-* when a model's request is built (:func:`to_rgb`, :func:`for_upload`), the pixels are decoded once, strictly
-  (:func:`decode_strictly`). A file whose structure is fine but whose compressed data is broken fails there, with
-  the same error the data check gives: the data file, row and column, found among the sources loaded in this
-  process (:func:`remember_source`).
-
-Decoding is strict (:func:`strict_decoding`) because lmms-eval sets PIL's ``ImageFile.LOAD_TRUNCATED_IMAGES`` at
-import, under which PIL pads a truncated or broken image with grey instead of raising, so a damaged figure would
-reach the model as a partly blank picture.
-
-An image cell may name a file instead of holding bytes (``{"bytes": None, "path": P}``). Such a file is read only
-when it lies inside the data's own folder (:func:`image_file`): otherwise a data file could make scifig read any
-local file and send it to a model endpoint.
+A cheap structural check at load, pixels decoded once and strictly when a model's request is built, stored bytes sent
+as they are. Manual: docs/data.md, 'Images: checked cheaply, decoded once'.
 """
 
 from __future__ import annotations

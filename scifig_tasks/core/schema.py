@@ -1,17 +1,7 @@
 """A benchmark's data schema: where its data lives and the columns every row must have.
 
-A :class:`BenchmarkSource` names the published Hugging Face dataset (``hub_path``, ``splits``) and the commit of it
-that scores are made from (``revision``, or :data:`UNPINNED` where none could be pinned; the setting ``revision_var``,
-``SCIFIG_<BENCH>_REVISION``, overrides it), the setting that points at local data instead (``env_var``,
-``SCIFIG_<BENCH>_DATA``), the required and optional :class:`Column` s with a
-check for each cell, a check across each row, and the columns that identify a row. The checks here are plain
-functions; :mod:`scifig_tasks.core.data` applies them while it loads. This module imports no data library, so a
-benchmark's description (:mod:`scifig_tasks.core.benchmark`) can be read without loading any.
-
-Several questions per row: a source whose row holds several questions (a chart with four descriptive questions)
-declares ``questions``, the rule turning one checked row into its question documents. It is applied where the data
-is loaded, after the row checks, so every reader -- the lmms-eval tasks, the VLMEvalKit TSV files and datasets, the
-chance model, rescore, compare and the sample viewer -- sees one document per question.
+Plain checks per cell and per row, the pinned revision, and the rule turning one row into several question documents;
+no data library is imported. Manual: docs/data.md, 'A benchmark's data schema'.
 """
 
 from __future__ import annotations

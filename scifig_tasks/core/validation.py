@@ -1,16 +1,7 @@
 """Validation of a benchmark split: every row checked against the benchmark's schema before any model is called.
 
-Whatever the source (:mod:`scifig_tasks.core.data`), a bad row stops the run with a :class:`DataError` naming the
-file, the row and the column: a cell out of its column's rule, a row whose columns disagree (``row_check``, e.g. an
-answer letter beyond the options), a repeated key (``key``, e.g. GRAB's ``pid``) and a row repeated in full (every
-column equal; any benchmark). An empty split is an error too. Image cells get the structural check
-(:func:`scifig_tasks.core.image_cells.image_structure_problem`). Memory stays flat however large the set (the rows
-are read batch by batch; only a digest per row is kept).
-
-Data that is not data is refused the same way: text that is not valid UTF-8 (any column), a gold answer that reads as
-a non-finite number (:func:`scifig_tasks.core.schema.expect_answer`), and an image cell that names a file (no bytes,
-a ``path``) outside the data's own folder (:func:`scifig_tasks.core.images.image_file`;
-:mod:`scifig_tasks.core.image_cells`).
+A bad row stops the run with a :class:`DataError` naming the file, the row and the column. Manual: docs/data.md,
+'What a row check refuses'.
 """
 
 from __future__ import annotations

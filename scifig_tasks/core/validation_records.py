@@ -1,26 +1,7 @@
 """Data are checked once: once per source in a process, and once across runs while the files stay the same.
 
-A split that passed :func:`scifig_tasks.core.validation.validate` gets a record, a small JSON file in
-``<datasets cache>/scifig_validated/`` (the folder where ``datasets`` keeps its Arrow copies of the same data). The
-record's name is a digest of everything the verdict depends on:
-
-* the files the rows come from, each with its size, modification time in nanoseconds and, for local data, a digest
-  of its content (:func:`content_digest`): the local parquet or ``save_to_disk`` files, or the Arrow files
-  ``datasets`` cached for a Hub dataset (and the dataset's fingerprint, which names their content);
-* the benchmark, the split, the columns checked and the names of the rules checking them;
-* the validator's version: a digest of the source of every module in ``scifig_tasks/core`` (where the checks and
-  the schemas live), so a release that changes any check sees no old record.
-
-A later run, or ``scifig rescore``, of unchanged data therefore reads no image to check it. A changed file (also one
-rewritten to the same size with its modification time set back), a different scifig, or data whose image cells name
-files (those files are read at load and are not in the key) is checked again. Only passes are recorded: bad data
-stops every run with its file, row and column.
-
-The same content digests name local data in the results files (:func:`data_digest`: which data made a number).
-
-A file's content digest is computed once per version of the file (:func:`content_digest`: device, inode, size,
-modification and change times), and remembered in ``<datasets cache>/scifig_digests/``: hashing reads the whole file
-once (blake2b, about 1 GB/s), a later run of the same version only reads its ``stat``.
+A passed split leaves a record keyed by its files, the checks and scifig's checks' source; content digests name local
+data in the results files. Manual: docs/data.md, 'Checked once'.
 """
 
 from __future__ import annotations
