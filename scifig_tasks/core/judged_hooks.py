@@ -1,23 +1,7 @@
 """How a task's scoring hook may use the LLM judge, declared on the hook itself.
 
-A ``process_results`` hook that can send an output to the judge says so with :func:`asks_judge`; the run's judge
-bound (the most requests a run can send, said before the model runs) reads the declaration
-(:func:`declared_judging`), whatever the hook is called and wherever its task folder lives:
-
-* ``"per_output"``: an output goes to the judge at most once, when the rules cannot read it;
-* ``"audited"``: the same, and the judge audit (``SCIFIG_JUDGE_AUDIT``) also samples a share of the outputs the rules
-  read (multiple choice);
-* ``"at_aggregation"``: the judge is asked when lmms-eval aggregates, a number of requests not known in advance
-  (MMSci captioning's FActScore and G-Eval).
-
-A hook without a declaration never asks the judge.
-
-``required=True`` adds that the hook cannot score at all without the judge (the ``_paper`` multiple-choice protocols
-send every output the rules do not read to it, GRAB's LLM extraction every output): a run of such a task with no judge
-configured is refused before the model is asked anything (:class:`JudgeRequired`, one line naming the tasks and the
-settings to give). A hook that may use the judge but scores without it (the rules read what they can, Plot Twist's
-answer sentence) is not required; its outputs counted wrong for want of a judge are counted as ``judge_off``
-(:func:`scifig_tasks.core.judge.judge_absent`).
+``per_output``, ``audited`` or ``at_aggregation``; ``required=True`` refuses a run with no judge before the model is
+asked anything. Manual: docs/judge.md, 'How a scoring hook declares the judge'.
 """
 
 from __future__ import annotations

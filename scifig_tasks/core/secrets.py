@@ -1,35 +1,7 @@
-"""API keys and URL credentials never reach the screen, the logs or any file scifig writes (``scifig eval``,
-``scifig vlmeval``, ``scifig report``, the judge cache).
+"""API keys and URL credentials never reach the screen, the logs or any file scifig writes.
 
-Rule: a secret is
-
-* the value of every environment variable whose name ends in ``KEY``, ``TOKEN``, ``SECRET`` or ``PASSWORD``
-  (``OPENAI_API_KEY``, ``HF_TOKEN``), labelled ``<NAME>``, plus any key a command line or config file names,
-  labelled ``<secret>``;
-* the credentials written in a URL (``scheme://user:password@host``) in any environment value (``OPENAI_API_BASE``,
-  ``SCIFIG_JUDGE_BASE_URL``) or command-line value (``--model_args base_url=...``, a config file's ``api_base``):
-  the password, ``user:password`` (both as written and percent-decoded) and the HTTP Basic credential
-  ``base64(user:password)`` that HTTP clients send for such a URL; a URL with a user and no password
-  (``https://TOKEN@host``) holds a token, so the user counts. Labelled ``<NAME credentials>`` (the variable's name),
-  ``<url credentials>`` for a command-line value.
-
-* the value a command-line value assigns to a key-like name (``--model_args ...,api_key=VALUE``: a name ending in
-  ``key``, ``token``, ``secret`` or ``password``), labelled ``<secret>``.
-
-Values shorter than 8 characters are not secrets (they would mask ordinary words). Masking replaces every secret by
-its label, longest first, in everything printed through ``sys.stdout`` / ``sys.stderr`` and every log record while a
-run lasts, in every string of a record before it is written (:func:`mask_value`) and in the files a run wrote
-(:func:`mask_file`: text byte for byte, pickles loaded, masked and dumped again, zip containers such as ``.xlsx``
-member by member). A command :func:`declared` its command line's secrets while it runs, so a writer that sees only
-the environment (the judge cache) masks them too. Output that bypasses Python's streams (native code, child
-processes) is not filtered.
-
-What goes to the LLM judge is also masked by shape (:func:`mask_credentials`), since a model's output may hold a
-credential this process never knew (a server that echoes it, a log read back by ``scifig rescore``): the credentials
-of a URL (``scheme://user:password@``, ``scheme://TOKEN@``), the token after ``Basic`` / ``Bearer`` or an
-``Authorization:`` header (a Basic credential, or letters and digits mixed), the value of ``api_key=`` / ``key=`` /
-``token=`` / ``secret=`` / ``password=`` and keys shaped as ``sk-...`` or ``hf_...``. Only the credential is replaced
-(by ``<credential>``): the text around it, an answer included, is kept.
+Secrets (key-like variables, URL credentials, key-like command-line values) are replaced by labels; what goes to the
+judge is also masked by shape. Manual: docs/judge.md, 'Keys and credentials'.
 """
 
 from __future__ import annotations
@@ -135,7 +107,7 @@ def mask(text: str, secrets: Mapping[str, str]) -> str:
 
 def mask_credentials(text: str, secrets: Mapping[str, str] | None = None) -> str:
     """``text`` with every secret replaced by its label (:func:`mask`), then every credential recognised by its shape
-    (see the module's docstring) replaced by :data:`CREDENTIAL`; the text around each is kept as it is."""
+    (docs/judge.md, 'Keys and credentials') replaced by :data:`CREDENTIAL`; the text around each is kept as it is."""
     text = mask(text, secrets or {})
     text = URL_USERINFO.sub(lambda match: _masked_group(match, _userinfo_shaped), text)
     text = SCHEME_TOKEN.sub(lambda match: _masked_group(match, _token_shaped), text)

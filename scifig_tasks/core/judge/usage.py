@@ -1,15 +1,7 @@
 """What the judge did and cost, per task, and the samples it could not score.
 
-* :func:`usage_report` gives the per-task figures of every client of the process (the counters of
-  :mod:`~scifig_tasks.core.judge.accounting`), with the cost when the judge has a price per million tokens
-  (``price_per_million_input`` / ``price_per_million_output``, or ``SCIFIG_JUDGE_PRICE_PER_MILLION_INPUT`` /
-  ``_OUTPUT``); results files record it as the environment block's ``judge_usage``. :func:`usage_words` says one of
-  its rows in words.
-* :func:`judge_failures` counts the samples the judge could not score in a results file, per task, and
-  :func:`failure_summary` is the closing line of a command that left some.
-* :func:`judge_absent` counts the outputs that needed the judge when none was configured (``judge_off``: Plot Twist's
-  outputs without the answer sentence, counted wrong), per task, and :func:`absent_summary` is the closing line of a
-  command that left some: a run flagged, exit status 1.
+Per-task usage and cost for the results files, and the closing lines of a command that left judge failures or
+outputs that needed an absent judge. Manual: docs/judge.md, 'Usage, failures and missing judgements'.
 """
 
 from __future__ import annotations
