@@ -1,18 +1,7 @@
-"""What ``scifig rescore`` reports and refuses, whichever framework wrote the run: the verdict of a sample, the
-headline metrics, the diff of a re-scored run against the original (``rescore_diff.json``), the printed table, the
-``--dry-run`` lines, and the rule for damaged logs. The framework adapters that read the runs
-(:mod:`scifig_tasks.lmms_eval.rescore`, :mod:`scifig_tasks.vlmeval.rescore`) build on it; it reads no run itself.
+"""What ``scifig rescore`` reports and refuses, whichever framework wrote the run: sample verdicts, headline metrics,
+``rescore_diff.json``, the printed table, the ``--dry-run`` lines and the rule for damaged logs. It reads no run itself.
 
-A sample's verdict is its record in the ``breakdown`` metric (predicted answer, resolution, reason, correct; the
-``audit_prompt`` a judge-audited record carries is not part of it), or its metric values for tasks without one.
-``DIR/<model>/rescore_diff.json`` lists, per task, the headline metrics before and after and every sample whose
-verdict changed.
-
-A damaged log (:mod:`scifig_tasks.core.sample_logs`: documents the run counted missing or repeated) is refused with
-the file, the task and the missing or repeated doc ids named. With ``--allow-partial`` what is there is scored (a
-copy of a line is scored once): the printed table says n and "partial", ``rescore_diff.json`` records the counts,
-and the exit status is 1, as for samples the judge could not score: the numbers are not the run's. A doc id logged
-twice with different contents, or one the run did not evaluate, is refused even then.
+Manual: docs/reports.md, "Verdicts, the diff and damaged logs".
 """
 
 from __future__ import annotations

@@ -1,25 +1,8 @@
 """``scifig compare RUN_A RUN_B [RUN ...]``: is one run better than another on the same questions, or is the
-difference chance?
+difference chance? Reads runs with :func:`scifig_tasks.report.runs.load_runs`, compares with
+:mod:`scifig_tasks.report.compare`.
 
-Each argument is one run of one model: an lmms-eval output folder or results file (with the sample logs
-``--log_samples`` wrote beside it) or a VLMEvalKit work dir (with scifig's ``*_scifig_records.jsonl``), read by the
-report's reader (:func:`scifig_tasks.report.runs.load_runs`). Every later run is compared with the first, task by
-task, on the questions both answered (:mod:`scifig_tasks.report.compare`, statistics in
-:mod:`scifig_tasks.core.compare`): a table on the terminal (at most 100 columns) and, with ``--json FILE``, every
-number in a JSON file. Exit status 0 when at least one task was compared, 1 when none could be.
-
-Runs made from different data are refused before anything is compared (exit status 1, one line naming the runs and
-the sources with both revisions): a benchmark source whose data revision (the Hub commit, or the digest of local
-files, recorded in each results file's environment block: :func:`scifig_tasks.core.provenance.data_differences`)
-differs between the first run and another. ``--allow-data-change`` compares them anyway, said in one line. A run
-written before the revision was recorded has an ``unknown`` one, which is not held against it.
-
-A damaged run is refused before anything is compared (exit status 1, one line naming the file): a per-question log
-that is empty, or that cannot be read (a line cut short), while the run's results file counts its samples; a results
-file that cannot be read. The model's outputs are only in those logs, so the run has to be evaluated again (or the
-file restored from a copy); ``scifig rescore`` scores a run from its logs and cannot rebuild one. The ``--json`` file
-is written whole or not at all: into a temporary file beside it, renamed over it when complete; a write error (a full
-disk) leaves the earlier file as it was, removes the temporary one and exits 1 naming the file.
+Manual: docs/reports.md, "Comparing runs" and "What `scifig compare` reads and refuses".
 """
 
 from __future__ import annotations

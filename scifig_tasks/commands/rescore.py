@@ -1,20 +1,8 @@
 """``scifig rescore RUN... --out DIR``: score a finished run's saved outputs again with the current scorer, without
-calling the model, and list what changed.
+calling the model, and list what changed (readers: :mod:`scifig_tasks.lmms_eval.rescore`,
+:mod:`scifig_tasks.vlmeval.rescore`; report: :mod:`scifig_tasks.rescore_report`).
 
-Every benchmark's numbers come from its scorer (prompt parsing, extraction, judge, denominators: the rules of the
-papers as :mod:`scifig_tasks.core` implements them). When that scorer changes, or a run is to be read under the other
-protocol (``--protocol default|paper``: as the plain-name or the ``_paper`` task scores,
-:mod:`scifig_tasks.core.scoring_protocol`; e.g. SciFIBench's paper rule of sending every output to the LLM judge, App.
-B), the model's outputs need not be generated again: they are in the sample logs.
-
-This module is the command: it finds the runs under the paths given, hands each to its framework's reader
-(:mod:`scifig_tasks.lmms_eval.rescore` for lmms-eval results files and sample logs,
-:mod:`scifig_tasks.vlmeval.rescore` for VLMEvalKit prediction files), writes ``rescore_diff.json`` and prints the
-table (:mod:`scifig_tasks.rescore_report`). The judge is the shared cached client configured by ``SCIFIG_JUDGE_*``; the
-model is never called. A run made from other data than is loaded now (another Hub revision or other local files,
-:func:`scifig_tasks.core.provenance.data_differences`; ``unknown`` for a run that recorded none) is re-scored and said
-in one line. A run that cannot be scored again is refused with the file named (exit status 1); a damaged
-log scored with ``--allow-partial``, or samples the judge could not score, also give exit status 1.
+Manual: docs/reports.md, "Re-scoring saved outputs" and "How a run is re-scored".
 """
 
 from __future__ import annotations

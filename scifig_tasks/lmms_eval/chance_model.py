@@ -1,20 +1,7 @@
-"""``scifig_chance``: the offline chance baseline as an lmms-eval model (see :mod:`scifig_tasks.core.chance`).
+"""``scifig_chance``: the offline chance baseline as an lmms-eval model (see :mod:`scifig_tasks.core.chance`),
+answering from the prompt text only, seeded per task, split and document.
 
-It answers from the prompt text only, seeded per task, split and document: no image is decoded and no ground truth
-is read, so it runs anywhere without network or weights. Model args: ``seed`` (default 0).
-
-Which benchmark's rule answers a request is decided by the task lmms-eval names with it (``Instance.task_name``):
-the ``metadata.scifig_source`` that task's YAML under this package's task folder declares (:func:`task_sources`).
-Before answering anything, every task of the batch is checked: a task that is not this package's, or whose
-benchmark has no chance answer (MMSci captioning), stops the run with one line naming the task.
-
-Data parallel (``accelerate launch --num_processes N -m lmms_eval``): lmms-eval's evaluator shards the documents
-itself (rank ``r`` builds the requests of documents ``r, r + N, ...``), pads the shorter shards with copies of their
-last request, and gathers the logged samples and per-sample metrics on rank 0, which aggregates and writes the files.
-A model only answers the requests it is given; what the evaluator needs from it is an ``accelerator``, a ``device``
-(each rank's request count is gathered on it) and ``rank`` / ``world_size`` (:func:`join_data_parallel`). Each
-answer is seeded by its task, split and document id, never by the process, so an N-process run gives the answers
-of a single-process run.
+Manual: docs/lmms-eval.md, "Offline chance baseline" and "Data-parallel runs of the baseline models".
 """
 
 from __future__ import annotations

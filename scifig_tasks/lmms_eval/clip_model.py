@@ -1,22 +1,8 @@
-"""``scifig_clip``: the SciFIBench CLIP / MetaCLIP zero-shot baseline as an lmms-eval model (paper §4).
+"""``scifig_clip``: the SciFIBench CLIP / MetaCLIP zero-shot baseline as an lmms-eval model (paper §4; see
+:mod:`scifig_tasks.core.clip_baseline`).
 
-For each multiple-choice row it embeds the image(s) and text(s) with open_clip, L2-normalises them and answers with
-the letter of the option of highest cosine similarity (see :mod:`scifig_tasks.core.clip_baseline`).
-Model args: ``model`` (default the paper's ``ViT-H-14-378-quickgelu``), ``pretrained`` (default ``dfn5b``; a tag,
-a checkpoint path, ``none`` for random weights, or ``tiny`` for the tiny architecture shipped with the package, random
-weights: a whole run offline in seconds, scores of no meaning), ``model_config`` (path to an open_clip model-config
-JSON to register first, e.g. a small custom architecture), lmms-eval's ``--batch_size`` (texts or images embedded per
-forward pass), ``device`` (default cuda when available), ``seed`` (initialisation seed of random weights).
-
-Weights from the Hub are looked up in the local Hugging Face cache first
-(:func:`scifig_tasks.core.clip_baseline.check_weights`): not there and offline (``HF_HUB_OFFLINE=1``), or the Hub
-unreachable, the model refuses at once in one line naming the weights and what to do.
-
-Data parallel (``accelerate launch --num_processes N -m lmms_eval``): lmms-eval shards the documents by rank and
-gathers the results on rank 0 (see :mod:`scifig_tasks.lmms_eval.chance_model`); each process loads the model on
-its own device (``cuda:<local rank>``, or ``cpu`` under ``ACCELERATE_USE_CPU=true``), whatever ``device`` says, as
-lmms-eval's own models do. Every process builds the same weights (same ``seed``), so a prediction does not depend on
-the rank that made it.
+Manual: docs/lmms-eval.md, "CLIP baseline" (model args, offline weights) and "Data-parallel runs of the baseline
+models".
 """
 
 from __future__ import annotations

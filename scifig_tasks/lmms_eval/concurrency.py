@@ -1,23 +1,7 @@
-"""Judged lmms-eval runs keep the LLM judge's configured number of requests in flight.
+"""Judged lmms-eval runs keep the LLM judge's configured number of requests in flight: ``scifig eval`` passes
+``--process_docs_parallel`` (:func:`with_judge_concurrency`).
 
-Why. Every output that goes to the judge -- all of them in GRAB's ``grab_llm_extract`` (the paper's LLM-extraction
-ablation), the answers the rules refuse in SciFIBench, MMSci and GRAB's multiple choice, Plot Twist's
-reformatting -- is judged from the task's ``process_results``, one blocking call per document. lmms-eval runs
-``process_results`` in ``process_docs_parallel`` threads (``--process_docs_parallel``, default 4), so no more than
-that many judge requests are ever in flight, whatever the judge client allows (``SCIFIG_JUDGE_MAX_CONCURRENCY``,
-default 8, :mod:`scifig_tasks.core.judge`). Measured with ``python -m tests.perf.bench_judge_throughput``
-(200 judged outputs, 0.5 s per judge reply, 8 allowed in flight; ideal 12.5 s): 26.5 s with 4 threads (47% of
-ideal, at most 4 in flight), 14.2 s (88%, 8 in flight) with 8.
-(MMSci's FActScore and G-Eval are judged at aggregation time through ``JudgeClient.complete_many``, which already
-uses the judge's own concurrency.)
-
-Rule implemented (lmms-eval's public option, no patch). When a judge is configured
-(:func:`scifig_tasks.core.judge.configured_concurrency`) and its concurrency is above lmms-eval's default,
-``scifig eval`` passes ``--process_docs_parallel N`` with ``N`` the judge's concurrency, and says so in one line
-(:func:`with_judge_concurrency`). A ``--process_docs_parallel`` the user gives (on the command line or in a
-``--config`` file) is used as given. Without a judge (or with ``SCIFIG_JUDGE=off``) nothing is added. Plain
-``lmms-eval`` users pass ``--process_docs_parallel`` themselves (``docs/lmms-eval-integration.md``). The results JSON's
-``config.process_docs_parallel`` records the number used.
+Manual: docs/lmms-eval-integration.md, "Judge concurrency: pass `--process_docs_parallel`".
 """
 
 from __future__ import annotations

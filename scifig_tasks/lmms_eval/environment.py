@@ -1,40 +1,8 @@
-"""lmms-eval's ``*_results.json`` of a run with scifig tasks carries the environment block
-(:mod:`scifig_tasks.core.provenance`) under ``scifig_environment``.
+"""The ``scifig_environment`` block of lmms-eval's ``*_results.json``, the judge's accounting per task, the bound on
+judge requests said before the model runs and the refusal of tasks that need a judge when none is configured.
 
-:func:`wrap_save_results_aggregated` wraps ``EvaluationTracker.save_results_aggregated``, the one place lmms-eval writes
-that file (CLI and Python API alike), and adds the block when the results hold a task whose config names a
-``scifig_source``; other runs are written unchanged. lmms-eval's own ``lmms_eval_version`` and ``git_hash`` describe the
-git checkout of the working directory when there is one (not lmms-eval's release), so the block records the installed
-``lmms-eval``. The block's ``data`` says which data each scifig source of the run's tasks read
-(:func:`scifig_tasks.core.provenance.note_data`): ``origin`` ``local`` (``SCIFIG_<BENCH>_DATA``, ``"local": true``;
-the path itself is not written) or ``hub`` (``"hub": "<dataset id>"``), the ``revision`` loaded (the Hub commit or
-the digest of the local files), the pinned one and the rows of each split, so a report can say a run did not score
-the published set, or scored another revision of it.
-
-Judge accounting (what the judge did and cost). Judge calls are charged to the task they score for
-(:func:`scifig_tasks.core.judge.task_scope`): ``ConfigurableTask.process_results`` (run in lmms-eval's scoring threads)
-and ``TaskOutput.calculate_aggregate_metric`` (the breakdowns, FActScore and G-Eval) are wrapped to name their task.
-Every wrapping is applied, and its target's signature checked, by :mod:`scifig_tasks.lmms_eval.patches`. The block's
-``judge_usage`` is :func:`scifig_tasks.core.judge.usage_report` of what was asked since the previous results file: per
-task and group, requests sent, cache hits, failures, prompt and completion tokens, wall time in the judge and the cost
-(``null``: no price configured); absent when the judge was not asked.
-
-Before the model runs, one line says the most judge requests the run can send (:func:`judge_bound`): after lmms-eval has
-built each task's requests (``--limit`` applied), every output of a task whose ``process_results`` may ask the judge
-(declared on the hook, :mod:`scifig_tasks.core.judged_hooks`) counts once -- an output goes to the judge at most once,
-when the rules cannot read it or, for multiple choice, as one of the audit's share (``SCIFIG_JUDGE_AUDIT``) of those
-they can. Retries are not counted; MMSci captioning's judged metrics are asked at aggregation, two requests per judged
-caption (FActScore's split and G-Eval) plus one per atomic fact, which is not known in advance.
-
-A task whose hook declares it cannot score without the judge (``required``, :mod:`scifig_tasks.core.judged_hooks`: the
-``_paper`` multiple-choice tasks, GRAB's LLM extraction) is refused before the model runs when no judge is configured:
-:func:`scifig_tasks.core.judge.required.tasks_requiring_judge` reads the declarations of requested task and group
-names from the task YAMLs (``scifig eval``, ``scifig vlmeval`` and ``scifig rescore`` check before they start), and a
-plain ``lmms-eval`` run is checked
-once its tasks are known (:func:`wrap_get_task_list`), ending with the refusal as its last line. lmms-eval retries a
-failing ``process_results`` for up to 20 minutes (tenacity, 2 s apart) and then says only ``RetryError``; a scifig
-hook asks the judge through a client with its own retries, so scifig tasks are scored without that retry
-(:func:`wrap_process_results`) and a scoring error is said as itself.
+Manual: docs/lmms-eval-integration.md, "The environment block in results files" and "Judge accounting and judge
+checks".
 """
 
 from __future__ import annotations
@@ -211,7 +179,7 @@ def wrap_save_results_aggregated(save: Any) -> Any:
 
 def wrap_process_results(process_results: Any) -> Any:
     """``ConfigurableTask.process_results`` charging the judge calls it makes to the task; a scifig task's is called
-    without lmms-eval's tenacity retry (module docstring)."""
+    without lmms-eval's tenacity retry (docs/lmms-eval-integration.md, "Judge accounting and judge checks")."""
     from scifig_tasks.lmms_eval.plugin import scifig_source
 
     unretried = process_results.__wrapped__ if hasattr(process_results, "retry_with") else process_results

@@ -1,32 +1,7 @@
 """``scifig export-upstream --bench NAME --out DIR``: a self-contained lmms-eval task folder for the lmms-eval
 repository (``lmms_eval/tasks/<bench>/``), generated from this package's own files at export time.
 
-What changes against the packaged folder, and nothing else:
-
-* Code. ``utils.py`` is copied with its ``scifig_tasks.core`` imports pointing at ``<bench>_core/``, a vendored copy
-  of exactly the core modules it needs (the import closure, found by parsing the sources). lmms-eval loads
-  ``utils.py`` by file path (``!function utils.x``), which allows no relative imports, so ``utils.py`` puts its own
-  folder on ``sys.path`` (as upstream tasks such as ``visualwebbench`` do) and imports ``<bench>_core`` absolutely.
-  An import of anything else of this package (curation, the plugin) stops the export with the file and line.
-  Judge presets ship inside ``<bench>_core/judges/``.
-* A plugin's own code. Rule: the modules of the package holding a benchmark's task folder (a plugin's, e.g.
-  ``toy_bench`` for ``toy_bench/tasks/``; :func:`plugin_package`) that the task folder's Python files reach are
-  vendored too, into ``<bench>_core/<package>/`` (the same closure: their own imports of ``scifig_tasks.core`` join
-  it), with the package's name rewritten to ``<bench>_core.<package>`` wherever the copied code names it; the
-  exported folder imports nothing of the plugin.
-* Data. Upstream has no scifig plugin, so ``metadata.scifig_source`` is removed and the task loads its data with
-  lmms-eval's own ``datasets.load_dataset(dataset_path, **dataset_kwargs)``: the Hub id (``dataset_path``) of a
-  benchmark with a published copy, or — with ``--data`` or for a benchmark without one — ``dataset_path: parquet``
-  with ``dataset_kwargs.data_files`` naming one parquet file per split. Rows are not validated as the packaged tasks
-  do; images arrive decoded (the hooks accept both forms).
-* Several questions per row. Rule: a task reading a source with a ``questions`` rule gets its documents as the
-  packaged task does, one per question. Its YAML's ``process_docs`` becomes a hook of the generated
-  ``<bench>_questions.py``: ``expand_questions`` of :mod:`scifig_tasks.core.row_questions` (vendored into
-  ``<bench>_core/row_questions.py`` as any core module, the one implementation) with the source's rule (vendored as the
-  plugin's modules are), then the ``process_docs`` the YAML had through its ``include`` chain, if any
-  (:func:`questions_rules`, :func:`_with_questions`).
-* README. The task README with its data section (the plugin's ``SCIFIG_*_DATA`` loading) replaced by the plain
-  lmms-eval data set-up, and a note on the vendored code.
+Manual: docs/contributing-upstream.md, "What differs from the packaged task folder".
 """
 
 from __future__ import annotations
@@ -267,8 +242,9 @@ def _vendor(
     source: Path, dest: Path, package: str, imports: Iterable[tuple[str, str, list[str]]] = ()
 ) -> tuple[list[str], list[str]]:
     """Copy the task folder's Python files and vendor what they import, and what ``imports`` name (the questions
-    rules and the expansion: :func:`questions_hooks`): the core modules and the plugin's own (module docstring); the
-    core modules and the plugin's files, as listed in the README."""
+    rules and the expansion: :func:`questions_hooks`): the core modules and the plugin's own
+    (docs/contributing-upstream.md, "What differs from the packaged task folder"); the core modules and the plugin's
+    files, as listed in the README."""
     plugin = plugin_package(source)
     hooks = [path for path in sorted(source.glob("*.py")) if path.name != "__init__.py"]
     modules, own = closure(hooks, plugin, imports)

@@ -1,26 +1,7 @@
-"""``scifig eval``'s output folder (``--output_path``): one run at a time, and results and samples files that are whole
-or an error.
+"""``scifig eval``'s output folder (``--output_path``): one run at a time (:func:`run_lock`), and results and samples
+files that are whole or an error (:func:`complete_files`).
 
-* One run at a time (:func:`run_lock`). A run holds an exclusive lock (``fcntl.flock``) on
-  ``<output_path>/.scifig-run.lock`` (:data:`LOCK_FILE`) from before lmms-eval starts until the command ends; the
-  operating system releases it when the process ends, however it ends, so a killed run never leaves the folder
-  locked. A second ``scifig eval`` on the folder meanwhile is refused in one line (:class:`FolderInUse`: the folder,
-  the process holding it, wait or give another ``--output_path``). Without it, two runs started in the same second
-  write the same ``<date>_results.json`` (one replaces the other) and append to the same samples files (every
-  document twice). Under ``accelerate launch`` / ``torchrun`` only rank 0 takes the lock (the ranks of one run share
-  the folder). The lock file stays (removing it would let two runs lock two different files of one name); it holds
-  the process id of the last run that took it.
-* Whole files or an error (:func:`complete_files`, the run patch :data:`EVALUATION_TRACKER` listed in
-  :mod:`scifig_tasks.lmms_eval.patches`). lmms-eval's ``EvaluationTracker`` writes the results and samples files
-  itself and, when a write fails (a full disk), logs the ``OSError`` and goes on: a 0-byte or cut file, exit status 0.
-  During a ``scifig eval`` run it writes each file into a staging folder in the system's temporary folder
-  (``TMPDIR``, ``scifig-writing-*``, removed afterwards), where no ``scifig report`` / ``compare`` / ``rescore``
-  looks. The file is then checked (a results file is JSON with a ``results`` mapping; a samples file holds one whole
-  line per sample), copied beside its final name under a name no reader matches (``.<name>.<random>.partial``),
-  flushed to disk and renamed onto its final name. A file that could not be written whole, in the staging folder or
-  in the output folder, ends the run with :class:`OutputWriteError` naming it; nothing is left under its name.
-  The final paths of the results files written are noted (``complete_files``'s ``written``): ``scifig eval`` ends
-  by naming them, with the ``scifig report`` command that reads them (:func:`next_step_lines`).
+Manual: docs/lmms-eval.md, "The output folder: one run at a time, whole files".
 """
 
 from __future__ import annotations

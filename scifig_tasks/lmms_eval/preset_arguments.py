@@ -1,14 +1,7 @@
-"""A model preset as lmms-eval arguments: ``scifig eval --preset NAME`` and ``scifig presets NAME``.
+"""A model preset as lmms-eval arguments: ``scifig eval --preset NAME`` and ``scifig presets NAME`` (the preset files
+and their schema: :mod:`scifig_tasks.core.model_presets`).
 
-Rules implemented (the preset files and their schema: :mod:`scifig_tasks.core.model_presets`):
-
-* Expansion to lmms-eval arguments (:func:`lmms_eval_args`): explicit user arguments win. ``--model_args`` and
-  ``--gen_kwargs`` are merged key by key (the user's value replaces the preset's for the same key); ``--seed`` and
-  ``--batch_size`` given by the user replace the preset's; a ``--model`` other than the preset's is refused (the
-  preset's model args would not fit it).
-* API credentials reach lmms-eval's ``openai`` model through its environment variables ``OPENAI_API_BASE`` /
-  ``OPENAI_API_KEY`` (:func:`environment`), never through ``--model_args`` — lmms-eval writes model args into its
-  results files.
+Manual: docs/lmms-eval.md, "Model presets as lmms-eval arguments".
 """
 
 from __future__ import annotations

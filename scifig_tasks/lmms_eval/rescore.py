@@ -2,23 +2,7 @@
 again with the task's own code and write the re-scored run in lmms-eval's format (the diff, the table and the rule for
 damaged logs: :mod:`scifig_tasks.rescore_report`).
 
-A run is ``<output_path>/<model>/<date>_results.json`` with the ``<date>_samples_<task>.jsonl`` that
-``--log_samples`` writes. Each task is loaded as ``lmms-eval --tasks`` loads it (same data source), each logged output
-goes through the task's own ``process_results`` with its document, and the metrics are aggregated by lmms-eval's own
-code (``TaskOutput.calculate_aggregate_metric``, ``consolidate_results``, ``consolidate_group_results``, i.e. the
-tasks' and groups' YAML aggregations with ``weight_by_size``), so scoring again under the same setting gives the run's
-numbers exactly. The re-scored run is written as ``DIR/<model>/<date>_results.json`` and samples files, readable by
-``scifig report``; the results file keeps the original's environment block under ``scifig_rescore``.
-
-A run that cannot be scored again is refused with the file named: results written without ``--log_samples``, a task
-this package does not provide, or a logged sample whose document differs from the data loaded now (the run used other
-data: the message names the task, the ``doc_id`` and the variable to set). lmms-eval 0.7.3 logs the same
-``doc_hash`` for every document (the hash of ``null``), so documents are compared by the logged ``target`` and the
-prompt (``input``) rebuilt from the document; a real ``doc_hash`` is compared as well.
-
-A damaged log is one whose samples file does not hold each document the results file counts (``n-samples`` from
-``config.offset``) exactly once; scored anyway (``--allow-partial``), the re-scored results file records the counts
-under ``scifig_rescore.partial``.
+Manual: docs/reports.md, "Re-scoring an lmms-eval run".
 """
 
 from __future__ import annotations

@@ -1,61 +1,7 @@
 """Resuming a stopped ``scifig eval``: lmms-eval's response cache, made safe for the scifig tasks and written as
-replies arrive.
+replies arrive (:class:`ScifigResponseCache`, the class ``scifig eval`` gives lmms-eval).
 
-Why. lmms-eval writes its results only at the end: a run stopped after 40 of 200 model calls loses every reply.
-lmms-eval 0.7.3 has a response cache (``--use_cache PATH``, an SQLite file plus a JSONL log, only for deterministic
-requests: temperature 0, no sampling, one sequence); ``scifig eval`` turns it on by default
-(:func:`scifig_tasks.commands.main.eval_command`). As lmms-eval ships it, the cache does not resume a stopped run and
-can return a wrong reply:
-
-* it stores a batch of replies only once the model has answered the whole batch (every ``generate_until`` request of
-  the run), so a stopped run has stored nothing;
-* each process writes into a new run folder (``runs/<random id>/``) that a later run reads only once it was merged,
-  which happens at the end of a successful run;
-* its key is (request type, task, document id, generation arguments, the leading text of the request, the task's
-  configuration with function *names*, the model and its arguments): the images, what ``doc_to_messages`` builds,
-  the data behind a task (``SCIFIG_*_DATA``), the settings that change a prompt, the endpoint behind the ``openai``
-  model (``OPENAI_API_BASE``) and the copy of a repeated request (``repeats``) are not in it, so a different request
-  can be answered with another's reply;
-* a failed request (``[LMMS_EVAL_REQUEST_FAILED ...]``, ``[LMMS_EVAL_BUDGET_EXCEEDED]``) is stored as a reply, so
-  a rerun would never ask it again;
-* the model's arguments are stored in clear (``meta.model_fingerprint``: ``--model_args api_key=...`` or a URL's
-  credentials), and so is every reply (a server echoing the key).
-
-Rules implemented (:class:`ScifigResponseCache`, the class ``scifig eval`` gives lmms-eval):
-
-* Replies are stored as they arrive: the requests go to the model in chunks of its own concurrency
-  (``num_concurrent`` of the API models, else its batch size), each chunk's replies stored before the next is sent.
-  A stopped run loses at most the replies of the chunk in flight.
-* One run folder per cache (``runs/scifig/``, lmms-eval's ``LMMS_CACHE_RUN_ID``; :data:`RUN_ID`), reopened by the
-  next run, whose crash recovery replays the JSONL log into the SQLite file.
-* The key also holds a digest of what the model is sent (:func:`request_digest`): every text of ``doc_to_messages``
-  (or of the text and ``doc_to_visual`` of a plain model), every image, the copy number of a repeated request, and
-  the model's endpoint when ``OPENAI_API_BASE`` is set. Two requests share a reply only when the model would be sent
-  the same thing. A stored image (a data cell ``{"bytes", "path"}``, as the scifig tasks keep them) counts by its
-  encoded bytes, never by its pixels: what the model is sent of it is a function of those bytes alone (the bytes
-  themselves, :func:`scifig_tasks.core.images.for_upload`, or their pixels, :func:`~scifig_tasks.core.images.to_rgb`),
-  so the key is made without decoding it (a 1000-dpi GRAB figure takes longer to decode than an instant endpoint
-  takes to answer). The hooks are called with each stored image replaced by a small stand-in image whose pixels are
-  the digest of its bytes (:func:`stand_ins`), so the digest holds the texts they build and which image goes where;
-  the digests of the document's images, in its order, are added as well (a hook that fails on a stand-in, reading a
-  cell's bytes itself, is called with the document as it is). An image the document holds decoded (a task whose
-  data decodes its images) counts by its pixels. The key format carries a version (:data:`KEY_VERSION`):
-  entries written under another format are never read as replies.
-* One progress bar for the model phase, with its time estimate: the requests answered, from the cache or by the
-  model, over all of them (:func:`progress_bar`). The model's own bar, drawn per call (one per chunk: a "1/1" bar per
-  request for a model that takes one at a time), draws nothing during the calls made here
-  (:func:`model_bars_silenced`).
-* Failure markers and empty replies are neither stored nor logged with a key (lmms-eval's crash recovery would
-  store them on the next start).
-* Nothing is stored in clear that :func:`scifig_tasks.core.secrets.secrets_of` calls a secret: replies are masked
-  before they are written and the model's arguments are kept only as a hash.
-* Sampled requests (temperature above 0, ``do_sample``, several sequences: the ``_paper`` captioning tasks) are not
-  cached, as in lmms-eval: a rerun asks them again.
-* A cache that cannot be used stops the run before any model request, in one line naming the file or folder, what is
-  wrong and what to do (:func:`check_cache_folder`, :class:`ReplyCacheError`): a damaged SQLite file (truncated,
-  overwritten; lmms-eval would skip it with a warning, or read what it can, and fail when it merges the run at the
-  end) or a file or folder that cannot be written (lmms-eval fails at the end, after every model request). A damaged
-  cache is never read in part.
+Manual: docs/lmms-eval-integration.md, "The reply cache".
 """
 
 from __future__ import annotations

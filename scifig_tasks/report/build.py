@@ -1,21 +1,7 @@
-"""``scifig report``: read evaluation results of one or more models and write ``report.md``, ``report.html`` and
-``figures/*.png`` — a table and the papers' figures per benchmark, models side by side with the papers' published
-rows, plus the outputs that were counted wrong without being scored (from the sample logs) — and, when the runs
-logged their samples, ``samples.html``: every sample with its figure, prompt, output and how it was scored
-(:mod:`scifig_tasks.report.samples`).
+"""``scifig report``: read evaluation results of one or more models and write ``report.md``, ``report.html``,
+``figures/*.png`` and, when the runs logged their samples, ``samples.html``; one section per registered benchmark.
 
-Each registered benchmark is one section, in registry order (:mod:`scifig_tasks.core.registry`): the module its
-description names (``report.section``, with ``section(runs, figdir) -> Section | None``; ``None``: not run), or the
-generic section (:mod:`scifig_tasks.report.generic`: accuracy with intervals per task and per category) when it
-names none. Rule: this module holds no list of benchmarks; they come from the registry. The sections and the summary
-see each run once per scoring protocol it holds (:mod:`scifig_tasks.report.protocols`: ``_paper`` results beside
-the published rows, labelled), and a section whose outputs went without their judge opens with a note saying so
-(:mod:`scifig_tasks.report.judge_notes`). The page opens with the summary (:mod:`scifig_tasks.report.summary`): one
-headline table of every model and benchmark, what made the numbers collapsed below it; with two or more models a
-"Comparison" section follows the benchmarks: each later model against the first on the questions both answered
-(:mod:`scifig_tasks.report.compare`); the environment of each results file closes the page, collapsed.
-No machine path is written: results files are named relative to the report (or by file name when far from it), and
-any absolute path left in a note is shortened the same way (:mod:`scifig_tasks.report.paths`).
+Manual: docs/reports.md, "Reports" and "How the report page is put together".
 """
 
 from __future__ import annotations

@@ -1,22 +1,7 @@
-"""What a run's numbers cover, against the published set the papers' rows were computed on.
+"""What a run's numbers cover, against the published set the papers' rows were computed on: the note the report
+shows when a run did not score the full published set.
 
-Rule: wherever a table shows published rows beside a run, the report says in words when the run did not score the
-full published set — fewer questions (``--limit``, a subset, a small generated set) or data built locally — and that
-the published rows are on the full published set. The decision uses only what the results record:
-
-* the number of questions scored (the breakdown's ``n``) against the published set's size (the benchmark
-  description's ``report.published``, :class:`scifig_tasks.core.benchmark.PublishedSet`);
-* lmms-eval's ``n-samples``: ``original`` is the size of the data the run read, ``effective`` what it evaluated
-  (fewer under ``--limit``);
-* a data record in the results' environment block, when present (``scifig_environment.data[<source>]`` holding
-  ``local`` or ``hub``, the shape of the VLMEvalKit TSV source record);
-* the task's source: a benchmark whose paper published no data (Plot Twist) is always scored on locally generated
-  data.
-
-A run that scored exactly the published set's number of questions, with no record saying otherwise, gets no note.
-
-Rule: this module names no benchmark; a benchmark's published set is read from its registered description
-(:mod:`scifig_tasks.core.registry`), looked up by the benchmark's name.
+Manual: docs/reports.md, "What a run's numbers cover".
 """
 
 from __future__ import annotations

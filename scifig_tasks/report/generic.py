@@ -1,18 +1,7 @@
 """The generic report section: what ``scifig report`` shows for a registered benchmark whose description names no
 section module of its own (``report.section`` empty, :class:`scifig_tasks.core.benchmark.Report`).
 
-Rule: a benchmark needs no report code to be reported. For each of its tasks found in the runs (the tasks
-:func:`scifig_tasks.core.registry.benchmark_of` gives to it) the section shows accuracy with its 95% Wilson score
-interval, per task and per category, one column per model; its logged samples are shown in the sample viewer like
-every benchmark's (:mod:`scifig_tasks.report.samples`). The counts come from what the run recorded, in this order:
-
-* the task's ``breakdown`` metric when it holds counts (``overall.all`` and ``category`` cells of
-  :func:`scifig_tasks.core.stats.cell`, the shape every scifig scorer writes);
-* else its logged samples: each record's ``correct`` (:func:`scifig_tasks.report.sample_records.cell_of`) tallied
-  overall and per category (the record's ``category`` or ``question_type``) with :class:`scifig_tasks.core.stats.Tally`;
-* else its ``accuracy`` metric alone, shown without an interval (no counts recorded).
-
-This module names no benchmark: it is given the description.
+Manual: docs/reports.md, "The generic section".
 """
 
 from __future__ import annotations

@@ -1,15 +1,7 @@
 """Every scifig task of a run, under each scoring protocol: the runs as the benchmark sections and the summary see
-them.
+them (``_paper`` results as ``<model> (paper protocol)``).
 
-Rule (:mod:`scifig_tasks.core.scoring_protocol`): a ``_paper`` task asks the same questions as its plain twin and
-scores them as the paper does. A run is shown as one row per protocol it holds: its default-protocol tasks under the
-model's name, and its paper-protocol tasks under their plain names (``mmsci_paper`` -> ``mmsci``) as the model
-``<model> (paper protocol)``, so each section shows a ``_paper`` result with the section's own tables, beside the
-paper's published rows; the default row of a model that also has a paper row is labelled ``(default protocol)``.
-Which protocol scored a task is the run's record of it (:attr:`scifig_tasks.report.runs.Run.protocols`: a forced
-``scifig rescore --protocol``, the task's declared protocol, else its name). A renamed task keeps the name its
-results file records (:meth:`scifig_tasks.report.runs.Run.recorded`), under which what the file keys by task (the
-judge's usage) is read.
+Manual: docs/reports.md, "Scoring protocols in the report".
 """
 
 from __future__ import annotations

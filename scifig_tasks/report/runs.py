@@ -1,33 +1,7 @@
-"""Evaluation runs read back for the report: lmms-eval results files and their sample logs, grouped by model.
+"""Evaluation runs read back for the report: lmms-eval results files and their sample logs, and VLMEvalKit scores and
+records files, grouped by model.
 
-lmms-eval writes ``<output_path>/<model>/<date>_results.json`` and, with ``--log_samples``,
-``<date>_samples_<task>.jsonl`` beside it. A task or group's metrics are ``results[name]["<metric>,none"]`` (groups
-also appear under ``groups``). The model's name is the results' ``model_name`` (lmms-eval fills it from the model
-arguments, e.g. ``model_version``), falling back to ``config.model`` plus its ``model_args``.
-
-Several results files of one model (e.g. GRAB and SciFIBench run separately) merge into one :class:`Run`; when two
-files hold the same task, the later ``date`` wins and the report says so. A ``scifig rescore`` output (its
-``scifig_rescore`` record) is never merged into another file of the model: given alone it keeps the model's name, with
-a note saying it was re-scored; given with the run it re-scored (both carry the same timestamped name) it is the model
-``<name> (re-scored[, <protocol> protocol])`` (:func:`rescored_name`), so both stand side by side.
-
-VLMEvalKit runs of this package's datasets write ``<work-dir>/<model>/<model>_<dataset>_scifig_scores.json``
-(``{"dataset", "metrics", "breakdown"}``, the breakdown identical to the lmms-eval ``breakdown`` metric) and
-``..._scifig_records.jsonl`` (one scored record per question); they become the run ``<model> (VLMEvalKit)`` with
-each dataset under the lmms-eval task name it corresponds to (:func:`vlmeval_tasks`).
-
-Every other task and group of a registered benchmark is a VLMEvalKit dataset of its name too, served from its YAML's
-hooks (:class:`scifig_tasks.vlmeval.generic.SciFigTask`). Rule: a scores file carrying ``results`` for its dataset
-(every metric of the dataset and of each of its tasks, as lmms-eval's results file holds them) is read as lmms-eval's
-results are (:func:`_generic`): each task and group under its own name, the group's tasks beside it; its records
-(``{"task", "doc_id", <process_results' metrics>, "prediction"}``) become each task's samples as lmms-eval logs them,
-``doc_id`` the question's position among its task's documents, and :data:`VLMEVAL_ROW` its row of the dataset
-(:func:`task_position`).
-
-Rule: this module names no benchmark. Which VLMEvalKit datasets the report shows, the names earlier releases gave
-them and the metric their details are stored under are read from the registered benchmark descriptions
-(:class:`scifig_tasks.core.benchmark.VlmevalDataset` ``shown``, ``old_names``, ``detail_metric``;
-:mod:`scifig_tasks.core.registry`).
+Manual: docs/reports.md, "How runs are read".
 """
 
 from __future__ import annotations
@@ -250,7 +224,7 @@ def _is_generic(data: Mapping[str, Any]) -> bool:
 
 def _generic(path: Path, data: Mapping[str, Any], run: Run) -> None:
     """A generic dataset's scores file (and its records) into ``run``, as lmms-eval's results and samples are read:
-    every task and group of ``results`` under its own name (module docstring)."""
+    every task and group of ``results`` under its own name (docs/reports.md, "How runs are read")."""
     dataset, results = str(data["dataset"]), data["results"]
     run.sources.append(path)
     run.environments[path] = data.get(KEY)

@@ -1,18 +1,7 @@
 """The report's summary, first on the page: how many results files and models, which benchmarks, how many questions
 each run scored, on which data (:mod:`scifig_tasks.report.coverage`) and how the judge was used, in words.
 
-Judge use is read from the breakdowns' ``flags``: GRAB's ``judge`` (``not_used``, ``judged``, ``judge_failed``,
-``judge_off``), the multiple-choice ``resolution`` (``rule``, ``judge``, ``unresolved``), Plot Twist's
-``answer_source`` (``rule``, ``judge``, ``not_provided``, one per output of every repeat; its ``judge`` statuses
-count the same outputs, so the outputs are the answer sources' total, never the two added) and the captioning
-``caption_report.judged`` statuses; the judge's model is the one the results file's environment block names. What
-the judge did and cost (requests, cache hits, tokens, cost or "no price configured") comes from the block's
-``judge_usage`` (:func:`scifig_tasks.core.judge.usage_report`), summed over the row's tasks.
-
-Rule: this module names no benchmark. The rows are the registered benchmarks' ``report.summary`` rows
-(:class:`scifig_tasks.core.benchmark.SummaryRow`: label, alternatives, coverage tasks), benchmarks in registry order
-(:mod:`scifig_tasks.core.registry`). A row's data column checks its coverage tasks against the benchmark's published
-set: every one the run has when each is one published split (``unit="split"``), else the first one the run has.
+Manual: docs/reports.md, "The summary and the judge's use".
 """
 
 from __future__ import annotations

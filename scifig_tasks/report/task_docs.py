@@ -1,15 +1,7 @@
 """A task's documents for the per-sample viewer without lmms-eval: the split its YAML names, loaded and filtered as
 lmms-eval's loading of this package's tasks does, so ``docs[doc_id]`` is the document a logged sample answered.
 
-lmms-eval routes the data of a task whose YAML ``metadata`` names a ``scifig_source`` through
-:func:`scifig_tasks.lmms_eval.plugin.load_task_data`: the source's split (``test_split``) from
-:func:`scifig_tasks.core.data.load_benchmark` (``dataset_path`` as the Hub id), images left as stored bytes
-(:func:`scifig_tasks.core.image_cells.undecoded`), then the YAML's ``process_docs``. This module does those same steps
-from the YAML itself: its ``include`` chain applied as lmms-eval applies it (the first included file wins among several,
-the including file's keys replace theirs) and a ``!function module.name`` tag resolved as lmms-eval resolves it
-(``module.py`` beside the YAML that holds the tag), both read by :mod:`scifig_tasks.core.task_files`. Importing
-lmms-eval and indexing its thousands of task YAMLs takes longer than the rest of a report, so the viewer asks lmms-eval
-only for a task this module cannot read (:func:`scifig_tasks.report.sample_documents.lmms_docs`).
+Manual: docs/reports.md, "A task's documents without lmms-eval".
 """
 
 from __future__ import annotations

@@ -2,15 +2,7 @@
 score each again with its dataset class (the diff, the table and the rule for damaged logs:
 :mod:`scifig_tasks.rescore_report`).
 
-A run is ``<work-dir>/<model>/<model>_<dataset>.tsv`` (or ``.xlsx``, ``.json``, ``.pkl``; the deprecated
-``SciFig_*`` dataset names of earlier releases are read too). The prediction file is copied to ``DIR/<model>/`` and
-scored there by the dataset class's ``evaluate``, which writes the ``_scifig_scores.json`` and
-``_scifig_records.jsonl`` that ``scifig report`` reads.
-
-A prediction file whose logged answers are not the dataset's now is refused (the run used other data: the message
-names the index and the variable to set). A damaged file is one that does not hold each question of the dataset
-exactly once; scored anyway (``--allow-partial``), the questions predicted are scored and the scores file records the
-counts under ``partial``.
+Manual: docs/reports.md, "Re-scoring a VLMEvalKit run".
 """
 
 from __future__ import annotations
