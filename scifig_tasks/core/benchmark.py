@@ -1,18 +1,7 @@
 """A benchmark's description: every fact about one benchmark that the rest of scifig reads, in one object.
 
-Each benchmark describes itself once, in its core sub-package (``scifig_tasks/core/<name>/benchmark.py`` for
-scifig's own), and registers the description under the ``scifig.benchmarks`` entry-point group
-(:mod:`scifig_tasks.core.registry`). Everything that used to be a hand-kept list — data sources, task versions,
-chance rules, the fields that name a document, VLMEvalKit datasets, report rows and published sizes, the curate
-command — is derived from the registered descriptions. docs/adding-a-benchmark.md walks through each field.
-
-Facts that live in an adapter layer above ``scifig_tasks.core`` (a VLMEvalKit dataset class, a TSV layout, a report
-section, a curate command) are named as ``"module:attribute"`` references, resolved only when that layer runs
-(:func:`scifig_tasks.core.registry.load_reference`), like the entry points that register the descriptions themselves: a
-description stays cheap to read and ``scifig_tasks.core`` imports nothing above it.
-
-A description missing a required part is refused when it is registered, with one line naming the part
-(:class:`BenchmarkError`).
+Registered under the ``scifig.benchmarks`` entry points; adapter-layer facts are ``"module:attribute"`` references.
+Manual: docs/protocols.md, 'Registered benchmarks', and docs/adding-a-benchmark.md.
 """
 
 from __future__ import annotations
@@ -25,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from scifig_tasks.core import settings
+from scifig_tasks.core.clip_baseline import ContrastiveRule
 from scifig_tasks.core.schema import BenchmarkSource
 
 Guesser = Callable[[str, random.Random], str]
@@ -129,7 +119,7 @@ class Report:
 
 @dataclass(frozen=True)
 class Benchmark:
-    """Everything scifig knows about one benchmark (see the module docstring and docs/adding-a-benchmark.md).
+    """Everything scifig knows about one benchmark (docs/protocols.md and docs/adding-a-benchmark.md).
 
     Every part has a default so that a part left out is named by the one-line refusal (:meth:`_problem`) rather than
     by Python's ``TypeError``."""
@@ -160,6 +150,8 @@ class Benchmark:
     """The benchmark's own settings besides its sources' data and revision variables (which every source has:
     :func:`source_settings`), each named ``SCIFIG_<NAME>_...``: ``scifig config`` lists them, the environment is read
     for them like any setting (:mod:`scifig_tasks.core.settings`)."""
+    contrastive: Mapping[str, ContrastiveRule] = field(default_factory=dict)
+    """Source key -> what a contrastive (CLIP) baseline compares in a row of it (``scifig_clip``); absent: none."""
 
     def __post_init__(self) -> None:
         problem = self._problem()

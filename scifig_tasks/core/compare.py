@@ -1,23 +1,7 @@
 """Paired comparison of two runs on the same questions: which run is better, by how much, and whether it is chance.
 
-Rules implemented (framework-agnostic: a run's task is given as ``{question key: correct}``):
-
-* Pairing (:func:`pair`): two runs are compared on a task only when they answered the same questions — the same set
-  of question keys, each once — under the same task version. Runs on other questions (keys that do not match, or a
-  different number of them) or under different task versions are refused with the reason in one line; a paired
-  comparison over the questions that happen to be shared would compare other numbers than the runs report.
-* Effect size (:func:`compare`): the two accuracies on those ``n`` questions and their difference ``B - A`` with a
-  95% interval from a paired bootstrap over questions: each resample draws ``n`` questions with replacement, both
-  runs' answers to a question staying together, and takes the difference of the accuracies; the interval is the
-  2.5th and 97.5th percentiles of :data:`RESAMPLES` resamples from a seeded ``numpy`` generator (:data:`SEED`), so
-  the same runs always give the same interval. The difference of a resample depends only on how many times each
-  question kind (only A right, only B right, both or neither) is drawn, so a resample is drawn as those counts
-  (a multinomial draw, exactly the distribution of drawing the questions one by one) and memory does not grow with
-  ``n``.
-* Significance: the exact McNemar test (``statsmodels.stats.contingency_tables.mcnemar(exact=True)``: a two-sided
-  binomial test on the discordant questions, only-A-right against only-B-right). A difference is called significant
-  when ``p <`` :data:`ALPHA`; the verdict line (:func:`verdict`) says which run is better by how many points, with
-  the interval, the p-value and ``n``.
+Pairing on the same questions and task version, a seeded paired bootstrap for the 95% interval, the exact McNemar test
+for significance. Manual: docs/protocols.md, 'Comparing two runs'.
 """
 
 from __future__ import annotations

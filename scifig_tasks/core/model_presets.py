@@ -1,33 +1,7 @@
 """Model presets: the papers' models and decoding settings, one name away, for lmms-eval and VLMEvalKit.
 
-A preset is a YAML file in ``model_configs/models/`` (installed as ``scifig_model_configs/models``) or any YAML path::
-
-    description: Qwen2-VL-7B-Instruct through Hugging Face transformers
-    backend: hf                     # hf | vllm | openai | clip
-    papers: [MMSci]                 # optional: which benchmark papers evaluated the model
-    lmms_eval:
-      model: qwen2_vl               # lmms-eval model name (resolved by its model registry)
-      model_args: {pretrained: Qwen/Qwen2-VL-7B-Instruct}
-      gen_kwargs: {temperature: 0, do_sample: false}
-      seed: 0                       # optional: lmms-eval --seed (python, numpy, torch, fewshot)
-      batch_size: 1                 # optional: lmms-eval --batch_size
-    endpoint:                       # openai backend only: NAMES of environment variables, never values
-      base_url_env: OPENAI_API_BASE
-      api_key_env: OPENAI_API_KEY
-      base_url_hint: https://api.openai.com/v1   # optional, shown when the variable is unset
-    vlmeval_model: Qwen2-VL-7B-Instruct          # VLMEvalKit ``supported_VLM`` name, or null
-    notes: ...                      # optional
-
-Rules implemented:
-
-* Schema: unknown, missing or mistyped keys raise :class:`PresetError` naming the file and the key. Secrets are never
-  stored: model args named like ``api_key`` / ``base_url`` / ``token`` are refused; an endpoint names environment
-  variables only.
-* Files: a shipped preset by name or any YAML file by path, read as the judge presets are
-  (:func:`scifig_tasks.core.resources.read_config`): an unknown name lists the shipped ones, a missing file or invalid
-  YAML is named.
-
-How a preset becomes lmms-eval arguments is the adapter's business: :mod:`scifig_tasks.lmms_eval.preset_arguments`.
+A YAML file by name or path, checked key by key; secrets are never stored. Manual: docs/protocols.md, 'Model
+presets' (the schema).
 """
 
 from __future__ import annotations
@@ -119,7 +93,7 @@ def _mapping(source: str, key: str, value: Any, secrets_forbidden: bool) -> dict
 
 
 def parse_preset(data: Any, name: str, source: str) -> Preset:
-    """Validate a loaded YAML mapping (see the module docstring for the schema)."""
+    """Validate a loaded YAML mapping (the schema: docs/protocols.md, 'Model presets')."""
     check_fields(data, _TOP_KEYS, _OPTIONAL_TOP, PresetError, source)
     description = _require(source, "description", data["description"], str, "a non-empty string")
     backend = data["backend"]

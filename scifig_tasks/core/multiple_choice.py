@@ -1,52 +1,8 @@
 """Multiple-choice answer resolution: a letter is read only where the output commits to it, never guessed.
 
-The SciFIBench paper (App. B, "Automatic evaluation") parses every output with an LLM using :data:`JUDGE_PROMPT`.
-scifig reads the letter by the small grammar below whenever the output commits to one option, and asks the judge
-(same prompt) only for the outputs the grammar refuses; an output still unresolved counts wrong and is flagged. The
-judge's reply counts only when it is a letter alone or the prompt's "None" (:func:`judge_reply_readable`).
-Each paper's own procedure is one switch away (the ``_paper`` tasks, :mod:`scifig_tasks.core.multiple_choice_paper`).
-
-Reading. Reasoning is dropped (everything up to the last ``</think>``; an unclosed ``<think>`` to the next
-``<answer>`` tag or the end), and so are end-of-sequence tokens, invisible characters (zero-width space, BOM) and
-LaTeX text wrappers (``\\( \\text{E} \\)`` is ``E``). A *label* is an option letter standing alone, upper case, maybe
-in markup or after a noun: ``C``, ``(C)``, ``**C**``, ``[C]``, ``option C``. A letter used as a word is no label: the
-article in ``A plot of``, ``B-spline``, ``C++``, a variable before an operator (``E = I / d^2``).
-
-Lower-case labels (``(d)``, ``answer: b``) name options only where nothing in the question or its options uses
-lower-case labels (:func:`lower_case_labels_free`; in MMSci setting III and in captions naming panels, ``(c)`` is a
-sub-figure), and only where the label opens the output alone on its line or is followed by its option's own text.
-
-Commitments, the only places a letter is taken from:
-
-* the *opening*: the output starts with a label and a delimiter (``C``, ``C)``, ``C.``, ``C:``, ``C`` + new line,
-  ``**C**``, ``<C>``, a repeated ``C C``), unless the output enumerates options (two lines or sentences that start
-  with different labels, ``Option C: ... Option D: ...``);
-* an *answer statement*: an answer noun, a copula and a label (``The correct caption is D``, ``**Answer**: C``,
-  ``Correct option: C``, ``The answer is closest to option (J)``, ``the correct choice to replace the question mark
-  would be B``), an answer heading over a label (``### Answer`` / ``C``), a label and a verdict (``Thus, D is
-  correct.``, ``Option B is the best match``, ``Caption D describes the figure best``, ``The figure is best described
-  by caption B``), a pronoun and a label that ends the sentence (``It is D.``), a bracketed label that ends a
-  statement (``... is (E).``), a choice verb (``I would choose B``), ``<answer>C</answer>``, ``\\boxed{C}``;
-* a *quoted option*: the words of an answer statement, or the whole first sentence, are one option's text (in full,
-  or a truncation of at least three words that fits one option only); or the *concluding value*: the last sentence
-  concludes (``Therefore``, ``So`` ...) or is the whole output, and says that something is one option's full text
-  (``Therefore, the surface temperature is 350.93 K.``).
-
-A label followed by its own option's text is that option, whatever letters the text names (``(B) Option D in the
-figure`` is B). Not commitments: a statement that is negated (``not option A``; ``A is incorrect`` has no verdict),
-conditional (``if the answer is A``, ``would be B if ...``, ``would be B, but ...``), asked (``Is the answer A?``),
-followed by an alternative (``B or C``, ``B/C``, ``B), C)``) or by a list (the next line starts with another
-option's label: ``So the matching captions are:`` / ``B) ...`` / ``C) ...``; ``The options are:`` / ``A. ...`` /
-``B. ...``: a list of the options is no answer, whatever its line format). Every other label is a *mention*
-(``caption A mentions ...``, a point ``$A$``).
-
-Decision: the commitments must name one letter (a closing ``final answer`` settles an earlier disagreement), and the
-answer must be placed as one: in the first sentence with no other letter mentioned there (*opening*), or after every
-mention of another letter (*closing*); options echoed word for word after the answer (``E) <option E's text>``
-alone on its line) repeat the question and are no mentions. Anything else is refused (and goes to the judge). An
-output whose only text is a label before a stray ``</think>`` (``C</think>``) states that label.
-
-Every pattern repeats only a bounded number of times, so resolution is linear in the output's length.
+SciFIBench paper App. B ("Automatic evaluation") parses every output with an LLM; here a small grammar reads committed
+letters and the judge, with the paper's prompt, sees only the outputs it refuses. Manual: docs/protocols.md, 'How a
+multiple-choice answer is read'.
 """
 
 from __future__ import annotations

@@ -1,16 +1,7 @@
 """The papers' own answer parsing for multiple choice, used by the ``_paper`` tasks.
 
-* SciFIBench (paper App. B, "Automatic evaluation"; authors' README ``extract_answer``): every output goes to the LLM
-  (Gemini 1.0 Pro, max 3 output tokens, temperature 0) with the parsing prompt, and the reply is compared with the
-  answer letter by equality. Here the reply counts when, stripped of surrounding whitespace, it is one option letter;
-  anything else ("None", "(C)") scores wrong, as it does under the paper's equality.
-* MMSci (authors' ``mmsci-exps/print_result.py``): an output that is exactly a label ``A``–``Z`` is the answer; every
-  other output goes to gpt-4o-mini (their ``openai_chat_completion`` defaults: temperature 0.7, 1,024 tokens) with
-  their system and user messages, the question with its option lines included; their ``rule_based_answer`` then reads
-  the reply. An answer that yields no label is dropped from the paper's denominator (unresolved here); a reply that is
-  plainly no answer (an error text, an HTML page, a refusal) is asked again, then ``judge_failed``.
-
-Outputs with nothing to read (empty, request failed) are never sent: their paper parse could only be "None".
+SciFIBench paper App. B (every output to the LLM, reply compared by equality) and the MMSci authors'
+``print_result.py``. Manual: docs/protocols.md, 'The papers' own multiple-choice parsing'.
 """
 
 from __future__ import annotations

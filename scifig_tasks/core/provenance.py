@@ -1,32 +1,7 @@
 """What made a score: the environment block every scifig results file carries.
 
-A number is reproducible only with what produced it. Every results file scifig writes or adds to — lmms-eval's
-``*_results.json`` for scifig tasks, VLMEvalKit ``*_scifig_scores.json``, ``scifig rescore``'s re-scored runs — holds
-one block under :data:`KEY`::
-
-    {"scifig": {"version": "0.2.0", "commit": "<40 hex> or null", "modified": false},
-     "python": "3.11.7",
-     "libraries": {"lmms-eval": "0.7.3", "datasets": "5.2.0", "numpy": "2.4.6", ...},
-     "judge": {"model": "gpt-4o-mini", "host": "api.openai.com"} or null,
-     "data": {"grab": {"origin": "hub", "hub": "jonathan-roberts1/GRAB", "revision": "<40 hex>",
-                       "pinned": "<40 hex> or unpinned", "rows": {"GRAB": 2170}},
-              "mmsci_mcq": {"origin": "local", "local": true, "revision": "blake2b:<40 hex>", "rows": {"test": 1000}}}}
-
-``commit`` is the git commit of the source checkout scifig was imported from (``null`` when installed from a wheel),
-``modified`` says whether tracked files differed from it. ``libraries`` are the installed distributions that can move
-a score (:data:`SCORE_LIBRARIES`, plus the framework that ran), absent ones left out. The judge is named by model and
-host only: no key, no user name, no path. What the frameworks record themselves (lmms-eval's task ``versions``,
-VLMEvalKit's scores ``version``) is not repeated.
-
-``data`` says which data made the numbers: per benchmark source (its :mod:`scifig_tasks.core.registry` name) loaded in
-the process, the ``origin`` (``hub`` or ``local``), the ``revision`` actually loaded (the Hub dataset's commit, or
-``blake2b:`` and the digest of the local files) beside the pinned one, and the rows of each split read
-(:func:`note_data`, called by :mod:`scifig_tasks.core.data`). A results file written before scifig recorded it has
-no revision: :data:`UNKNOWN`. :func:`data_differences` names the sources two blocks read at other revisions;
-``scifig rescore`` says so in one line and ``scifig compare`` refuses such runs unless ``--allow-data-change``.
-
-``scifig rescore`` compares the block it reads with the current one (:func:`differences`) and says which versions
-differ; ``scifig report`` prints it per results file.
+scifig's version and commit, Python, the libraries that can move a score, the judge (model and host only) and the
+data read. Manual: docs/protocols.md, 'What a results file records'.
 """
 
 from __future__ import annotations

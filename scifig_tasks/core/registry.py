@@ -1,22 +1,8 @@
 """The registered benchmarks: every :class:`~scifig_tasks.core.benchmark.Benchmark` of the ``scifig.benchmarks``
 entry-point group, scifig's own four and any an installed package adds.
 
-An outside package registers a benchmark exactly as scifig does, in its ``pyproject.toml``::
-
-    [project.entry-points."scifig.benchmarks"]
-    toy = "toy_bench.description:BENCHMARK"
-
-The entry point's name is the benchmark's name. Descriptions are read once per process and listed in name order.
-
-A broken plugin is named and left out; every other benchmark runs. A benchmark is refused, with one line naming its
-package, the part that is wrong and the fix (:func:`refused`), when its entry point does not load (a misspelt
-target, an import error), its description is incomplete (:class:`~scifig_tasks.core.benchmark.BenchmarkError`: a
-part missing or empty), its name differs from its entry point's or repeats another's, a source key is another
-benchmark's, its task folder has a mistake (:mod:`scifig_tasks.core.task_folder_checks`: a YAML without
-``metadata.scifig_source`` or with another version, a ``!function`` hook its module does not define, the answer cut
-at a blank line), or one of its task or group names is already another registered benchmark's or lmms-eval's own
-(lmms-eval would silently run its own task under that name). Commands say the refusals on stderr; a run that asks for
-a refused benchmark's task stops with its line (:func:`refusal_for`).
+A broken plugin is named in one line and left out; every other benchmark runs. Manual: docs/protocols.md,
+'Registered benchmarks'.
 """
 
 from __future__ import annotations
@@ -218,7 +204,7 @@ def benchmarks() -> dict[str, Benchmark]:
 
 
 def refused() -> dict[str, str]:
-    """Entry-point name -> the one line saying why that benchmark is left out (module docstring)."""
+    """Entry-point name -> the one line saying why that benchmark is left out (docs/protocols.md)."""
     return {name: refusal.line for name, refusal in _registry().refused.items()}
 
 

@@ -1,17 +1,7 @@
 """The files a run leaves, the one record of their names and how they are read back.
 
-* lmms-eval: ``<output_path>/<model>/<date>_results.json`` (:data:`RESULTS_SUFFIX`; the metrics under ``results``)
-  and, with ``--log_samples``, ``<date>_samples_<task>.jsonl`` beside it (:func:`results_file_name`,
-  :func:`samples_file_name`; ``<date>`` has a resolution of one second, so two runs started in the same second on one
-  folder would write the same names: ``scifig eval`` runs one at a time per folder,
-  :mod:`scifig_tasks.lmms_eval.output_folder`).
-* VLMEvalKit, this package's datasets: ``<prediction file stem>_scifig_scores.json`` (:data:`SCORES_SUFFIX`; the
-  dataset, metrics, breakdown, task version, judge and environment block) and ``..._scifig_records.jsonl``
-  (:data:`RECORDS_SUFFIX`; one scored record per question, with the reply).
-
-``scifig report``, ``scifig rescore`` and ``scifig vlmeval`` read them through :func:`read_results` and
-:func:`read_jsonl`: a file that is not what its name says is a :class:`~scifig_tasks.core.errors.DataError` naming
-the file (and the line of a JSON-lines file).
+lmms-eval's results and sample files, the VLMEvalKit datasets' scores and records files. Manual: docs/protocols.md,
+'Files a run leaves'.
 """
 
 from __future__ import annotations

@@ -1,15 +1,7 @@
 """Whether a run's saved outputs are all there: every document the run scored, logged once.
 
-Rule implemented: an lmms-eval run evaluates, per task, the documents ``offset .. offset + effective - 1`` of the
-task's data (``config.offset`` of the results file, 0 by default; ``n-samples[task].effective``, ``--limit`` capped
-at the data's size) and ``--log_samples`` writes one line per document, keyed by ``doc_id``. A log is complete when
-it holds each of those doc ids exactly once and no other. A log missing doc ids or repeating one (lines dropped at a
-line boundary, a line written twice, an emptied file) holds other samples than the ones the run's numbers were
-computed over, so numbers computed from it are *partial*: scorers refuse it unless asked to score what is there. Even
-then a doc id logged twice with different contents (which line the model gave is unknown) or a doc id the run did
-not evaluate (the log is not this run's) cannot be scored. A results file without ``n-samples`` for the task leaves
-the log's completeness unknown, which counts as partial. A VLMEvalKit prediction file is checked by the same rule
-against the dataset's ``index`` column (:func:`check_ids`).
+A log missing or repeating doc ids is partial and refused unless asked to score what is there. Manual:
+docs/protocols.md, 'Complete sample logs'.
 """
 
 from __future__ import annotations

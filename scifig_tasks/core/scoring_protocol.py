@@ -1,15 +1,7 @@
 """Which protocol a run scores with: scifig's default, or the paper's own setting, chosen by the task's name.
 
-One switch, the same in lmms-eval and VLMEvalKit: a plain task name (``scifibench``) scores with the rules the
-package documents (multiple choice: rules first, a judge only for outputs the rules refuse, never a guess); its
-``_paper`` twin (``scifibench_paper``) scores as the paper or its authors' code does. Each task's hooks pass their
-protocol to the core scorers, which read no environment; the name is in both frameworks' results, and each sample
-record carries ``protocol``.
-
-``scifig rescore --protocol`` scores saved outputs as the other twin would (:func:`rescoring_as`).
-
-Deprecated, removed in 0.3.0: ``SCIFIG_PROTOCOL`` and ``SCIFIG_<BENCHMARK>_PROTOCOL`` still switch plain-name tasks,
-with a one-line warning naming the ``_paper`` task to run instead.
+A plain task name scores with the rules the package documents; its ``_paper`` twin as the paper or its authors' code
+does. Manual: docs/protocols.md, 'One switch: the task name'.
 """
 
 from __future__ import annotations

@@ -1,24 +1,7 @@
 """Every setting scifig reads from the environment: one name, one type, one documented default, one place it is read.
 
-Rule implemented: a setting is declared once here (:data:`DECLARED`: variable name, type, default, one line of
-documentation, whether it is a secret, whether it is deprecated); the environment is read in one place,
-:meth:`Settings.from_environment`, into a frozen :class:`Settings` value that remembers where each value came from
-(``default``, ``environment`` or ``command line``); scoring code is handed that value, or asks :func:`current` for
-the process's own, and never reads the environment itself.
-
-* Parsing: an empty or blank variable is unset (its default). A value that does not parse is kept as an error of
-  that setting alone and raised (:class:`SettingError`, one line naming the variable, the value and what it accepts,
-  the choices included) where the setting is used, so a bad MMSci setting never stops a GRAB run; ``scifig config``
-  lists every error at once.
-* Unknown ``SCIFIG_*`` variables in the environment give one warning line each (once per process), with the closest
-  declared name when there is one: a misspelt variable would otherwise be silently ignored.
-* Secrets (API keys) are never shown: ``scifig config`` prints ``<set>`` / ``<unset>``, and ``repr`` leaves them out.
-* :func:`current` builds the process's value on first use and reuses it while the environment's ``SCIFIG_*`` (and
-  fallback) variables are unchanged; a command that sets one for the code it runs, or a test's ``monkeypatch``, gets
-  a fresh value. :func:`use` installs a value (a command's options) for a block; :func:`reset` forgets the cache.
-* Besides the ``SCIFIG_*`` names, three conventional variables are read as documented fallbacks of the judge's
-  settings (``OPENAI_API_BASE``, ``OPENAI_API_KEY``, ``XDG_CACHE_HOME``), and the key variable a judge preset names
-  (``api_key_env``) is captured with them, so a :class:`Settings` value carries everything the judge needs.
+Declared once, read once into a frozen value; a bad value is an error of that setting alone. Manual:
+docs/protocols.md, 'Settings from the environment'.
 """
 
 from __future__ import annotations

@@ -1,17 +1,7 @@
 """The tasks and groups of the registered benchmarks' lmms-eval task folders, read from their YAMLs as text.
 
-Each YAML's ``task`` (a task) or ``group`` with its ``task`` list (a group), its ``metadata`` (the ``scifig_*`` facts
-``scifig tasks`` lists) and its options; a ``!function module.name`` tag is read as a :class:`FunctionTag` (resolved,
-when asked, as lmms-eval resolves it: ``module.py`` beside the YAML that holds the tag) and any other tag as ``None``,
-so nothing of lmms-eval is imported and the read is quick. The folders are each registered benchmark's ``task_folder``
-(:mod:`scifig_tasks.core.registry`).
-
-Task options. A task's options (the protocol it scores with, its prompt variant, a tolerance rule, a word budget) are
-written once, in its YAML, as the ``default`` entry of lmms-eval's own ``lmms_eval_specific_kwargs`` — read through the
-YAML's ``include`` chain as lmms-eval reads it (the including file's keys replace the included file's). lmms-eval hands
-them to the task's prompt hooks; its scoring hook is the one the YAML names, bound to the same values
-(:mod:`scifig_tasks.core.task_options`); VLMEvalKit's dataset of the same name reads them here (:func:`options`);
-``scifig export-upstream`` copies the YAML as it is, so an exported task keeps them.
+Task options are written once, as the ``default`` entry of a YAML's ``lmms_eval_specific_kwargs``. Manual:
+docs/protocols.md, 'Task files and task options'.
 """
 
 from __future__ import annotations
@@ -39,7 +29,7 @@ class TaskInfo:
     """The YAML's ``metadata``, through its ``include`` chain as lmms-eval reads it (a variant task that includes its
     parent and names no facts of its own has the parent's)."""
     options: dict[str, Any] = field(default_factory=dict)
-    """The task's options (module docstring); empty for a group."""
+    """The task's options (docs/protocols.md, 'Task files and task options'); empty for a group."""
 
     @property
     def is_group(self) -> bool:

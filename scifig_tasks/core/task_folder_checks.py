@@ -1,16 +1,7 @@
 """What a benchmark's lmms-eval task folder must hold to be registered, checked without importing anything.
 
-A mistake in a task folder would otherwise surface deep inside a run, or not at all: lmms-eval sends a task whose YAML
-names no ``metadata.scifig_source`` to the Hugging Face Hub (a ``RetryError`` and exit 0), prints a traceback and exits
-0 for a misspelt hook, stops every answer at a blank line when ``generation_kwargs.until`` is left at its default, and a
-YAML whose ``metadata.version`` differs from its description's writes results under the wrong version. Each is found
-here, when the benchmark is registered (:mod:`scifig_tasks.core.registry`), and said in one line naming the file, the
-key and the fix; the benchmark is then left out while every other one runs.
-
-The YAMLs are read as text (:mod:`scifig_tasks.core.task_files`: ``include`` chains resolved, ``!function`` tags kept
-as names); a hook named by ``!function module.name`` is looked for among the top-level names of ``module.py`` beside
-the YAML (or of the importable module of that name), read with :mod:`ast`, so the check costs milliseconds and runs
-none of the benchmark's code.
+Each mistake is said in one line naming the file, the key and the fix, and the benchmark is left out. Manual:
+docs/protocols.md, 'Task folder checks'.
 """
 
 from __future__ import annotations
