@@ -13,11 +13,28 @@ follow the same paper's §3.3):
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
+from typing import Any, Literal
 
 from scifig_tasks.core.errors import CommandError
+
+
+@dataclass(frozen=True)
+class ChoiceQuery:
+    """``image_to_texts``: the row's single image vs ``texts``; ``text_to_images``: ``text`` vs the row's images."""
+
+    mode: Literal["image_to_texts", "text_to_images"]
+    text: str | None = None
+    texts: tuple[str, ...] = ()
+
+
+ContrastiveRule = Callable[[Mapping[str, Any], int], ChoiceQuery]
+"""A benchmark's rule for what a row compares, given the row and its number of images (its description's
+``contrastive``)."""
+
 
 # ---- which model and weights ---------------------------------------------------------------------------------------
 

@@ -14,9 +14,22 @@ from lmms_eval.api.model import lmms
 from loguru import logger
 from tqdm import tqdm
 
-from scifig_tasks.benchmarks.scifibench.contrastive import choice_query
-from scifig_tasks.core.clip_baseline import check_weights, clip_model
-from scifig_tasks.lmms_eval.chance_model import join_data_parallel
+from scifig_tasks.core import registry
+from scifig_tasks.core.clip_baseline import ChoiceQuery, check_weights, clip_model
+from scifig_tasks.lmms_eval.chance_model import join_data_parallel, task_sources
+
+
+def query_of(task: str, doc: dict[str, Any], n_images: int) -> ChoiceQuery:
+    """What a row of ``task`` compares: the ``contrastive`` rule its benchmark's description declares for the task's
+    data source; ``ValueError`` naming the task when there is none."""
+    source = task_sources().get(task)
+    rule = registry.of_source(source).contrastive.get(source) if source in registry.sources() else None
+    if rule is None:
+        raise ValueError(
+            f"scifig_clip cannot answer task {task!r}: its benchmark declares no contrastive rule for its data "
+            f"({source or 'not a scifig task'}); scifig_clip answers image-text multiple choice such as scifibench"
+        )
+    return rule(doc, n_images)
 
 
 class ScifigClip(lmms):
@@ -82,11 +95,11 @@ class ScifigClip(lmms):
             chunks.append(self.model.encode_text(tokens, normalize=True))
         return torch.cat(chunks).float()
 
-    def choose(self, doc: dict[str, Any], images: list[Any]) -> str:
+    def choose(self, doc: dict[str, Any], images: list[Any], task: str) -> str:
         """The letter of the option with the highest image–text cosine similarity."""
         import torch
 
-        query = choice_query(doc, len(images))
+        query = query_of(task, doc, len(images))
         with torch.no_grad():
             if query.mode == "image_to_texts":
                 scores = self._embed_images(images) @ self._embed_texts(list(query.texts)).T
@@ -99,7 +112,7 @@ class ScifigClip(lmms):
         for request in tqdm(requests, desc="scifig_clip", disable=self.rank != 0):
             _, _, doc_to_visual, doc_id, task, split = request.args
             doc = self.task_dict[task][split][doc_id]
-            answers.append(self.choose(doc, doc_to_visual(doc)))
+            answers.append(self.choose(doc, doc_to_visual(doc), task))
         return answers
 
     def generate_until_multi_round(self, requests: list[Instance]) -> list[str]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import open_clip
+import pytest
 import torch
 
 from scifig_tasks.core.clip_baseline import TINY_MODEL, tiny_config
@@ -58,3 +59,14 @@ def test_clip_baseline_picks_the_most_similar_option(tmp_path: Path, lmms_env, r
     correct = sum(expected[key] == answer for key, answer in answers.items())
     assert run.results()["groups"]["scifibench_cs"]["accuracy,none"] == correct / 14
     assert run.results()["groups"]["scifibench_cs"]["breakdown,none"]["flags"]["resolution"] == {"rule": 14}
+
+
+def test_the_row_query_comes_from_the_benchmarks_description() -> None:
+    """scifig_clip asks the registry what a row compares (SciFIBench's ``contrastive`` rule); a task whose benchmark
+    declares none is refused in one line naming it."""
+    from scifig_tasks.lmms_eval.clip_model import query_of
+
+    row = {"Question": "Which figure best matches the caption?", "Options": ["A) one", "B) two"]}
+    assert query_of("scifibench_cs_figure2caption", row, 1).texts == ("one", "two")
+    with pytest.raises(ValueError, match="scifig_clip cannot answer task 'grab_properties'"):
+        query_of("grab_properties", {}, 1)

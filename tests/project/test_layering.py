@@ -7,7 +7,7 @@
 * a benchmark package (``scifig_tasks.benchmarks.<name>``) imports only the kernel and its own modules; its two
   framework parts also the package they are written with (:data:`TOOLKITS`);
 * nothing else in ``scifig_tasks`` imports a benchmark package: the framework adapters, the report and the commands
-  reach every benchmark, built-in or plugin, through the registry (:data:`REACHES_A_BENCHMARK` excepted);
+  reach every benchmark, built-in or plugin, through the registry;
 * the two framework adapters (``scifig_tasks.lmms_eval``, ``scifig_tasks.vlmeval``) import none of each other;
 * no import circle between modules.
 
@@ -33,9 +33,6 @@ TOOLKITS = {"vlmeval": "scifig_tasks.vlmeval", "report": "scifig_tasks.report"}
 """A benchmark's framework parts (module name in its package -> the package it is written with): its VLMEvalKit
 classes and TSV layouts on the dataset base class, its report section on the report's document elements, as a
 plugin's are (docs/adding-a-benchmark.md)."""
-REACHES_A_BENCHMARK = frozenset({"scifig_tasks.lmms_eval.clip_model", "scifig_tasks.moved"})
-"""Modules outside the benchmark packages that name one: the CLIP baseline model (SciFIBench's contrastive rows)
-and the old import paths kept for one release."""
 
 
 def modules(root: Path = REPO) -> dict[str, Path]:
@@ -107,7 +104,7 @@ def broken_rules(edges: dict[str, dict[str, int]]) -> list[str]:
             below = _within(target, CORE) or (toolkit is not None and _within(target, toolkit))
             if mine and _within(target, "scifig_tasks") and not below and theirs != mine:
                 found.append(f"{where}: a benchmark imports only the kernel and its own modules")
-            if theirs and not mine and _within(module, "scifig_tasks") and module not in REACHES_A_BENCHMARK:
+            if theirs and not mine and _within(module, "scifig_tasks"):
                 found.append(f"{where}: nothing outside a benchmark's package imports it")
             for adapter in ADAPTERS:
                 other = next(a for a in ADAPTERS if a != adapter)
