@@ -1,25 +1,7 @@
 """``scifig doctor``: one screen that says whether this installation can run the benchmarks, and what to do where it
-cannot. Exit status 1 when any check fails.
+cannot. Exit status 1 when any check fails; what the checks read of the machine is a :class:`Probe`.
 
-Checks, in order: Python against the package's ``Requires-Python``; every requirement of the installed ``scifig``
-distribution (core and the extras that are installed) against its range — the ranges of pyproject.toml, known-bad
-releases such as filelock 4 included, read from the installed metadata, so there is one list; from a checkout,
-whether the environment is the tested one (``.ci/requirements.lock``, a note when not); lmms-eval and
-VLMEvalKit imported as a run imports them (a release the range admits can still break an import); torch and the
-CUDA devices it sees; the settings (a ``SCIFIG_*`` value that does not parse, an unknown or deprecated variable:
-:mod:`scifig_tasks.core.settings`); the benchmark plugins (each benchmark another distribution registers: its
-distribution, version and task folder, or the one line saying why the registry left it out, a failure); each
-benchmark's data source (``SCIFIG_<BENCH>_DATA``; the Hub dataset's pinned
-revision, or the one ``SCIFIG_<BENCH>_REVISION`` names, and whether the Hub cache holds it; or the built-in
-default); the LLM judge (configured, and reachable with one ``GET <base_url>/models``; only its host is
-printed, never a key); Chromium (only the report tests need it). An extra that is not installed is a note, not a
-failure, unless no evaluation framework is installed at all.
-
-Rule: a benchmark plugin — a distribution other than scifig declaring a ``scifig.benchmarks`` entry point
-(:func:`installed_distributions`) — is installed beside the tested environment, not in it: the lock check leaves it out,
-``.ci/setup`` never removes it (:func:`unlocked`), and it is listed as a plugin.
-
-What the checks read of the machine is a :class:`Probe`; tests pass one describing a broken environment.
+Manual: docs/reproducibility.md, "What `scifig doctor` checks".
 """
 
 from __future__ import annotations
@@ -88,7 +70,7 @@ def _distributions() -> dict[str, importlib.metadata.Distribution]:
 
 
 def _is_plugin(name: str, dist: importlib.metadata.Distribution) -> bool:
-    """Whether ``dist`` is a benchmark plugin (module docstring)."""
+    """Whether ``dist`` is a benchmark plugin (docs/reproducibility.md, "What `scifig doctor` checks")."""
     return name != DISTRIBUTION and any(point.group == BENCHMARKS_GROUP for point in dist.entry_points)
 
 

@@ -1,21 +1,7 @@
 """``scifig tasks``: which name to run, in lmms-eval and in VLMEvalKit, and what it reproduces; and the check that
-``scifig eval --tasks`` names tasks that exist, before lmms-eval starts.
+``scifig eval --tasks`` names tasks that exist, before lmms-eval starts (:func:`unknown_tasks_message`).
 
-* The facts come from one place, the ``metadata`` of the task YAMLs in each registered benchmark's task folder
-  (``task_folder`` of its description, :mod:`scifig_tasks.core.registry`; lmms-eval keeps unknown metadata keys and
-  does nothing with them): ``scifig_summary`` (one sentence), ``scifig_questions`` (the
-  question count of the published set, where it has one), ``scifig_table`` (the paper's table or section the task
-  reproduces) and ``scifig_protocol`` (``default``: scifig's setting; ``paper``: the paper's own). The YAMLs are read
-  as text with ``!function`` tags ignored: no lmms-eval import, so the listing is quick.
-* Listed: what a user runs, the top-level groups and the tasks in no group, benchmark by benchmark in the registry's
-  name order; ``--all`` adds each group's members under it. One line each, at most :data:`WIDTH` columns.
-* VLMEvalKit names come from ``scifig_tasks.vlmeval.names.vlmeval_names()`` when that module exists; "—" otherwise
-  and for names VLMEvalKit does not have.
-* :func:`unknown_tasks_message`: the names ``scifig eval --tasks`` may take are scifig's and lmms-eval's own (its
-  ``tasks`` folder, the registered benchmarks' task folders, ``--include_path`` folders, ``LMMS_EVAL_PLUGINS`` task
-  folders), collected by a regular
-  expression over the YAMLs' top-level ``task:``, ``group:`` and ``tag:`` lines (:func:`yaml_names`) rather than
-  by lmms-eval's task manager, which parses every file.
+Manual: docs/cli.md, "`scifig tasks`".
 """
 
 from __future__ import annotations

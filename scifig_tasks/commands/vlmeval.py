@@ -1,22 +1,6 @@
-"""``scifig vlmeval`` and ``scifig export-tsv``.
+"""``scifig vlmeval`` (VLMEvalKit's own runner after :func:`scifig_tasks.vlmeval.register`) and ``scifig export-tsv``.
 
-* ``scifig vlmeval ARGS...`` registers the scifig dataset classes (:func:`scifig_tasks.vlmeval.register`) and runs
-  VLMEvalKit's own runner (``vlmeval/run.py``'s ``main``) in this process with ``ARGS`` unchanged (``--data``,
-  ``--model``, ``--config``, ``--work-dir``, ...). Differences from ``python run.py``: predictions are written as TSV
-  unless ``PRED_FORMAT`` is set (exact text, no spreadsheet conversions); API keys and URL credentials
-  (:mod:`scifig_tasks.core.secrets`) are masked in every log record and, after the run (also one that failed), in
-  every file it wrote under the work dir: predictions, ``_scifig_records.jsonl``, scores, status, logs, pickles
-  (VLMEvalKit logs the key of its OpenAI wrapper; a server echoing a key puts it in the model's replies); and the
-  command exits non-zero when a requested dataset has no metrics (VLMEvalKit logs the failure and exits 0) or any
-  sample could not be judged (its last line counts them per task, as ``scifig eval`` does). A ``$LMUData`` folder
-  that does not exist yet is created (:func:`data_folder`): VLMEvalKit would otherwise write to ``~/LMUData``.
-  Dataset names are the lmms-eval task names (:mod:`scifig_tasks.vlmeval.names`): ``--data`` also takes an lmms-eval
-  group (``scifibench``: its four datasets) and the deprecated ``SciFig_*`` names (mapped, with a warning), in
-  ``--data`` and in a ``--config`` file. VLMEvalKit's ``--judge`` options choose the scifig datasets' judge
-  (:mod:`scifig_tasks.vlmeval.judging`).
-* ``scifig export-tsv [--data NAME ...] [--out DIR]`` writes the VLMEvalKit TSV of each dataset (default: all, into
-  VLMEvalKit's data folder ``$LMUData``, created when missing, or ``~/LMUData``) from the Hub or the
-  ``SCIFIG_*_DATA`` local data.
+Manual: docs/vlmeval.md, "What `scifig vlmeval` and `scifig export-tsv` do".
 """
 
 from __future__ import annotations

@@ -1,23 +1,7 @@
-"""VLMEvalKit integration: dataset classes over :mod:`scifig_tasks.core`, ``register()`` and the runner.
+"""VLMEvalKit integration: dataset classes over :mod:`scifig_tasks.core`, ``register()`` and the runner; which datasets
+and classes there are is read from the registered benchmarks.
 
-* :func:`register` adds the dataset classes of every registered benchmark (:func:`dataset_classes`) to an imported
-  VLMEvalKit (``vlmeval.dataset``), in place;
-* :mod:`scifig_tasks.vlmeval.datasets` holds the classes of GRAB, SciFIBench and Plot Twist, and
-  :mod:`scifig_tasks.vlmeval.mmsci` those of MMSci (importing either imports VLMEvalKit);
-* :mod:`scifig_tasks.vlmeval.generic` serves every other registered task and group from its YAML's hooks
-  (:mod:`scifig_tasks.vlmeval.task_hooks`), so each is a dataset of its name with no code;
-* :mod:`scifig_tasks.vlmeval.names` names the datasets as the lmms-eval tasks (no VLMEvalKit import);
-* :mod:`scifig_tasks.vlmeval.judging` picks the judge: VLMEvalKit's ``--judge`` options, else ``SCIFIG_JUDGE_*``;
-* :mod:`scifig_tasks.vlmeval.tsv` writes VLMEvalKit TSV files from the Hub or local data (no VLMEvalKit import);
-* :mod:`scifig_tasks.commands.vlmeval` adds ``scifig vlmeval`` (VLMEvalKit's own runner after ``register()``) and
-  ``scifig export-tsv``.
-* :mod:`scifig_tasks.vlmeval.rescore` reads a work dir's prediction files for ``scifig rescore`` and scores them
-  again with the dataset classes;
-* :mod:`scifig_tasks.vlmeval.chance_model` is ``scifig_chance``, the chance baseline as a VLMEvalKit model (the
-  lmms-eval model's answers), which :func:`register` adds too: ``scifig vlmeval`` without an API or weights.
-
-Which datasets and classes there are is read from the registered benchmarks (:mod:`scifig_tasks.core.registry`: the
-descriptions' optional ``vlmeval`` block, and every task folder); no module of this package lists the benchmarks.
+Manual: docs/vlmeval.md, "The integration's parts".
 """
 
 from __future__ import annotations

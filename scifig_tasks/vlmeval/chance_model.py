@@ -1,26 +1,7 @@
 """``scifig_chance`` for VLMEvalKit: the chance baseline of :mod:`scifig_tasks.core.chance` as a VLMEvalKit model,
 so ``scifig vlmeval --model scifig_chance`` runs offline, with no API and no weights.
 
-It answers every question as lmms-eval's ``scifig_chance`` (:mod:`scifig_tasks.lmms_eval.chance_model`) answers the
-same question with the same ``seed``: the same rule (the ``scifig_source`` the lmms-eval task's YAML declares), the
-same prompt text (the dataset classes build the lmms-eval prompts) and the same draw
-(:func:`scifig_tasks.core.chance.salt`: the lmms-eval task, split and document index of the question), so both
-frameworks give the same numbers on the same data. VLMEvalKit hands a model the message and the dataset name only;
-the question is found from the message's first image, whose file name is that of one row of the dataset's TSV
-(``image_path``: the name carries the row's index, so questions sharing one image, several questions of one source
-row, are told apart), and the row's place is then read from the TSV as lmms-eval numbers its documents:
-
-* a dataset served from its task's hooks (:mod:`scifig_tasks.vlmeval.generic`): the ``task`` and ``doc`` its line
-  names;
-
-* a dataset named as an lmms-eval task: that task, its ``test_split`` and the row's ``index`` (both number the rows
-  kept, in the data's order);
-* a dataset named as an lmms-eval group (``grab``, ``plot_twist``, ``mmsci``): the group's task the row belongs to,
-  by the row field its benchmark declares (``report.sample_tasks``), and the row's position among that task's rows.
-
-A dataset whose rows cannot be placed so, or whose benchmark has no chance answer (MMSci captioning), stops the run
-with one line naming it before anything is answered. Model options (``--config``: ``{"class": "SciFigChance",
-"seed": 1}``): ``seed`` (default 0).
+Manual: docs/vlmeval.md, "How the chance model finds the question".
 """
 
 from __future__ import annotations

@@ -1,19 +1,7 @@
 """The VLMEvalKit dataset class of every registered task and group that no description lists: one class, driven by
-the task's own YAML hooks (:mod:`scifig_tasks.vlmeval.task_hooks`), so a new task YAML is a VLMEvalKit dataset of its
-name with no code.
+the task's own YAML hooks (:mod:`scifig_tasks.vlmeval.task_hooks`).
 
-Its TSV (:class:`scifig_tasks.vlmeval.tsv.TaskTsv`) holds each question's prompt images and names the document it
-asks (``task``, ``doc``); ``build_prompt`` writes the images as files (as stored, transparency composited on white,
-under content-hashed names carrying the row's index) and lays them out with the text as the task's prompt hook does;
-``evaluate`` (:class:`scifig_tasks.vlmeval.datasets.SciFigDataset`'s) scores each reply with the YAML's
-``process_results`` and aggregates as the YAML's ``metric_list`` / ``aggregate_metric_list`` say, so both frameworks
-give one verdict per question and the same numbers.
-
-Files: each record is ``{"task", "doc_id", <process_results' metrics>, "prediction"}``; the scores file's
-``metrics`` are the numeric metrics of the dataset (a group's, then ``<task>/<metric>`` of each of its tasks), its
-``breakdown`` the dataset's ``breakdown`` (else ``caption_report``) metric, and ``results`` every metric of the
-dataset and of each of its tasks, as lmms-eval's results file holds them (``results[task][metric]``, with
-``samples``).
+Manual: docs/vlmeval.md, "How a task's YAML becomes a dataset".
 """
 
 from __future__ import annotations

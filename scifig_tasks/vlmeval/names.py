@@ -1,24 +1,7 @@
-"""The names of the scifig datasets in VLMEvalKit: the lmms-eval task names, one switch for both frameworks.
+"""The names of the scifig datasets in VLMEvalKit: the lmms-eval task names, one switch for both frameworks, read from
+the registered benchmarks (no VLMEvalKit or datasets import).
 
-Every name is read from the registered benchmarks (:mod:`scifig_tasks.core.registry`): each description's optional
-:class:`~scifig_tasks.core.benchmark.Vlmeval` block lists the datasets served by its own classes, the lmms-eval
-groups VLMEvalKit serves as several datasets, and the names of earlier releases; every other task and group of a
-registered benchmark's task folder (:mod:`scifig_tasks.core.task_files`) is a dataset of its name too, served from its
-YAML's hooks (:data:`GENERIC`). This module holds no list of its own.
-
-Rule: a VLMEvalKit dataset is called exactly as the lmms-eval task that asks the same questions under the same
-protocol (a leaf task, or the group when one VLMEvalKit dataset holds all of a group's questions: ``grab``,
-``plot_twist``, ``mmsci``). The protocol is part of the name (:mod:`scifig_tasks.core.scoring_protocol`): ``_paper``
-twins score as the paper does. A group that VLMEvalKit serves as several datasets (``scifibench``: its four splits) is
-expanded by :func:`expand`, so ``scifig vlmeval --data scifibench`` runs what ``scifig eval --tasks scifibench`` runs.
-
-None of these names triggers VLMEvalKit's name-based special cases (its ``listinstr`` and ``.lower()`` checks for
-MMSci, ChartQA, MMBench, MMMU, ``cn``, ``mme``, ...: ``tests/vlmeval/test_vlmeval_names.py`` checks them all).
-
-The ``SciFig_*`` names of earlier releases are accepted for one more version (:data:`DEPRECATED`): mapped to the new
-name with a one-line warning (:func:`current`). Files written under them stay readable (:func:`known`).
-
-This module imports neither VLMEvalKit nor the datasets library (the task YAMLs are read as text).
+Manual: docs/vlmeval.md, "The naming rule".
 """
 
 from __future__ import annotations

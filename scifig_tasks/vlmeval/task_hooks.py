@@ -1,25 +1,7 @@
-"""A registered lmms-eval task (or group) as a VLMEvalKit dataset, driven by the task's own YAML hooks.
+"""A registered lmms-eval task (or group) as a VLMEvalKit dataset, driven by the task's own YAML hooks: its documents,
+prompt, score and aggregation as lmms-eval makes them from the same YAML.
 
-Rule: every task and group of every registered benchmark's task folder (:mod:`scifig_tasks.core.task_files`) is a
-VLMEvalKit dataset of the same name, with no code of its own. Its questions, prompts and scores are those lmms-eval
-makes from the same YAML (``include`` chain resolved, ``!function`` hooks from the ``utils.py`` beside it):
-
-* documents: :func:`scifig_tasks.core.data.load_benchmark` of the task's ``metadata.scifig_source`` and
-  ``test_split`` (``dataset_path`` as the Hub id, as lmms-eval's data loading is routed), images as stored cells, then
-  the YAML's ``process_docs``; a group's documents are its leaf tasks', in the group's order;
-* prompt: ``doc_to_messages`` when the YAML names one, else ``doc_to_visual`` + ``doc_to_text`` (images first), each
-  given the YAML's ``lmms_eval_specific_kwargs`` with its ``default`` entry merged in, as lmms-eval gives them;
-* score: the reply goes through the YAML's filter pipeline (the one named ``none``, else the first; lmms-eval's
-  ``take_first`` when there is none) and the YAML's ``process_results`` scores it, called inside
-  :func:`scifig_tasks.core.judge.task_scope` of the leaf task and that hook (its judge declaration), with the
-  document lmms-eval gives it (without its images unless ``process_results_use_image``);
-* aggregation: each ``metric_list`` entry's aggregation over the task's documents (``mean``, a ``!function``, or
-  another name lmms-eval registers); a group's metrics are its ``aggregate_metric_list`` over its leaf tasks, sized
-  by their documents, as lmms-eval's ``consolidate_group_results`` computes them.
-
-VLMEvalKit asks a model once per question: a task sampling ``repeats`` > 1 outputs gets that one reply as its only
-sample. This module imports neither VLMEvalKit nor lmms-eval (lmms-eval only for a filter or aggregation named by
-its registry name).
+Manual: docs/vlmeval.md, "How a task's YAML becomes a dataset".
 """
 
 from __future__ import annotations
@@ -112,8 +94,8 @@ _lock = threading.Lock()
 
 
 def documents(name: str) -> datasets.Dataset:
-    """The documents of leaf task ``name`` as lmms-eval's data loading gives them (module docstring), images as
-    stored cells; kept while the loaded data is the same."""
+    """The documents of leaf task ``name`` as lmms-eval's data loading gives them (docs/vlmeval.md, "How a task's
+    YAML becomes a dataset"), images as stored cells; kept while the loaded data is the same."""
     from scifig_tasks.core.data import load_benchmark
     from scifig_tasks.core.image_cells import undecoded
 
@@ -235,7 +217,7 @@ def image_file_bytes(image: Image.Image) -> bytes:
 
 
 def _pipeline(task: Leaf) -> list[Callable[[list[list[Any]], list[Any]], Any]]:
-    """The ``apply`` of each filter of the task's pipeline (module docstring)."""
+    """The ``apply`` of each filter of the task's pipeline (docs/vlmeval.md, "How a task's YAML becomes a dataset")."""
     given = task.config.get("filter_list")
     if not given:
         return [lambda responses, docs: [response[0] for response in responses]]  # lmms-eval's take_first

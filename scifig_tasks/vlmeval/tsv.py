@@ -1,34 +1,6 @@
 """VLMEvalKit TSV files of this package's benchmarks, written from the same data the lmms-eval tasks read.
 
-VLMEvalKit reads a dataset from ``$LMUData/<name>.tsv``: one row per question, an integer ``index``, the image as
-base64 in ``image`` (a JSON list of base64 strings for multi-image rows, with the matching list of file names in
-``image_path``) and the question fields. The rows come from :func:`scifig_tasks.core.data.load_benchmark` (the
-published Hub dataset, or local data through ``SCIFIG_<BENCH>_DATA``), so they are validated exactly as for lmms-eval.
-
-Images: the stored bytes are written unchanged (same file, same pixels), so a TSV's image bytes are the data's own
-(base64 adds its third). That includes an alpha channel that is opaque everywhere (matplotlib's RGBA figures): dropping
-it, as VLMEvalKit does, gives the pixels compositing gives. An image with transparency (or another pixel mode than
-RGB, grey or palette) is written as the PNG of :func:`scifig_tasks.core.images.to_rgb` instead (composited on white,
-as the lmms-eval adapters give pixel models), because VLMEvalKit drops the alpha channel without compositing. File
-names in ``image_path`` carry a hash of the bytes, so VLMEvalKit's image cache can never serve a stale image after the
-data changed. Writing shows a progress bar on stderr, one row at a time.
-
-Every other column is text; the dataset classes read the file back with every cell as a string, so answers such as
-``"2.50"`` keep their exact text (pandas would otherwise turn them into the number 2.5). Structured fields
-(SciFIBench's labelled ``options``) are JSON. Each benchmark's columns are described once (a :class:`TsvFormat`:
-which row field each column holds and how its value is written as text), and the same description writes a row
-(:func:`rows`) and reads a TSV line back into the row the core functions take (:func:`row_of`).
-
-Which datasets there are, and each one's source, split, rows and format, is read from the registered benchmark
-descriptions (:func:`specs`, :mod:`scifig_tasks.core.registry`); the formats of scifig's own benchmarks are defined
-here (``GRAB_FORMAT``, ...) and named by their descriptions' ``tsv_formats``. Every other registered task or group
-is a dataset served from its YAML's hooks (:class:`TaskTsv`): its rows hold each question's prompt images, as the
-task's prompt hooks give them, and name the document they ask (``task``, ``doc``).
-
-A ``<name>.tsv.scifig.json`` file next to the TSV records where it came from; :func:`ensure_tsv` rewrites the TSV when
-its source changed (another ``SCIFIG_*_DATA`` path, modified files, another Hub revision wanted, a new format version).
-It also keeps which data the rows were read from (``data``: origin, revision loaded and rows, as
-:func:`scifig_tasks.core.provenance.note_data` noted it), which :func:`data_of` gives the scores' environment block.
+Manual: docs/vlmeval.md, "Data and TSV files" and "How the TSV files are written".
 """
 
 from __future__ import annotations
