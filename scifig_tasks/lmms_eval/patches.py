@@ -233,7 +233,7 @@ _lock = threading.RLock()
 _installing = threading.local()
 
 
-def resolve(dotted: str) -> Any:
+def object_at(dotted: str) -> Any:
     """The object at ``dotted``: the longest importable module prefix, then attributes. Raises ``LookupError``."""
     parts = dotted.split(".")
     for cut in range(len(parts), 0, -1):
@@ -288,7 +288,7 @@ def installed_lmms_eval() -> str:
 def problem(patch: Patch) -> str | None:
     """What is wrong with ``patch``'s target in the installed lmms-eval (``None``: present as expected)."""
     try:
-        target = original(resolve(patch.target))
+        target = original(object_at(patch.target))
     except LookupError:
         return f"has no {patch.target}"
     for method, expected in patch.signatures.items():
@@ -334,7 +334,7 @@ def _apply(patch: Patch, make: Callable[[Any], Any]) -> Any:
     """Replace ``patch``'s target by ``make(original)``, marked; rebind the aliases; return the original."""
     import sys
 
-    owner = resolve(patch.owner)
+    owner = object_at(patch.owner)
     current = getattr(owner, patch.name)
     if (current.__dict__.get(MARK) if hasattr(current, "__dict__") else None) == patch.target:
         return original(current)
@@ -352,7 +352,7 @@ def _apply(patch: Patch, make: Callable[[Any], Any]) -> Any:
 def _restore(patch: Patch, saved: Any) -> None:
     import sys
 
-    owner = resolve(patch.owner)
+    owner = object_at(patch.owner)
     replacement = getattr(owner, patch.name)
     setattr(owner, patch.name, saved)
     for alias in patch.aliases:
@@ -382,7 +382,7 @@ def applied() -> dict[str, bool]:
     found = {}
     for patch in PATCHES:
         try:
-            value = resolve(patch.target)
+            value = object_at(patch.target)
         except LookupError:
             found[patch.target] = False
             continue

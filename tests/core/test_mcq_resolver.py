@@ -12,8 +12,8 @@ from scifig_tasks.core.multiple_choice import (
     judge_prompt,
     lower_case_labels_free,
     parse_judge_reply,
-    resolve,
     resolve_by_rules,
+    resolve_choice,
 )
 from tests.harness.mcq_corpus import CHATTY
 
@@ -213,7 +213,7 @@ def test_chatty_outputs_resolve_to_the_letter_they_state_or_to_none(output: str,
 
 def test_the_judge_off_never_credits_a_hedge_or_a_negation() -> None:
     for output in ("Answer: B or C", "The answer is not option A", "Option A is incorrect.", "Not option D."):
-        resolution = resolve(output, OPTIONS, judge=None)
+        resolution = resolve_choice(output, OPTIONS, judge=None)
         assert (resolution.letter, resolution.method) == (None, "unresolved"), output
 
 
@@ -255,18 +255,18 @@ class RecordingJudge:
 
 def test_judge_is_asked_only_for_refused_outputs() -> None:
     judge = RecordingJudge("C")
-    assert resolve("Answer: B", OPTIONS, judge).method == "rule"
-    assert resolve("", OPTIONS, judge).reason == "empty"
-    assert resolve("[LMMS_EVAL_REQUEST_FAILED after 1 retries] x", OPTIONS, judge).letter is None
+    assert resolve_choice("Answer: B", OPTIONS, judge).method == "rule"
+    assert resolve_choice("", OPTIONS, judge).reason == "empty"
+    assert resolve_choice("[LMMS_EVAL_REQUEST_FAILED after 1 retries] x", OPTIONS, judge).letter is None
     assert judge.prompts == []
-    judged = resolve("B or C", OPTIONS, judge)
+    judged = resolve_choice("B or C", OPTIONS, judge)
     assert (judged.letter, judged.method) == ("C", "judge")
     assert judge.prompts == [(judge_prompt("B or C", 5), 3)]
 
 
 @pytest.mark.parametrize("reply", [None, "None", "N/A", "None of these; A", "B or C"])
 def test_a_failed_or_empty_judgement_stays_unresolved(reply: str | None) -> None:
-    resolution = resolve("B or C", OPTIONS, RecordingJudge(reply))
+    resolution = resolve_choice("B or C", OPTIONS, RecordingJudge(reply))
     assert (resolution.letter, resolution.method) == (None, "unresolved")
 
 

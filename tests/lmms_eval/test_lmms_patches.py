@@ -42,7 +42,7 @@ def test_every_install_patch_is_applied_after_install(lmms: Any) -> None:
     assert not any(applied[target] for target in RUN)  # only during a scifig eval run
     install()  # a second install wraps nothing twice
     for target in INSTALL:
-        replacement = patches.resolve(target)
+        replacement = patches.object_at(target)
         assert not hasattr(patches.original(replacement), patches.MARK), target
 
 
