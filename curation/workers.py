@@ -1,20 +1,6 @@
-"""Worker processes that die with the process that started them.
-
-Rule: every worker process a curation command starts is a direct child of that command's process and ends as soon
-as that process ends, however it ends (SIGKILL included). Each worker runs :func:`die_with_parent` first:
-
-* on Linux it asks the kernel for SIGKILL when its parent dies (``prctl(PR_SET_PDEATHSIG)``), then checks that the
-  parent is still the one it was started by (it may have died before the request);
-* elsewhere, or where ``prctl`` fails, a daemon thread polls the parent pid and kills the worker when it changes.
-
-Pools are started with ``fork`` or ``spawn`` only, so that the workers are children of the command itself: a
-``forkserver`` would make them children of the fork server, which outlives a killed command as long as the workers
-do. The resource tracker of ``spawn`` ends by itself once its last holder (the command and every worker) is gone.
-The kernel sends the signal when the *thread* that started the worker ends, so a pool is created and used by one
-thread that outlives it (every pool here lives in the main thread).
-
-:func:`process_pool` is the ``concurrent.futures`` pool with this rule; :func:`dataloader_init` is the
-``worker_init_fn`` that gives a torch ``DataLoader``'s workers the same rule.
+"""Worker processes that die with the process that started them, however it ends (SIGKILL included): the kernel's
+parent-death signal on Linux, a watcher thread elsewhere; pools started with ``fork`` or ``spawn`` only.
+Manual: docs/curation.md, "Worker processes".
 """
 
 from __future__ import annotations

@@ -1,27 +1,6 @@
-"""Supervised fine-tuning examples: the SFT chat jsonl format and converters from this package's curated outputs.
-
-The format (the MMSci layout, ``DIR/sft/train.jsonl`` + ``DIR/sft/images/``) is one JSON object per line::
-
-    {"id": str, "source": str, "images": ["images/<file>.png", ...],
-     "messages": [{"role": "user" | "assistant", "content": str}, ...]}
-
-``images`` are paths relative to the jsonl's folder; the first user turn holds one ``<image>`` placeholder per image,
-in order, and no other turn holds any; conversations may be multi-turn and must contain an assistant turn.
-
-Converters turn curated benchmark data into the same examples, with the prompts the evaluation tasks send
-(:mod:`scifig_tasks.benchmarks.scifibench.rules`, :mod:`scifig_tasks.benchmarks.grab.rules`), so training and
-evaluation see one
-format:
-
-* SciFIBench curated parquet (``curation/scifibench`` writer, ``tier`` column): Figure→Caption = the figure then the
-  five captions and the paper's instruction; Caption→Figure = ``A) <image>`` ... ``E) <image>``, the caption and the
-  instruction; the assistant answers the letter. Only the requested tiers (default silver and bronze; gold is the
-  test set) and negatives variant (default ``nearest``) are used.
-* GRAB generator output (``curation/grab``, ``GRAB.parquet``): the graph then the README prompt; the assistant
-  answers the exact ground-truth string.
-
-Files are read in record batches, so conversion streams at any scale; bad data raises
-:class:`~scifig_tasks.core.errors.DataError` naming the file, the 0-based row and the key.
+"""Supervised fine-tuning examples: the SFT chat jsonl format (the MMSci layout) and converters from this package's
+curated SciFIBench and GRAB outputs, with the prompts the evaluation tasks send, streamed in record batches.
+Manual: finetune/README.md, "Data".
 """
 
 from __future__ import annotations

@@ -1,17 +1,6 @@
-"""Turn SFT examples into Qwen2-VL training tensors with the loss on assistant tokens only.
-
-Rules implemented:
-
-* The conversation is rendered with the processor's own chat template, images in the positions of the ``<image>``
-  placeholders (so a prompt looks exactly like the one the evaluation sends: the template's default system prompt,
-  the images, then the text).
-* Labels are ``-100`` (ignored by the loss) everywhere except the tokens of each assistant turn: for assistant turn
-  ``k`` they are the tokens between the rendering of turns ``0..k-1`` with the generation prompt and the rendering of
-  turns ``0..k`` (the reply and its end-of-turn marker). Token counts come from the tokenizer on the rendered text with
-  each image placeholder token expanded to the image's number of vision tokens, and are checked against the
-  processor's own ``input_ids``; a template whose renderings are not prefixes of each other is refused, loudly.
-* ``max_length`` (paper: 4096) caps the sequence. A longer example is cut at the end when every image token fits
-  (the labels are cut with it); otherwise it is dropped. Both are counted and reported (never silent).
+"""Turn SFT examples into Qwen2-VL training tensors with the loss on assistant tokens only, prompts rendered with the
+model's own chat template, sequences capped at ``max_length`` (MMSci paper, Table 9: 4096).
+Manual: finetune/README.md, "What is trained".
 """
 
 from __future__ import annotations

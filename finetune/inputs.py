@@ -1,16 +1,6 @@
-"""What a fine-tuning input holds, when it is not what its format expects, and when it is data a benchmark evaluates.
-
-* :data:`EXPECTED`: what each format of :data:`~scifig_finetune.data.FORMATS` reads, in words.
-* :func:`held`: what a path holds, in words (an lmms-eval run, a VLMEvalKit work dir, a benchmark's evaluation
-  data, a ``scifig curate scifibench`` output, the files it has) -- said when an input is not what was expected.
-* :func:`nothing_converted`: why an input gave no example (its rows are all of tiers left out of training, it has
-  no rows), one line.
-* :func:`evaluated`: the warning for an input file that is data a benchmark evaluates. Rule: a file is evaluation
-  data when it is the local data a benchmark's setting (``SCIFIG_<BENCH>_DATA``) names, or one of that folder's
-  ``<split>.parquet`` files (the layout :func:`scifig_tasks.core.data.load_benchmark` reads), or a file of the
-  benchmark's published dataset in the Hugging Face cache (``datasets--<owner>--<name>``). Training on it
-  contaminates every later evaluation on that data. (SciFIBench's gold tier, its test set, is never converted:
-  :func:`~scifig_finetune.data.scifibench_examples` keeps the silver and bronze tiers.)
+"""What a fine-tuning input holds, when it is not what its format expects, and when it is data a benchmark evaluates
+(training on it contaminates every later evaluation on that data).
+Manual: finetune/README.md, "Data" (what an input holds and when it is evaluation data).
 """
 
 from __future__ import annotations
@@ -109,7 +99,7 @@ def nothing_converted(data_format: str, path: Path, files: Sequence[Path] = ()) 
 
 
 def evaluated(files: Iterable[Path], environ: Mapping[str, str] | None = None) -> list[str]:
-    """One warning per input file that is data a benchmark evaluates (the rule in the module docstring)."""
+    """One warning per input file that is data a benchmark evaluates (the rule: finetune/README.md, "Data")."""
     targets: dict[Path, str] = {}
     hub: dict[str, str] = {}
     for key, source in registry.sources().items():

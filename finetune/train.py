@@ -1,18 +1,6 @@
-"""LoRA fine-tuning of Qwen2-VL (MMSci paper, Table 9) with transformers' Trainer, PEFT and accelerate.
-
-Steps: load the data sources of the config (:mod:`scifig_finetune.data`), plan every example's token length and
-drop/truncate against ``max_length`` (counts reported in ``data_report.json``), wrap the base model's language-model
-projections ``q/k/v/o/up/gate/down_proj`` in LoRA adapters (the vision tower is left frozen and untouched), train
-with the loss on assistant tokens only (:mod:`scifig_finetune.encode`), and save:
-
-* ``OUTPUT/adapter/`` — the PEFT adapter (``adapter_config.json`` + ``adapter_model.safetensors``) and the processor;
-* ``OUTPUT/train_log.json`` — the Trainer's log history (loss per logging step, learning rate, ...);
-* ``OUTPUT/data_report.json`` — examples read / kept / truncated / dropped per source;
-* with ``merge``: ``OUTPUT/merged/`` — a full model directory (base + adapter merged) with the processor, loadable by
-  any Qwen2-VL code path, e.g. lmms-eval ``--model qwen2_vl --model_args pretrained=OUTPUT/merged``.
-
-Multi-GPU: run under ``accelerate launch`` (data parallel); the global batch stays
-``per_device_batch_size × gradient_accumulation × processes`` = ``global_batch_size``.
+"""LoRA fine-tuning of Qwen2-VL (MMSci paper, Table 9) with transformers' Trainer, PEFT and accelerate: LoRA on the
+language model's projections, the vision tower frozen, loss on assistant tokens only.
+Manual: finetune/README.md, "What is trained" and "Outputs".
 """
 
 from __future__ import annotations

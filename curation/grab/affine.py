@@ -1,24 +1,6 @@
-"""Transform operations of the GRAB transform task and their exact composition.
-
-Vocabulary (the real set's): ``rotation by {0.0|90.0|180.0|270.0} degrees about the origin``;
-``scale by {0.1|0.5|1.0|2.0|3.0|5.0|10.0} in {x|y}``; ``translation by {-10..10} in {x|y}``;
-``reflection in the x-axis`` / ``y-axis`` / ``line y=x`` / ``line y=-x`` / ``line x={int}`` / ``line y={int}``.
-Drawn as the real set's mix (measured on the published transform questions): the family (rotation, scale, translation,
-reflection) uniformly, about 25% each, then its parameters uniformly (:func:`random_operation`).
-
-The operations are applied **in the listed order** to the plotted curve. Each is an affine map of the plane whose
-matrix is monomial (one non-zero entry per row and column), so their composition ``p -> M p + t`` is exact
-(:class:`~fractions.Fraction` entries) and either keeps the axes (``M`` diagonal) or swaps them (``M``
-anti-diagonal). Properties of the transformed curve are read from the transformed point set:
-
-* x-extent ("domain length"), y-extent ("range span") and y-extrema ("maximum/minimum value") are those of the image
-  of the curve's bounding box, which the image curve touches on all four sides;
-* "gradient" and "net/total area bounded by the function and the x-axis" need the image to be the graph of a
-  function of ``x``: always true when the axes are kept; when they are swapped only a non-horizontal line stays a
-  function (its inverse), so the generator never asks those questions of other swapped curves.
-
-:meth:`Operation.apply` transforms a point array with the textbook formula of each operation (trigonometry for
-rotations), independently of the matrix composition, so tests can check one against the other.
+"""Transform operations of the GRAB transform task and their exact composition (GRAB paper §3: transforms listed in
+order; the operation mix measured on the published set), composed as exact monomial affine maps.
+Manual: docs/curation.md, "Transform task" (operations, exact composition).
 """
 
 from __future__ import annotations

@@ -1,21 +1,6 @@
-"""Build a GRAB-format dataset: plan, render in parallel, write parquet with the published features and a card.
-
-Output (``out``), directly usable as ``SCIFIG_GRAB_DATA`` (a directory of ``<split>.parquet`` files) and loadable
-with ``datasets.load_dataset(out)``:
-
-* ``GRAB.parquet`` — split ``GRAB`` with exactly the published features (``pid``, ``question``, ``decoded_image``,
-  ``image``, ``answer``, ``task``, ``category``, ``complexity``) plus ``metadata``: the generating parameters and
-  the exact ground truth as JSON (:meth:`curation.grab.plan.PlanItem.metadata`);
-* ``README.md`` — the dataset card;
-* with ``mc=True``: ``properties_mc/GRAB.parquet`` — the properties rows plus ``options`` (5 strings ``A) ...``) and
-  ``mc_answer`` (the correct letter) from :func:`scifig_tasks.benchmarks.grab.multiple_choice.mc_options` with ``seed =
-  pid``, the same options the ``grab_properties_mc`` task builds on the fly.
-
-Rendering runs in ``workers`` forked processes (:func:`curation.workers.process_pool`: they die with the command),
-each holding one graph at a time (~0.65 GiB at dpi 1000: :func:`curation.grab.render.release_figure`);
-results are consumed in plan order and written in row groups of fixed size, so the files are byte-identical whatever
-the number of workers.
-Files are written under a temporary name and renamed when complete.
+"""Build a GRAB-format dataset: plan, render in parallel, write parquet with the published features plus metadata, and a
+card (GRAB paper §3; byte-identical whatever the number of workers).
+Manual: docs/curation.md, "Output files".
 """
 
 from __future__ import annotations

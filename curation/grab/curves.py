@@ -1,19 +1,6 @@
-"""Function families of GRAB graphs and their exact analytics (ground truth is computed
-from the drawn parameters).
-
-Families (one per graph in the function and transform tasks, as the paper's fixed schema requires):
-
-* ``polynomial`` — linear to quartic, coefficients kept as :class:`~fractions.Fraction` (highest power first);
-  values, integrals and derivatives are exact; stationary points are the roots of the derivative, exact for
-  degree <= 2 derivatives with a rational discriminant root, else polished doubles.
-* ``sine`` — ``y = a sin(b x + c) + d``; drawn either from integer ``a, b, c, d`` (equation questions) or from its
-  shape ``amplitude, period, phase_shift, vertical_shift`` with ``b = 2 pi / period`` and ``c = -b * phase_shift``
-  (phase shift ``h`` as in ``y = a sin(b (x - h)) + d``, positive to the right). Shape values stay exact.
-* ``gaussian`` — ``y = height * exp(-(x - mean)^2 / (2 variance))``: "location of the peak" is ``mean`` and
-  "variance of the function" is ``variance`` (Measures of Spread questions).
-
-Every curve is drawn over its own closed domain ``[x0, x1]`` (a :class:`Piece`); properties over a piece (extrema,
-range span, net/total area between curve and x-axis, mean value) include the domain's end points.
+"""Function families of GRAB graphs (polynomial, sine, Gaussian) and their exact analytics: ground truth computed from
+the drawn parameters (GRAB paper §3: one family per graph on the fixed schema).
+Manual: docs/curation.md, "Function families and their exact analytics".
 """
 
 from __future__ import annotations

@@ -1,14 +1,6 @@
-"""Statistics of GRAB data series and point sets, computed from the stored data.
-
-Data values are decimals (written to the metadata as JSON numbers) and every statistic except the correlations is
-computed exactly on them as :class:`~fractions.Fraction`. Conventions (the paper states none; these are ours):
-
-* median: the middle value, the mean of the two middle values for an even count;
-* interquartile range: ``Q3 - Q1`` with linear interpolation between order statistics (numpy's default
-  ``method="linear"``, Hyndman & Fan type 7);
-* variance: the population variance (divide by ``n``; numpy's default ``ddof=0``);
-* domain length ``max x - min x``, range span ``max y - min y``, maximum / minimum / mean of the ``y`` values;
-* correlations of ``(x, y)``: ``scipy.stats.pearsonr``, ``spearmanr`` and ``kendalltau`` (tau-b), as doubles.
+"""Statistics of GRAB data series and point sets, computed exactly from the stored data (the paper states no
+conventions; ours: linear-interpolation IQR, population variance, scipy correlations).
+Manual: docs/curation.md, "Statistics of data series".
 """
 
 from __future__ import annotations

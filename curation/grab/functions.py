@@ -1,26 +1,6 @@
-"""Samplers of the function task: 13 question types, 710 questions (as in the published set).
-
-A graph shows ``complexity + 1`` functions of one family on the fixed schema (x and y in [-10, 10]); the question
-asks for the mean of a property over them (``Estimate the mean {property} of the functions shown in the plot.``).
-Each function has its own integer domain inside [-10, 10] and stays inside the y-limits, except the full-width lines
-of the gradient and intercept questions, which the axes clip. Per-function values and families:
-
-| property | family | per-function value |
-|---|---|---|
-| net / total area | quadratic or sine (per graph) | signed / unsigned area over the domain |
-| maximum / minimum value | quadratic or sine | extremum over the domain |
-| gradient | full-width lines, slope -5..5, intercept -9..9 | slope |
-| x-intercept | full-width lines through (-9..9, 0), slope +-0.5, 1, 2, 3 | root |
-| y-intercept | full-width lines, intercept -9..9, slope -3..3 | value at 0 |
-| variance | Gaussians, height 2..9, mean -6..6, variance 1..10 | variance |
-| domain length | line segment, quadratic or sine | ``x1 - x0`` (2..20) |
-| range span | quadratic or sine | max - min over the domain |
-| function mean | quadratic or line segment | average value over the domain |
-| stationary point x-coordinate | quadratics with integer vertex inside the domain | vertex x |
-| amplitude, period, vertical shift | sines: amplitude 1..5, period 2..10, abs(d) + a <= 10 | a, period, d |
-
-The mean is exact when every per-function value is (all but sine-based extrema, ranges and areas); answers are
-spread over each complexity level's candidates (:func:`curation.grab.sampling.spread_select`).
+"""Samplers of the function task: 13 question types, 710 questions (as in the published set; GRAB paper §3: the mean
+of a property over ``complexity + 1`` functions).
+Manual: docs/curation.md, "Function task" (families and value ranges per type).
 """
 
 from __future__ import annotations

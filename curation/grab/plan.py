@@ -1,23 +1,6 @@
 """The plan stage of the GRAB generator: every question's text, answer, task, category, complexity and generating
-parameters, drawn from a seed without rendering anything.
-
-Composition (the default, as published): 2,170 questions — properties 660, function 710, series 490, transform
-310 — with the per-type counts and precision counts of :data:`curation.grab.questions.QUESTION_TYPES`.
-
-* Complexity: 0 for properties. For the other tasks the ``j``-th question of a type has complexity ``j mod 10``;
-  every type's count is a multiple of 10, so each level holds 71 function, 49 series and 31 transform questions.
-  It is the number of additional functions / series, and for transforms the number of listed operations.
-* Precision: each type's precision counts (e.g. function maximum: 37 integer, 13 to 1 d.p.) are dealt to its
-  questions in a seeded random order.
-* Sampling: property-first sweeps or uniform down-sampling (:mod:`curation.grab.sampling`); candidates whose value
-  is a double within a hair of a rounding tie are rejected (:func:`scifig_tasks.benchmarks.grab.answers.near_tie`).
-* Transform operations: each complexity level's operation families are dealt first (rotation, scale, translation,
-  reflection, 25% each as in the real set's 348/357/344/346), every question gets its share as a slot, and the
-  down-sampling keeps one candidate per slot, so choosing for uniform answers cannot tilt the mix.
-* Uniqueness: no two questions share a graph (the JSON of their figure elements).
-* Seeds: every question type draws from its own generator, seeded with ``sha256(seed, type key)``; the properties
-  graphs' styles from ``sha256(seed, type key, index)``. Rendering needs no randomness at all, so the images
-  depend on the plan only (never on the number of worker processes).
+parameters, drawn from a seed without rendering anything (GRAB paper §3: the published composition of 2,170).
+Manual: docs/curation.md, "Composition, complexity and seeds".
 """
 
 from __future__ import annotations

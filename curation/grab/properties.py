@@ -1,27 +1,6 @@
-"""Samplers of the properties task: 29 question types, 660 questions, complexity 0 (as in the published set).
-
-Each graph shows one function, one data series, one point set or several series (counting). Ranges (answers):
-
-| type | how | answers |
-|---|---|---|
-| gradient | property-first: sweep -5..5, then uniform | -5..5 |
-| x-intercept, y-intercept, stationary point, peak location, vertical shift | sweep -9..9, then uniform | -9..9 |
-| amplitude, period | sweep 1..10 three times | 1..10 |
-| phase shift (``h`` of ``a sin(b (x - h)) + d``, period > 2 abs(h)) | sweep -5..5, then uniform | -5..5 |
-| variance of the function (Gaussian ``variance``) | sweep 1..25, then uniform | 1..25 |
-| two stationary points (cubic with ``f' = 3a (x - p)(x - q)``) | uniform pairs, q - p >= 2 | -9..9 |
-| points / series counted | sweep 5..30 / 1..10 | 5..30 / 1..10 |
-| domain length (data, function) | 15 distinct of 2..20 | 2..20 |
-| equation (9 linear, 2 quadratic, 7 cubic, 4 quartic, 8 sine) | integer coefficients | see ``_EQUATION`` |
-| net / total area (quadratic, cubic, sine) | spread | [-200, 200] / [0, 300] |
-| max / min of the function | spread | [-20, 20] |
-| range span of the function / data | spread | [1, 30] |
-| max / min / median / IQR of the data | spread | [-20, 20] / [-20, 20] / [-10, 10] / [1, 20] |
-| Pearson / Spearman / Kendall of the data | spread | [-1, 1] |
-
-Equation coefficients: linear ``m`` in -5..5 minus 0, ``c`` in -9..9; quadratic ``a`` in -3..3 minus 0, ``b``
--5..5, ``c`` -9..9; cubic and quartic leading coefficient in -2..2 minus 0, others -5..5; sine ``a`` 1..5, ``b``
-1..4, ``c`` -3..3, ``d`` -5..5 (so ``a > 0``, ``b > 0`` and ``abs(c) < pi`` make the equation identifiable).
+"""Samplers of the properties task: 29 question types, 660 questions, complexity 0 (as in the published set; GRAB
+paper §3: property-first sampling for intercepts, gradients and equations).
+Manual: docs/curation.md, "Properties task" (answer ranges and equation coefficients).
 """
 
 from __future__ import annotations

@@ -1,19 +1,6 @@
-"""GRAB question types: one table (task, category, wording, count, precision counts) and the question text.
-
-Source: the paper's §3 and the published dataset. The published composition is 2,170 questions: properties 660,
-function 710, series 490, transform 310. Quirks of the real data are kept: "location of the peak" and "variance of
-the function" are Measures of Spread; the function task's "function mean" is Stationary Points; properties say
-"Pearson's correlation coefficient" where series say "Pearson correlation coefficient".
-
-Wording:
-
-* properties: ``{stem}{precision sentence}``; the two-stationary-points question ends with the list form and the
-  equation question with its answer form (see :func:`question_text`);
-* function: ``Estimate the mean {property} of the functions shown in the plot.{precision sentence}``;
-* series: ``Estimate the mean {property} of the data series shown in the plot.{precision sentence}``;
-* transform: ``Estimate the {property} of the function shown in the plot after it has been transformed by the
-  following operations:\\n1. {op};\\n2. {op};\\n`` then the precision sentence without its leading space;
-  complexity 0: ``Estimate the {property} of the function shown in the plot.\\n`` + the sentence.
+"""GRAB question types: one table (task, category, wording, count, precision counts) and the question text (GRAB
+paper §3 and the published dataset, its quirks kept).
+Manual: docs/curation.md, "Question types and wording".
 """
 
 from __future__ import annotations

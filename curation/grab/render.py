@@ -1,42 +1,6 @@
-"""Rendering GRAB graphs with matplotlib (Agg), deterministically, like the published images.
-
-* Function, series and transform graphs use one **fixed schema**: figure 6 x 5 in, x and y limits [-10, 10], ticks
-  every 2 (labelled, font size 10), gridlines every 1 (stronger every 2), curves in the tab10 colours in order, the
-  same margins and resolution for every graph.
-* Properties graphs **randomise** figure size, font size, line style, marker and colour from the defined sets
-  below (drawn in the plan stage and stored with the parameters); their x-limits are set by the question (e.g. the
-  function's domain with a margin) and their y-limits by matplotlib's autoscaling.
-* Resolution: ``dpi`` (default :data:`DEFAULT_DPI` = 1000, so a fixed-schema graph is 6000 x 5000 px, comparable
-  to the published 5836 x 4842 RGBA images). Output is an RGBA PNG.
-
-Encoding (:func:`encode_png`): the Agg canvas's RGBA buffer is written as an 8-bit RGBA PNG: numpy filters every row
-(:func:`filtered_rows`: PNG filter Up, or Sub where that leaves fewer pixels changed), zlib-ng deflates the scanlines
-(``imagecodecs.zlibng_encode``, level :data:`ZLIB_NG_LEVEL`) and the chunks (``IHDR``, ``pHYs`` with the dpi,
-``IDAT``, ``IEND``) are written here: the same pixels, mode, size and dpi as ``Figure.savefig(format="png")``
-(matplotlib hands the same buffer to Pillow). Rule: the fastest configuration whose files are no larger than the
-former encoder's (the same rows deflated by Python's zlib with its run-length strategy; mean bytes per graph at most
-3 % above) at no more than its time (median seconds per graph); file size is output, so "a library replaces code
-written here when it is >= 1.5x faster at equal output" compares configurations within that size bound. Measured
-(``python -m tests.perf.bench_png_encoder``: 8 graphs at dpi 1000, two runs on a loaded, shared 2-core machine):
-0.12-0.13 s a graph, 0.22-0.27x the former encoder's time, 296 kB a graph against 305 kB. zlib-ng's levels 2, 3 and 6
-take 0.12-0.16 s (level 3: the smaller files of the two fastest); its level 1 writes 4.3x larger files. No library
-alone meets both bounds: libpng with filter Up on every row (the encoder before this one) takes 0.6x the former
-encoder's time but writes 1.8x its bytes (552 kB a graph); libpng choosing Sub or Up per row is as small (308 kB) at
-1.3-1.5x its time, Pillow at 1.9x or more.
-
-Determinism: every input comes from the plan and the PNG holds no text chunk (no ``Software`` or time stamp), so the
-same parameters and versions (matplotlib, imagecodecs with its zlib-ng) give byte-identical files in any process.
-zlib-ng, like zlib, promises the same compressed bytes only for the same version (and CPU architecture).
-
-Memory (:func:`release_figure`): a process holds one graph at a time. At dpi 1000 a graph's Agg pixel buffer is 120-190
-MB; encoding holds the filtered scanlines and a row comparison besides (+143 MiB to a process's peak for a 6000 x 5000
-graph; libpng's row-by-row encoding added 1 MiB, at 1.8x the file size), and a rendering process's peak does not grow
-with the number of graphs (goal: <= 1 GiB per build worker, ~0.6-0.7 GiB measured with the former encoder's same copy;
-``tests/perf/bench_grab_generator.py`` prints the peak). A drawn figure is a web of
-reference cycles (figure and canvas, artists and axes), which reference counting alone never frees: left to the garbage
-collector's rare full passes, finished graphs' buffers pile up (1.7-2.5 GiB per process after 40-160 graphs). So every
-path that draws a graph releases it as soon as its PNG is encoded: the figure's axes and artists are cleared and the
-canvas drops its renderer, the only remaining holder of the buffer, which reference counting then frees at once.
+"""Rendering GRAB graphs with matplotlib (Agg), deterministically, like the published images (GRAB paper §3: one fixed
+schema for function, series and transform graphs), with its own PNG encoder and one graph in memory at a time.
+Manual: docs/curation.md, "Rendering", "PNG encoding" and "Memory of a rendering process".
 """
 
 from __future__ import annotations
@@ -165,7 +129,8 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 def draw_figure(params: dict[str, Any], dpi: int = DEFAULT_DPI) -> Any:
     """The Agg canvas of one planned graph, drawn (its pixels are ``canvas.buffer_rgba()``).
 
-    Pass it to :func:`release_figure` once its pixels are used (memory rule in the module docstring).
+    Pass it to :func:`release_figure` once its pixels are used (memory rule: docs/curation.md, "Memory of a rendering
+    process").
     """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -182,7 +147,8 @@ def draw_figure(params: dict[str, Any], dpi: int = DEFAULT_DPI) -> Any:
 
 
 def release_figure(canvas: Any) -> None:
-    """Free a drawn graph's pixel buffer now, not at the garbage collector's next full pass (module docstring, memory).
+    """Free a drawn graph's pixel buffer now, not at the garbage collector's next full pass (docs/curation.md,
+    "Memory of a rendering process").
 
     The figure's axes and artists are cleared (drawn texts keep a reference to the renderer) and the canvas drops its
     renderer, the holder of the Agg buffer, and returns to its never-drawn state (a later draw makes a new renderer).
@@ -208,7 +174,7 @@ SUB_CANDIDATE_SHARE = 32
 above (the other rows keep Up, which leaves them almost all zeros)."""
 ZLIB_NG_LEVEL = 3
 """zlib-ng's level for the scanlines: of its fastest levels (2 and 3) the one with the smaller files; level 1 writes
-4x larger ones (module docstring)."""
+4x larger ones (docs/curation.md, "PNG encoding")."""
 IDAT_SIZE = 1 << 16
 """Bytes of compressed data per ``IDAT`` chunk (the last one holds the rest)."""
 
@@ -266,7 +232,8 @@ def encode_png(rgba: Any, dpi: float) -> bytes:
     """An 8-bit RGBA PNG of an ``(height, width, 4)`` uint8 buffer, with the resolution ``dpi`` in ``pHYs``.
 
     Decodes to exactly ``rgba`` (mode RGBA). Rows filtered by :func:`filtered_rows`, deflated by zlib-ng
-    (``imagecodecs.zlibng_encode``, level :data:`ZLIB_NG_LEVEL`), chunks by :func:`png_file` (module docstring).
+    (``imagecodecs.zlibng_encode``, level :data:`ZLIB_NG_LEVEL`), chunks by :func:`png_file` (docs/curation.md,
+    "PNG encoding").
     """
     import imagecodecs
 

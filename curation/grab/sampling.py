@@ -1,26 +1,6 @@
-"""How questions are drawn: property-first sweeps and uniform down-sampling.
-
-The paper drew a long list of candidate questions per property (250), then down-sampled to a final set with
-uniformly distributed answers; for intercepts, gradients and equations it sampled the property value first and
-fitted the generating parameters to it. A :class:`Sampler` does one of the two:
-
-* **property-first** (``targets`` set): one target value per question — a deterministic sweep over the range (e.g.
-  x-intercepts -9..9, gradients -5..5, periods and amplitudes 1..10) followed by uniform random draws — and
-  ``draw(rng, complexity, target)`` fits the parameters to it;
-* **spread** (``targets`` unset): ``draw(rng, complexity, None)`` samples parameters, the value is computed, and
-  :func:`spread_select` keeps ``n`` of a pool of candidates so that the answers cover the pool's value range
-  uniformly (equal-width bins, round-robin over the non-empty bins). With ``slots`` set, each question of a
-  complexity level first gets a constraint (``slots(rng, complexity, n)``, e.g. the transform families of its
-  operations, dealt so that the level's mix is the real set's); the pool is drawn round-robin over the slots (the
-  slot passed to ``draw`` as its target) and the selection uses every slot exactly once, so selecting for uniform
-  answers cannot tilt the dealt mix.
-
-``value(params)`` computes the ground truth from the generating parameters alone (the JSON stored in the
-metadata), so any row can be audited by recomputing it.
-
-Figure content is a list of *elements* (JSON): ``{"type": "curve", family parameters..., "domain": [x0, x1]}``,
-``{"type": "series", "x": [...], "y": [...]}`` (a data series: line with markers) and
-``{"type": "scatter", "x": [...], "y": [...]}`` (a point set).
+"""How GRAB questions are drawn: property-first sweeps and uniform down-sampling (GRAB paper §3: 250 candidates per
+property down-sampled to uniformly distributed answers; property value first for intercepts, gradients, equations).
+Manual: docs/curation.md, "How questions are drawn".
 """
 
 from __future__ import annotations

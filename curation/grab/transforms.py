@@ -1,14 +1,6 @@
-"""Samplers of the transform task: 7 question types, 310 questions (as in the published set).
-
-A graph shows one function on the fixed schema (x and y in [-10, 10]); the question lists ``complexity`` operations
-(0..9; the family of each operation first — rotation, scale, translation, reflection, 25% each as in the real
-set, dealt over each complexity level's questions by :func:`curation.grab.affine.deal_families` — then its
-parameters, :func:`curation.grab.affine.operation_of`) and asks
-for a property of the curve after applying them in order. Base curves: line segments (slope -5..5, intercept
--9..9) for the gradient; a quadratic, sine or line segment otherwise. Properties are read from the transformed point
-set (:mod:`curation.grab.affine`): domain length = x-extent, range span = y-extent, maximum / minimum = y-extrema,
-gradient and areas of the transformed function of x (a draw whose image is not a function of x is rejected).
-Answers are kept within [-1000, 1000] and spread over each complexity level's candidates.
+"""Samplers of the transform task: 7 question types, 310 questions (as in the published set; GRAB paper §3: a
+property of the curve after ``complexity`` listed operations).
+Manual: docs/curation.md, "Transform task".
 """
 
 from __future__ import annotations

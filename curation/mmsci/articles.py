@@ -1,29 +1,6 @@
-"""Article records: the input of ``scifig curate mmsci`` (the authors' article record).
-
-``--articles`` is either
-
-* a JSON Lines file, one article per line, image paths relative to the file's folder, or
-* a directory searched recursively for ``*.json`` files (``pattern``), one article per file, image paths relative to
-  that file's folder -- the authors' ``rawdata/<category>/<subject>/<uid>/<uid>_data.json`` tree reads with
-  ``pattern="*_data.json"`` (or ``*_processed_data.json`` after their LaTeX preprocessing; their top-level
-  ``*_split_ids.json`` files do not match); ``category`` and ``subject``, absent from their records, are taken from
-  the two directories above the article's folder.
-
-The same paper (``uid``) may appear under several subjects (the authors file some papers under two); ``(uid,
-subject)`` must be unique.
-
-Fields (the authors' names; ``unique_id`` is accepted for ``uid``)::
-
-    {"uid": "ncomms1240", "category": "Biological sciences", "subject": "Genetics",
-     "title": "...", "abstract": "...",
-     "images": [{"image_filename": "figure_0.png",
-                 "caption": "Figure 1: 5hmC preferentially appears in the paternal genome.",
-                 "description": "(a) Representative images ... (b) Dynamic appearance ..."}, ...]}
-
-``caption`` is the figure's caption line (``Figure N: title``), ``description`` the detailed caption holding the
-sub-captions (may be empty or absent). Figures keep their order: ``figure_index`` is the 0-based position in
-``images``. Other fields (``content``, ``sections``, ``references``, ...) are ignored. A bad record stops the build
-with a :class:`~scifig_tasks.core.errors.DataError` naming the file, the 0-based record (line) and the field.
+"""Article records, the input of ``scifig curate mmsci``: read and validated in the authors' record format (a JSON Lines
+file or a directory of JSON records, such as the authors' ``rawdata`` tree; MMSci paper section 3).
+Manual: curation/mmsci/README.md, "Input of ``scifig curate mmsci``".
 """
 
 from __future__ import annotations

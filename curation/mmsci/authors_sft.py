@@ -1,23 +1,6 @@
 """Fine-tuning data from the authors' released train split (``benchmark/train/`` of their archive), in the project's
-chat format (``DIR/sft/train.jsonl`` + ``DIR/sft/images/``, see :mod:`.sft`).
-
-Sources, as the authors built their visual instruction-tuning data:
-
-* ``image_caption_matching_data.json`` (settings I, II, III lists) -> ``mmsci_mcq``: the user turn is the evaluation
-  prompt (:func:`scifig_tasks.benchmarks.mmsci.rules.mcq_prompt`) of the question and its 4 options, the assistant
-  answers the
-  letter. Setting III items (the authors' within-figure variant) are converted to the paper's setting III with the
-  figure's caption from the train captioning data (:func:`curation.mmsci.items.to_paper_setting3`), or dropped
-  and counted;
-* ``image_caption_generation_data.json`` (train items list every figure of an article: ``images: [{image,
-  caption}]``) -> ``mmsci_caption``: the abstract-grounded prompt
-  (:func:`scifig_tasks.benchmarks.mmsci.rules.caption_prompt`), answered by the caption, for captions of at least 50
-  words;
-* ``image_caption_chat_data.json`` (``conversations``: ``{"from": "human"|"assistant"|"gpt", "value"}``) ->
-  ``mmsci_subfigure``, the conversation as is, with the ``<image>`` placeholder in the first user turn.
-
-Images are written once as PNG under ``sft/images/<name>.png`` (PNG input copied byte for byte) and read one at a
-time, so memory stays flat.
+chat format, as the authors built their visual instruction-tuning data (MCQ, captioning, sub-figure conversations).
+Manual: curation/mmsci/README.md, "Public copies" (``--sft``).
 """
 
 from __future__ import annotations

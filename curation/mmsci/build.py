@@ -1,17 +1,6 @@
-"""``scifig curate mmsci``: the MMSci benchmark from article records, in the local layout of ``SCIFIG_MMSCI_DATA``.
-
-Steps (paper section 3): read and validate the articles (:mod:`.articles`; caption cleaning and sub-captions in
-:mod:`.captions`), split them per subject (:mod:`.splits`), build the MCQ questions of the three settings
-(:mod:`.questions`) and the captioning items (:mod:`.captioning`) of the test and dev articles, the fine-tuning data
-of the train articles (:mod:`.sft`), then the dataset card (:mod:`.card`). Output::
-
-    DIR/mcq/{test,dev}.parquet          one row per question (settings I, II, III, each in uid order)
-    DIR/captioning/{test,dev}.parquet   one row per figure to caption
-    DIR/sft/train.jsonl, DIR/sft/images/
-    DIR/splits.json                     article uids per split: {split: {category: {subject: [uid, ...]}}}
-    DIR/curation.json                   settings and counts;  DIR/README.md  dataset card
-
-Same input and seed, same files: every draw is seeded per article, and parquet files are written in fixed row groups.
+"""``scifig curate mmsci``: the MMSci benchmark from article records, in the local layout of ``SCIFIG_MMSCI_DATA``
+(MMSci paper section 3: split per subject, three MCQ settings, captioning, fine-tuning data; seeded per article).
+Manual: curation/mmsci/README.md, the layout table and "How the build is organised".
 """
 
 from __future__ import annotations

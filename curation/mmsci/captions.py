@@ -1,28 +1,6 @@
-"""Caption cleaning and sub-caption extraction (MMSci paper section 3 and appendix).
-
-An article figure has a caption line (``Figure 2: Spin switching in CoTPP.``) and a description (the detailed
-caption, holding the sub-captions). MMSci's figure *title* is the text after ``Figure N:``; the reference *caption*
-for captioning is ``title + " " + description``.
-
-Sub-captions are delimited by panel markers ``(a)``, ``(b)``, ... found at the start of the description or right
-after sentence punctuation (``. ! ? ; :``) and white space, in alphabetical order. Our rules for the shapes real
-captions take (each one decided so that a question is never built on a mis-split caption):
-
-* ``(a) ... (b) ...`` -- markers; the text between two markers (stripped) is the sub-caption of the first one, the
-  text before the first marker (a preamble such as ``In all spectra, 'a.u.' means arbitrary units.``) belongs to none.
-* ``... as shown in (a), the ...`` -- a marker inside a sentence (not at the start, not after ``. ! ? ; :`` + space)
-  is a reference, not a marker: it stays in the text.
-* ``(a-c) ...``, ``(a–c)``, ``(a,b)``, ``(a, b)``, ``(a and b)`` -- a group marker: it ends the previous sub-caption and
-  advances the expected letter past its last letter, but yields no sub-caption (its text describes several panels
-  jointly, so it is no single sub-figure's caption).
-* ``(a) ... (c) ...`` (a missing marker) and ``(a) ... (c) ... (b) ...`` (out of order) -- the markers of a figure must
-  run a, b, c, ... without gaps; a marker that skips letters makes the whole figure unusable (no sub-captions, reason
-  ``skipped``) rather than guessing which text belongs to which panel. A marker at a valid position whose letters were
-  all passed already (``...; (a) again``) is a back-reference and stays in the text.
-* ``a, ...  b, ...`` / ``a Representative ...`` (bare letters, Nature's print style) and upper-case ``(A)`` -- not
-  markers (the paper's markers are parenthesised lower-case letters; a bare ``a`` is the English article).
-* Empty sub-captions (``(a) (b) Foo``) are dropped, as are duplicate texts within a figure for question building
-  (handled by :mod:`.questions`).
+"""Caption cleaning and sub-caption extraction (MMSci paper section 3 and appendix: the title is the text after
+``Figure N:``; sub-captions are delimited by panel markers ``(a)``, ``(b)``, ...).
+Manual (every marker rule and edge case): curation/mmsci/README.md, "Rules", **Title** and **Sub-captions**.
 """
 
 from __future__ import annotations
@@ -113,7 +91,7 @@ def _at_marker_position(text: str, start: int) -> bool:
 
 
 def extract_subcaptions(description: str) -> SubCaptions:
-    """Sub-captions of a figure description by the rules in this module's docstring."""
+    """Sub-captions of a figure description by the rules of curation/mmsci/README.md, "Rules"."""
     text = normalise_space(description)
     accepted: list[tuple[int, int, list[str]]] = []  # (start, end, labels)
     expected = "a"

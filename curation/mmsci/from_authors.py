@@ -1,18 +1,6 @@
 """``scifig curate mmsci-from-authors``: the authors' archive (``benchmark.zip`` of github.com/Leezekun/MMSci)
-converted into the local layout of ``SCIFIG_MMSCI_DATA`` (:mod:`.layout`).
-
-Read: ``benchmark/<split>/image_caption_matching_data.json`` (a list of per-setting lists, settings I, II, III in that
-order; each item ``uid``, ``category``, ``subject``, ``question`` -- the question then one ``\\nA: option`` line per
-option --, ``answer``, ``image``), ``benchmark/<split>/image_caption_generation_data.json`` (items ``uid``,
-``category``, ``subject``, ``abstract``, ``content``, ``image``, ``caption``) and ``benchmark/<split>/images/``. Image
-names are ``<uid>_figure_<N>.<ext>`` with ``N`` the 0-based figure index. The public test split's answers are
-anonymised: import ``--splits dev`` (the default) unless yours has them. Errors in the matching file name the
-setting's list as ``<file>[k]`` and the 0-based item in it. With ``--sft``, the train split also becomes fine-tuning
-data (:mod:`.authors_sft`).
-
-The fields above are those the authors' code reads; items with more fields import the same. Setting III items are
-converted to the paper's form with the figure's caption from the captioning data of the same split (by image name),
-or dropped and counted (:func:`curation.mmsci.items.in_paper_form`).
+converted into the local layout of ``SCIFIG_MMSCI_DATA``, setting III put in the paper's form (MMSci paper section 3).
+Manual: curation/mmsci/README.md, "Public copies".
 """
 
 from __future__ import annotations

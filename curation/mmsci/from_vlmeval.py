@@ -1,22 +1,6 @@
 """``scifig curate mmsci-from-vlmeval``: VLMEvalKit's public MMSci TSVs converted into the local layout of
-``SCIFIG_MMSCI_DATA`` (:mod:`.layout`).
-
-Read: ``MMSci_DEV_MCQ.tsv`` and ``MMSci_DEV_Captioning_image_only.tsv`` / ``MMSci_DEV_Captioning_with_abs.tsv``,
-VLMEvalKit's TSV conventions: tab-separated, a header row, ``index``, ``image`` = base64 image bytes, or, when at most
-64 characters, the ``index`` of the row holding them; the MCQ file has ``question`` (without options), option columns
-``A``-``D``, ``answer``, ``category``, ``subject`` and ``setting`` (``Fig2Cap`` / ``SubFig2Cap`` / ``SubCap2Fig``,
-VLMEvalKit's ``report_acc_MMSci``); the captioning files have ``caption``, ``abstract``, ``image_id`` (VLMEvalKit's
-MMSci captioning evaluation), ``category`` and ``subject``. Captioning rows of both files are merged by
-``image_id``; an empty ``caption`` is taken from a row with the same ``abstract`` (as VLMEvalKit's evaluation does)
-and an empty ``abstract`` from the same figure in the other file.
-
-The column sets above are those VLMEvalKit's code reads; files with more columns import the same.
-
-Where the row identity is missing from a source (a TSV without ``uid`` / ``image_id`` naming ``<uid>_figure_<N>``),
-``uid`` is ``vlmeval-<index>`` and ``figure_index`` 0; the summary counts such rows.
-
-Setting III items are converted to the paper's form with the figure's caption from the captioning TSVs of the same
-import (by image content), or dropped and counted (:func:`curation.mmsci.items.in_paper_form`).
+``SCIFIG_MMSCI_DATA``, setting III put in the paper's form (MMSci paper section 3).
+Manual: curation/mmsci/README.md, "Public copies".
 """
 
 from __future__ import annotations

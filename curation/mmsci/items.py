@@ -1,21 +1,6 @@
-"""The items imported from the public MMSci copies, shared by the importers (:mod:`.from_authors`,
-:mod:`.from_vlmeval`) and the authors' train split (:mod:`.authors_sft`).
-
-An item is one multiple-choice question (:class:`Mcq`) or one figure to caption (:class:`Caption`); its ``row`` holds
-the columns of the parquet features ``mmsci_*_features()`` of :mod:`scifig_tasks.benchmarks.mmsci.source`.
-
-The fields are read as the authors' archive (github.com/Leezekun/MMSci, ``benchmark.zip``) gives them:
-``benchmark/<split>/`` holds the files of :data:`AUTHORS_FILES` (JSON), a question's text is the question then one
-``\\nA: option`` line per option (:func:`split_options`), a sub-figure is named ``sub-figure (x)`` in the question
-(:func:`subfigure_label`), and image names are ``<uid>_figure_<N>.<ext>`` with ``N`` the 0-based figure index
-(:func:`figure_identity`; VLMEvalKit's ``image_id`` names figures the same way).
-
-Setting III (MMSci paper section 3): the authors' files hold their within-figure variant (``which of the following
-options best describes the content in sub-figure (x)?`` with 4 sub-captions of that figure). :func:`in_paper_form`
-converts it to the paper's setting III (question: the asked sub-caption; options: the sub-figure labels of the 4
-sub-captions, in the same order, so the answer letter is unchanged) when the figure's full caption is known and every
-option is exactly one of its sub-captions (:func:`curation.mmsci.captions.extract_subcaptions`); other items are
-dropped and counted. Items already in the paper's form (options ``(a)``, ...) are kept.
+"""The items imported from the public MMSci copies (a multiple-choice question or a figure to caption), shared by the
+importers and the authors' train split; converts the authors' setting III to the paper's (MMSci paper section 3).
+Manual: curation/mmsci/README.md, "Public copies" (imported items, setting III).
 """
 
 from __future__ import annotations

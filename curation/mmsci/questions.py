@@ -1,21 +1,6 @@
-"""The three MMSci multiple-choice settings (paper section 3.2), four options A-D.
-
-* Setting I, Fig2Cap (``fig2cap``): the figure's title against 3 titles of other figures of the *same article*; the
-  article needs at least 4 figures with titles (``Figure N:`` prefix, distinct texts).
-* Setting II, SubFig2Cap (``subfig2cap``): for a sub-figure ``(x)`` of a figure with at least 2 sub-captions, its
-  sub-caption against 3 other sub-captions of the *same article* (any of its figures, the asked one included).
-* Setting III, SubCap2Fig (``subcap2fig``, the paper's version): given a sub-caption of a figure with at least 4
-  sub-captions, pick its sub-figure among 4 labels of the *same figure* (options ``(a)``, ``(c)``, ...). The authors'
-  released code builds a different setting III (sub-figure -> sub-caption within one figure); the importers convert
-  that variant's questions to the paper's form or drop them (see :func:`.items.in_paper_form`).
-
-Options are distinct texts: a distractor whose text equals the answer's (or another distractor's) is never drawn, and
-in setting III a sub-figure whose sub-caption is shared with another panel of the figure is never asked. Everything
-is seeded: the figure, sub-figure and distractors of an article come from ``Random(seed, setting, uid)`` (the same
-whatever the other articles), and the answer letters of a split are a shuffled balanced sequence (each letter
-``n/4`` times, up to one) drawn from ``Random(seed, split, setting)``.
-
-Question texts and option rendering are the evaluation side's constants (:mod:`scifig_tasks.benchmarks.mmsci.rules`).
+"""The three MMSci multiple-choice settings, four options A-D (MMSci paper section 3.2: Fig2Cap, SubFig2Cap and the
+paper's SubCap2Fig), seeded per article.
+Manual: curation/mmsci/README.md, "Rules", the **MCQ** item.
 """
 
 from __future__ import annotations

@@ -1,27 +1,6 @@
-"""Supervised fine-tuning data from the TRAIN articles (MMSci paper section 5 and table 9).
-
-Written to ``DIR/sft/train.jsonl`` + ``DIR/sft/images/`` in the project's chat format (one JSON object per line)::
-
-    {"id": "mmsci_mcq-ncomms1240-2-fig2cap", "source": "mmsci_mcq", "images": ["images/ncomms1240_figure_2.png"],
-     "messages": [{"role": "user", "content": "<image>\\nWhich of ...?\\nA: ...\\n..."},
-                  {"role": "assistant", "content": "C"}]}
-
-Three sources, as in the paper's training mix:
-
-* ``mmsci_mcq`` -- the three settings built on every eligible figure of the train articles (setting I: every titled
-  figure of articles with >= 4 titled figures; II: one sub-figure of every figure with >= 2 sub-captions; III: one
-  sub-caption of every figure with >= 4), answer letters balanced per setting; the user turn is the evaluation's
-  prompt (:func:`scifig_tasks.benchmarks.mmsci.rules.mcq_prompt`: question, ``A: text`` lines, answer instruction); the
-  assistant answers the letter;
-* ``mmsci_caption`` -- abstract-grounded captioning: the evaluation's prompt
-  (:func:`scifig_tasks.benchmarks.mmsci.rules.caption_prompt` with the article's abstract, cut to ``abstract_words``
-  words),
-  answered by the reference caption, for every figure whose caption has at least 50 words;
-* ``mmsci_subfigure`` -- a multi-turn conversation per figure with >= 2 sub-captions: one question per sub-figure in a
-  seeded order (phrasings from :data:`SUBFIGURE_TEMPLATES`), each answered by its sub-caption.
-
-The user turn that carries the figure starts with one ``<image>`` placeholder (one image per conversation). Images
-are written once per figure as PNG (``images/<uid>_figure_<index>.png``; PNG input is copied byte for byte).
+"""Supervised fine-tuning data from the train articles (MMSci paper section 5 and table 9: MCQ, abstract-grounded
+captioning and multi-turn sub-figure conversations), in the project's chat format.
+Manual: curation/mmsci/README.md, "Rules", the **Fine-tuning** item.
 """
 
 from __future__ import annotations

@@ -1,18 +1,6 @@
-"""Article splits (MMSci paper section 3: test and dev are 1% of each subject's articles, at least 5).
-
-An article is a record of one subject; the same paper (uid) may be filed under several subjects, as in the authors'
-data, so records are keyed by ``(uid, subject)``.
-
-Per subject, ``size = max(min_articles, floor(ratio x articles of the subject))`` records go to test, then as many
-again to dev, the rest to train. Test is drawn first for every subject (priority test > dev > train, as in the
-authors' split), then dev; only records that yield at least one benchmark item (``eligible``) are drawn, so an
-evaluation article is never empty; when a subject has fewer eligible records than requested, test takes what there
-is first. Splits are disjoint by uid, across subjects: dev never draws a paper that is in test under any subject, and
-a paper in test or dev is in no subject's train. Draws are seeded per subject (independent of the other subjects'
-sizes and of the input order).
-
-``predefined`` replaces the draw by given lists (the authors' ``test_split_ids.json`` / ``dev_split_ids.json``:
-``{category: {subject: [uid, ...]}}``); records not listed are train, under the same uid rule.
+"""Article splits (MMSci paper section 3: test and dev are 1% of each subject's articles, at least 5; the rest is
+train), disjoint by paper across subjects.
+Manual: curation/mmsci/README.md, "Rules", the **Splits** item.
 """
 
 from __future__ import annotations

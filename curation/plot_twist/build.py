@@ -1,25 +1,6 @@
-"""Build the Plot Twist synthetic set: charts, their questions and the robustness variants, one parquet file.
-
-Composition (paper appendix A): the paper generated 50 plots per chart type and kept, after review, the plots
-behind its 336 scatter, 250 bar and 141 pie questions -- 42 scatter plots x 8 questions, 50 bar plots x 5 and 47 pie
-plots x 3. The default build reproduces those kept counts (:data:`PAPER_PLOTS`); ``plots_per_type`` sets one count
-for every type instead. Our review is automatic and happens while drawing (:mod:`curation.plot_twist.charts`).
-
-Robustness variants (:data:`scifig_tasks.benchmarks.plot_twist.rules.VARIANT_CHART_TYPES`) re-render
-the first ``variant_plots`` charts of each type (default: all) with the same data:
-
-* ``title_none`` -- no title (base charts carry a neutral one); ``title_correct`` / ``title_misleading`` -- one image
-  per question whose title states the right answer / a wrong one
-  (:func:`curation.plot_twist.questions.misleading_value`);
-* ``marker_x`` / ``marker_diamond`` / ``marker_circle`` / ``marker_plus`` -- scatter markers ``x``, ``D``, ``o``, ``+``;
-* ``grid`` -- grid lines on (scatter and bar);
-* ``vegalite`` -- the chart drawn by Vega-Lite (:mod:`curation.plot_twist.render_vega`).
-
-Every question's ground truth is computed from its own rendering (axis answers from that rendering's axes). Output:
-``<out>/test.parquet`` with the schema of :func:`scifig_tasks.benchmarks.plot_twist.source.plot_twist_features` plus
-``metadata`` (the drawn data and presentation as JSON), and ``<out>/README.md``. Rendering runs in ``workers`` processes
-(:mod:`curation.plot_twist.render`); rows come out in plan order, so the file does not depend on the number of
-workers.
+"""Build the Plot Twist synthetic set: charts, their questions and the robustness variants, one parquet file
+(Razeghi et al. 2024, appendix A: the kept 336 scatter, 250 bar and 141 pie questions by default).
+Manual: curation/plot_twist/README.md, "What is generated", "Robustness variants" and "Output file".
 """
 
 from __future__ import annotations
@@ -174,7 +155,7 @@ def build_plot_twist(
     workers: int | None = None,
     progress: bool = True,
 ) -> BuildResult:
-    """Generate the set into ``out`` (usable as ``SCIFIG_PLOT_TWIST_DATA``); see the module docstring."""
+    """Generate the set into ``out`` (usable as ``SCIFIG_PLOT_TWIST_DATA``); see curation/plot_twist/README.md."""
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out} exists and is not a directory")

@@ -1,14 +1,6 @@
-"""The data drawn in Plot Twist's synthetic charts (paper appendix A, tables 6-7).
-
-* Scatter: 25 points of a simple function (y = x, y = 2x, ...) at distinct integer x positions.
-* Bar: 1-5 bars with integer values drawn uniformly from [-200, 200]; our review rejects bars shorter than
-  :data:`MIN_BAR` (a bar of height 0-4 on a ~400-unit axis is not visibly drawn, so "how many bars" would be
-  ambiguous).
-* Pie: 1-10 categories with integer percentages summing to 100; our review keeps every slice at least
-  :data:`MIN_SLICE` percent so its value label fits on it.
-
-Every chart is drawn from its own ``random.Random`` seeded by ``(seed, chart type, index)``, so a chart does not
-depend on how many others are generated.
+"""The data drawn in Plot Twist's synthetic charts (Plot Twist paper appendix A, tables 6-7: scatter, bar and pie
+data), with our automatic review and one seeded generator per chart.
+Manual: curation/plot_twist/README.md, "What is generated".
 """
 
 from __future__ import annotations

@@ -1,16 +1,6 @@
-"""The default Plot Twist data: no published copy exists, so the tasks build the seeded synthetic set once.
-
-Rule: when ``SCIFIG_PLOT_TWIST_DATA`` is unset, :func:`ensure_default_data` returns
-``<cache>/v<GENERATOR_VERSION>-seed<seed>/test.parquet``, building it first (paper composition, every robustness
-variant, with progress bars) if it is not there; with ``base_only``, ``<cache>/v<GENERATOR_VERSION>-seed<seed>-base/
-test.parquet``: the same base charts and rows, without the robustness variants (what the tasks of the base charts
-read; :func:`scifig_tasks.benchmarks.plot_twist.source.reads_variants`). ``<cache>`` is ``$SCIFIG_PLOT_TWIST_CACHE`` or
-``~/.cache/scifig/plot_twist``. A build goes to a temporary sibling directory
-(``.<name>.partial-<host>-<pid>-<random>``) and is renamed into place when complete, so an interrupted or concurrent
-build never leaves a half-written set where a later run looks. What an interrupted build leaves behind is cleared by
-the next one: staging directories of this host whose process is gone, and a ``<name>`` directory without its
-``test.parquet`` (moved aside, then replaced). Bump :data:`GENERATOR_VERSION` whenever a change to the generator
-changes the data.
+"""The default Plot Twist data: no published copy exists, so the tasks build the seeded synthetic set (paper
+composition) once, into a cache, when ``SCIFIG_PLOT_TWIST_DATA`` is unset.
+Manual: curation/plot_twist/README.md, "Default data for the tasks".
 """
 
 from __future__ import annotations

@@ -1,16 +1,6 @@
-"""Plot Twist questions and their ground truth (paper tables 6-7).
-
-Wording: the templates of the paper's Table 6, word for word -- scatter ``What is the maximum/minimum value among
-the set of points plotted in the figure?`` and ``What is the approximate maximum/minimum value for the range on the
-x/y-axis?``; bar ``What is the maximum/minimum value among the set of bars plotted in the figure?``, ``How many bars
-are in the figure?`` and ``What is the maximum/minimum value for the range on the y-axis?`` (no "approximate" for
-bars); pie ``What is the maximum/minimum value among the set of categories in the figure?`` and ``How many
-categories are presented?``. One addition: the scatter point questions insert ``x``/``y`` after maximum/minimum
-(``What is the maximum x value among ...``): the paper asks eight questions per scatter plot, about the x and the
-y coordinates, but Table 6 lists one point template, which would give the x and the y question the same text.
-
-Ground truth comes from what is drawn: point and bar extremes and counts from the plotted data, pie values from the
-slice percentages, axis-range answers from the limits of the rendered axes (:class:`Axes`), rounded to 2 decimals.
+"""Plot Twist questions and their ground truth (Plot Twist paper tables 6-7: Table 6's templates word for word,
+ground truth from what is drawn).
+Manual: curation/plot_twist/README.md, "What is generated" (questions, ground truth).
 """
 
 from __future__ import annotations

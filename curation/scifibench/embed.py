@@ -1,24 +1,6 @@
-"""Joint CLIP embeddings of the pairs (SciFIBench paper §3.3, step 2).
-
-Rule: embed each figure and its caption with CLIP — the paper's model is open_clip ``ViT-H-14-378-quickgelu``
-pretrained on DFN-5B (tag ``dfn5b``) — L2-normalise the image and the text embedding and concatenate them into one
-joint vector (d = 2 x 1024 = 2048 for that model). :func:`joint_vectors` is that rule; everything else here is
-making it practical on ~10^5 figures:
-
-* batched forward passes, fp16 on GPU (fp32 on CPU), images decoded in ``num_workers`` forked DataLoader workers
-  that die with the command (:func:`curation.workers.dataloader_init`);
-* a cache on disk, ``<cache>/embeddings/<key>/``, keyed by the model (name, pretrained tag, config file contents,
-  initialisation seed for random weights), the corpus fingerprint and the shard size. The corpus is cut into shards
-  of ``shard_size`` pairs; each finished shard is written atomically (``shard-NNNNNN.npy``), so an interrupted run
-  resumes at the first missing shard and a finished cache (``joint.npy``) is reused without loading the model;
-* multi-GPU through accelerate: under ``accelerate launch`` (``WORLD_SIZE`` > 1) process ``r`` of ``w`` embeds the
-  shards ``s`` with ``s % w == r`` on its own device, then all wait and the main process assembles ``joint.npy``.
-  Batches never straddle shards, so the vectors do not depend on the number of processes;
-* for corpora whose vectors do not fit in memory (``on_disk``, ``--vectors-on-disk``): ``joint.npy`` is assembled one
-  shard at a time (free disk checked first) and returned memory-mapped read-only, for :mod:`.ondisk`;
-* weights the Hub would have to send are checked before the model is built
-  (:func:`scifig_tasks.core.clip_baseline.check_weights`): not in the local Hugging Face cache and offline, or the Hub
-  unreachable, is one line at once, not a minute of retries; a finished cache needs no weights at all.
+"""Joint CLIP embeddings of the pairs (SciFIBench paper §3.3, step 2: open_clip image and text embeddings,
+L2-normalised and concatenated), cached on disk, resumable and multi-GPU through accelerate.
+Manual: curation/scifibench/README.md, "Embeddings: cache, resume, GPUs".
 """
 
 from __future__ import annotations

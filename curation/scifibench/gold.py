@@ -1,15 +1,6 @@
 """The gold split from a verifier's accepted ids (SciFIBench paper §3.3, step 9: gold = the hardest questions,
 category-balanced, human-verified; we produce the pool and the sheet, the user verifies).
-
-Accepted-ids file (written by the verification sheet's "Download accepted.txt", or by hand): one question per line,
-``<task> <ID>``, where ``<task>`` is ``Figure2Caption`` / ``Caption2Figure`` (or the split name,
-``CS_Figure2Caption``, or ``f2c`` / ``c2f``) and ``<ID>`` the question's ``ID``; blank lines and ``#`` comments are
-ignored. Every id must be a candidate of that task: anything else stops with the file and line.
-
-:func:`accept` picks, per task, the gold questions among the accepted ones with the same rule as the pool
-(:func:`curation.scifibench.splits.hardest_balanced`: hardest first, category-balanced, ``gold_size`` of them) and
-writes ``gold/<split>.parquet`` and ``gold_random_negatives/<split>.parquet`` (the same questions with random
-negatives), then updates ``curation.json`` and the card. Rerunning it with another file replaces the gold split.
+Manual: curation/scifibench/README.md, "Output", **Verification** (accepted-ids file format, ``scifibench-accept``).
 """
 
 from __future__ import annotations

@@ -1,43 +1,8 @@
-"""Faiss k-nearest neighbours of every joint vector (SciFIBench paper §3.3, steps 3–4).
-
-Rule: index the joint vectors with Faiss and find each pair's ``k`` nearest neighbours by Euclidean distance, the
-pair itself excluded. Index choice:
-
-* up to ``exact_max`` vectors (default 50,000): exact search, ``IndexFlatL2``;
-* above it: an inverted file (IVF) over ``nlist`` cells (default: the power of two nearest ``1.6 * sqrt(n)``, 512 for
-  100,000 vectors) whose centroids come from a seeded Faiss k-means (``faiss.Clustering``, 4 iterations on a seeded
-  sample of ``32 * nlist`` vectors; with 16 per cell, cells split the benchmark's small clusters and recall fell).
-  Every vector lies in the cell of its nearest centroid and, like an ``IndexIVFFlat`` query, probes cells nearest
-  centroid first until the probed cells hold ``max_codes`` vectors (Faiss' ``SearchParametersIVF.max_codes`` rule;
-  default 14 average cells' worth, ``14 * ceil(n / nlist)``) or ``nprobe`` cells (default at most 32; an explicit
-  ``nprobe`` probes exactly that many cells, with no ``max_codes``). The distances are then computed cell by cell:
-  BLAS products (``faiss.pairwise_distances``) between a cell's vectors and the vectors probing it, each distance
-  serving both vectors of its pair, so a vector's candidates are the vectors of the cells it probes plus the vectors
-  that probe its cell. Vectors are neither copied into the index nor compressed, so the only approximation is which
-  pairs are compared. ``tests/perf/bench_faiss_index.py`` measures recall@5 and the speed-up over exact search on
-  clustered and on broad, overlapping data.
-
-  Rule: this hand-written search stays only while it is >= 1.5x faster (build + search) than the best tuned Faiss
-  index at comparable recall@5, in the same run, on broad data (real joint vectors: their neighbours cross cell
-  borders); ``python -m tests.perf.bench_faiss_index --data broad --n 60000 --dim 2048 --threads 1 --indexes
-  ivfflat,hnsw`` (above :data:`DEFAULT_EXACT_MAX`, where the pipeline uses it, at the pipeline's dimension) gave:
-  ours 25.2 s at recall 0.9980; ``IndexIVFFlat`` with the same cells, queries in cell order, ``nprobe`` 24 (recall
-  0.9973) 92.6 s (3.7x); ``IndexHNSWFlat`` (M 32, efSearch 192, recall 0.9981) 198.6 s (7.9x); kept. Its memory is
-  the centroids and cell lists (19 MB) against Faiss' copies of the vectors (473-484 MB for 469 MB of vectors).
-  ``IndexIVFFlat``'s scan is one query at a time, memory-bound for 2,048-d vectors; on small, low-dimensional sets it
-  catches up (20,000 x 512, broad: ours 2.8 s, ``IndexIVFFlat`` 2.9 s), but the pipeline searches those exactly. IVF
-  rather than HNSW: its build is a seeded k-means (reruns give identical neighbours, as the pipeline promises;
-  multi-threaded HNSW insertion is not reproducible) and it is the cheaper build for 2,048-d vectors.
-* with a GPU build of Faiss and a GPU present, the exact index, or the IVF's k-means and cell assignment, run on all
-  GPUs (``index_cpu_to_all_gpus``).
-
-The ``k + 2`` nearest candidates by Faiss' distance are re-ranked by their exact distance, recomputed from the
-vectors' differences, ties broken by index, so the result does not depend on Faiss' accumulation order (the 2 spare
-candidates absorb rounding and ties at the ``k``-th place). Reruns with the same seed and thread count give the same
-neighbours. A neighbour an approximate search could not fill is ``-1`` with distance ``inf``.
-
-The scan reads the vectors only through ``take`` (:func:`scan_cells`) and is split by cells (:func:`scan_workers`),
-which is what :mod:`.ondisk` builds on for vectors kept on disk and for several processes.
+"""Faiss k-nearest neighbours of every joint vector (SciFIBench paper §3.3, steps 3–4: each pair's ``k`` nearest
+neighbours by Euclidean distance, the pair itself excluded): exact ``IndexFlatL2`` up to ``exact_max``, a seeded
+inverted-file scan above it.
+Manual: curation/scifibench/README.md, "Steps", **Approximate index**, **The scan in detail** and
+**Why a hand-written search**.
 """
 
 from __future__ import annotations
@@ -345,10 +310,11 @@ def cell_workers(nlist: int) -> int:
 
 
 def cell_candidates(index: CellIndex, vectors: Any, width: int, progress: tqdm) -> np.ndarray:
-    """The ``width`` nearest candidates of every vector among the pairs its cells give (see the module docstring),
-    by Faiss' BLAS distance: cell by cell, ``faiss.pairwise_distances`` between the cell's vectors and the vectors
-    probing it, kept in Faiss result heaps for both vectors of each pair. The cells are shared out among
-    ``faiss.omp_get_max_threads()`` threads, each running single-threaded BLAS."""
+    """The ``width`` nearest candidates of every vector among the pairs its cells give (see
+    curation/scifibench/README.md, **The scan in detail**), by Faiss' BLAS distance: cell by cell,
+    ``faiss.pairwise_distances`` between the cell's vectors and the vectors probing it, kept in Faiss result heaps for
+    both vectors of each pair. The cells are shared out among ``faiss.omp_get_max_threads()`` threads, each running
+    single-threaded BLAS."""
     lists = cell_lists(index.probes, index.nlist)
     # a pair (i, j) can reach i twice: from j's cell (i probes it) and from i's cell (j probes it), so the heaps
     # keep 2 * width to be left with ``width`` distinct candidates
@@ -402,7 +368,8 @@ def search_index(index: Any, vectors: np.ndarray, k: int, plan: IndexPlan) -> Ne
 def nearest_neighbours(
     vectors: np.ndarray, k: int = DEFAULT_K, plan: IndexPlan | None = None, seed: int = 0, use_gpu: bool | None = None
 ) -> Neighbours:
-    """The ``k`` nearest other vectors of every vector (see the module docstring for the index used)."""
+    """The ``k`` nearest other vectors of every vector (the index used: curation/scifibench/README.md,
+    **Approximate index**)."""
     vectors = np.ascontiguousarray(vectors, dtype=np.float32)
     n = len(vectors)
     if n < 2:

@@ -1,33 +1,8 @@
-"""Nearest neighbours of joint vectors kept on disk (SciFIBench paper §3.3, steps 3–4, past one machine's memory).
-
-The rule is :mod:`.neighbours`': every pair's ``k`` nearest other pairs by Euclidean distance, distances recomputed
-from the vectors, ties by index. This module runs it when the vectors (``n x d`` float32, a ``.npy`` file) are read
-from disk through ``np.load(mmap_mode="r")`` instead of being held in memory:
-
-* up to ``exact_max`` vectors the plan is exact search: :func:`.neighbours.nearest_neighbours` on the mapped file
-  (its ``IndexFlatL2`` holds a copy: such corpora fit in memory), the same neighbours as from memory;
-* above it, the same inverted file (same seeded k-means cells, trained on a sample read from disk; same probes),
-  but the cell-by-cell scan compares 8-bit codes (Faiss ``IndexScalarQuantizer``, ``QT_8bit``, trained on the same
-  sample; ``d`` bytes per vector in memory instead of ``4 d``) decoded per cell. Its ``k + DISK_RERANK_MARGIN``
-  nearest candidates (the wider margin absorbs the codes' rounding) are re-ranked by exact distance recomputed from
-  the vectors on disk, ties by index. The vectors are read in order (cell assignment, encoding) except for the
-  re-ranking's gathers of each block of queries' candidates;
-* the result's recall@5 against exact search is measured on ``recall_sample`` seeded sampled pairs (exact search of
-  those pairs streamed over the file) and kept with the plan (:class:`DiskPlan`), so the card says how close it is.
-
-Several processes (``processes`` > 1, on one machine; the same split serves several machines): the cells are the
-shards of the database — every vector is the member of exactly one cell — and process ``p`` of ``P`` scans the cells
-``c`` with ``c % P == p``: their members against every vector probing them (all the queries that reach that shard).
-Each keeps a running top ``2 (k + margin)`` per vector (a Faiss ``ResultHeap``) and writes it to disk; the heaps
-are merged ``MERGE_BLOCK`` vectors at a time and re-ranked: the merged candidates are those of one process scanning
-every cell with ``P`` threads (the same cell split), so the neighbours are the same. Codes and probes go to a
-scratch directory the processes map read-only.
-
-Memory per vector, one process: ``d`` (codes) + ``4 x`` the cells it probes (32-bit cell lists) + ``24 x (k +
-margin)`` per Faiss thread (its heap), then the result (``12 k``); building the cells needs ``8 x nprobe`` (probes)
-and their lists briefly. Disk, several processes: ``n x (d + 8 x nprobe)`` bytes of scratch files plus ``24 x n x
-(k + margin)`` per process; :func:`check_disk` stops with one line naming the directory and the bytes missing before
-anything is written.
+"""Nearest neighbours of joint vectors kept on disk (SciFIBench paper §3.3, steps 3–4, past one machine's memory):
+the rule of :mod:`.neighbours` on a memory-mapped ``.npy`` file, 8-bit codes in memory, exact re-ranking, cells
+shared among processes.
+Manual: curation/scifibench/README.md, "Steps", **Vectors on disk** and **The on-disk search in detail**;
+docs/scale-out.md, "SciFIBench curation on large corpora".
 """
 
 from __future__ import annotations
@@ -272,7 +247,8 @@ def disk_neighbours(
     recall_sample: int = DEFAULT_RECALL_SAMPLE,
     executor: Executor | None = None,
 ) -> Neighbours:
-    """The ``k`` nearest other vectors of every vector of the ``.npy`` file ``path`` (see the module docstring);
+    """The ``k`` nearest other vectors of every vector of the ``.npy`` file ``path`` (see
+    curation/scifibench/README.md, **The on-disk search in detail**);
     ``processes`` > 1: the scan shared as :func:`process_heaps` does, in a scratch directory under ``scratch``
     (default: the system's temporary directory), removed afterwards."""
     vectors = open_vectors(path)

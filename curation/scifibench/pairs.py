@@ -1,23 +1,6 @@
 """The input of SciFIBench curation: figure–caption pairs with their paper's arXiv categories (paper §3.3: SciCap
 figure–caption pairs and the arXiv category of their paper), read from any Hugging Face dataset or parquet.
-
-Input schema (one row per figure; extra columns are ignored):
-
-========================  =============================================================================================
-``image``                 the figure: an ``Image`` feature, ``{"bytes", "path"}`` struct, raw bytes, or a file path
-``caption``               the caption (str, as printed in the paper; normalised here — see :mod:`.normalise`)
-``paper_id``              the paper's id (str, e.g. an arXiv id ``2101.00001``)
-``categories``            the paper's arXiv categories, primary first then cross-lists: a list of str, or one
-                          space-separated str as in arXiv's metadata (``"cs.CV cs.LG"``)
-``figure_id`` (optional)  a unique id of the figure (str); default ``<paper_id>#<row>``
-``has_subfigures`` (opt.) bool; flagged figures are dropped unless ``keep_subfigures`` (figures with
-                          sub-figures are dropped where flagged)
-========================  =============================================================================================
-
-:func:`read_pairs` loads the rows (a parquet file, a directory of parquet files, a ``save_to_disk`` directory, or a
-Hub dataset id), checks every cell — a bad one stops the run with :class:`~scifig_tasks.core.errors.DataError` naming
-the file, the row and the column — normalises the captions, drops flagged sub-figure rows, empty captions and
-duplicates (:mod:`.normalise`), and returns :class:`Pairs`, the corpus every later step indexes by position.
+Manual: curation/scifibench/README.md, "Input: figure–caption pairs" (schema, checks).
 """
 
 from __future__ import annotations

@@ -1,17 +1,6 @@
-"""``scifig curate scifibench``: the SciFIBench curation steps in the paper's order (§3.3), from
-figure–caption pairs to a directory usable as ``SCIFIG_SCIFIBENCH_DATA``.
-
-Output directory ``out`` (``<S>`` = ``CS`` or ``General``; see ``curation/scifibench/README.md``)::
-
-    gold_candidates/<S>_Figure2Caption.parquet, <S>_Caption2Figure.parquet   hardest, category-balanced pool
-    silver/...  bronze/...                                                   the next hardest / the rest
-    random_negatives/...                                                     every question with random negatives
-    verification/index.html (+ images/)                                      the sheet to accept / reject candidates
-    gold/..., gold_random_negatives/...                                      written by ``scifibench-accept``
-    README.md (dataset card), curation.json (settings, counts, threshold, index), cache/ (embeddings, neighbours)
-
-Every step is deterministic for the same inputs, settings and seed, so a rerun writes the same questions; the
-embedding step resumes from its cache (:mod:`.embed`) and the neighbour search is cached too.
+"""``scifig curate scifibench``: the SciFIBench curation steps in the paper's order (§3.3), from figure–caption pairs
+to a directory usable as ``SCIFIG_SCIFIBENCH_DATA``; deterministic for the same inputs, settings and seed.
+Manual: curation/scifibench/README.md, "Steps (paper §3.3, in order) and defaults" and "Output (``--out DIR``)".
 """
 
 from __future__ import annotations

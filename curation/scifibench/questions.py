@@ -1,20 +1,6 @@
-"""SciFIBench questions from neighbours (paper §3.3, steps 6 and 8).
-
-* Negatives: the 4 nearest neighbours of a pair that pass the similarity filter (:mod:`.similarity`). A pair with
-  fewer than 4 is left out (counted in the curation summary).
-* Figure→Caption: the true caption and the 4 negatives' captions, shuffled (5 options, letters A–E);
-  Caption→Figure: the true figure and the 4 negatives' figures, shuffled. Every pair gives one question per task,
-  with the same negatives. Text formats are the published data's, built from the pieces of
-  :mod:`scifig_tasks.benchmarks.scifibench.rules` (which the prompts parse): Figure→Caption ``Question`` =
-  ``F2C_QUESTION``
-  and ``Options`` = ``"A) <caption>"`` ...; Caption→Figure ``Question`` = ``C2F_QUESTION`` around the caption,
-  ``Images`` = the 5 figures in option order and ``Options`` = ``"A) image0"`` ... ``"E) image4"`` (the label of
-  each image, in order).
-* Seeded shuffling: the option order of a question depends only on ``(seed, task, variant, figure id)`` (a SHA-256
-  derived generator per question), so it is reproducible and independent of corpus order and of the other questions.
-* Difficulty: the mean Euclidean distance of the negatives' joint embeddings to the true pair's (lower = harder).
-* Random-negatives variant (the paper's ablation): the same true pair with 4 negatives drawn uniformly at random
-  (seeded per question) from the other pairs, near-duplicates (below the similarity threshold) excluded.
+"""SciFIBench questions from neighbours (paper §3.3, steps 6 and 8: the 4 nearest filtered neighbours are the
+negatives; difficulty is their mean distance), with seeded shuffling and the random-negatives ablation.
+Manual: curation/scifibench/README.md, "Steps", **Question formats** and **Seeded shuffling**.
 """
 
 from __future__ import annotations

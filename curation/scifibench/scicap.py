@@ -1,24 +1,6 @@
-"""Convert the SciCap release (Hsu et al. 2021) into the curation input schema (:mod:`.pairs`). SciFIBench's CS
-set was curated from SciCap figure–caption pairs with the arXiv categories of their papers (paper §3.3).
-
-Release layout read (folder and split names matched case-insensitively)::
-
-    ROOT/SciCap-Caption-All/<split>/<figure-ID>.json        one figure per file (the unzipped release), or
-    ROOT/SciCap-Caption-All/SciCap-Caption-All-<split>.json  a JSON list of the same records
-    ROOT/SciCap-No-Subfig-Img/<split>/<figure-ID>            figures without sub-figures
-    ROOT/SciCap-Yes-Subfig-Img/<split>/<figure-ID>           figures with sub-figures
-    ROOT/arxiv-metadata-oai-snapshot.json                    arXiv metadata, one JSON object per line
-
-From each caption record: ``figure-ID``, ``paper-ID``, ``contains-subfigure``, ``figure-type`` and the caption SciCap
-normalised (``1-lowercase-and-token-and-remove-figure-index`` -> ``caption``: lower-case, tokenised, figure number
-removed — the form SciFIBench publishes). From the metadata line whose ``id`` is the paper id without its version
-suffix: ``categories`` (space-separated, primary first). ``file_list`` (a JSON list or a text file of figure ids, e.g.
-one of SciCap's ``List-of-Files-for-Each-Experiments`` lists such as the single-sentence subset the paper used)
-restricts the figures. Figures whose paper is missing from the metadata are skipped and counted; a figure whose
-image file is missing stops the conversion naming the record.
-
-Output: one parquet file with ``figure_id``, ``image``, ``caption``, ``paper_id``, ``categories``,
-``has_subfigures``, ``figure_type`` (images embedded), ready for ``scifig curate scifibench --pairs``.
+"""Convert the SciCap release (Hsu et al. 2021) into the curation input schema (:mod:`.pairs`); SciFIBench's CS set
+was curated from SciCap figure–caption pairs with the arXiv categories of their papers (paper §3.3).
+Manual: curation/scifibench/README.md, "Input: figure–caption pairs", **SciCap**.
 """
 
 from __future__ import annotations

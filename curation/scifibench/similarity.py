@@ -1,17 +1,6 @@
-"""The similarity filter (SciFIBench paper §3.3, step 5): a neighbour whose joint-embedding distance
-to the query is below a threshold is a near-duplicate (the same figure re-used, a caption differing in a number) and
-is never used as a negative — a question with a near-duplicate option would have two right answers.
-
-Default threshold, from the distance distribution (:func:`auto_threshold`): take each pair's distance to its nearest
-other pair; ordinary nearest neighbours form the bulk of that distribution, near-duplicates an outlying low tail. The
-threshold is ``median - 3 x 1.4826 x MAD`` (median absolute deviation; 1.4826 x MAD estimates the standard deviation
-robustly, so the tail of near-duplicates does not move it): a nearest neighbour more than three robust standard
-deviations closer than usual is treated as a near-duplicate (under a normal bulk that flags 0.13% of ordinary pairs).
-It is never below 0. ``min_distance`` overrides it; the card records the rule, the value and the distribution's
-quantiles so a user can judge it.
-
-Joint vectors are two unit vectors side by side, so distances lie in [0, 2 sqrt 2] and
-``d^2 = 2 (1 - cos_image) + 2 (1 - cos_text)``: e.g. d = 0.2 means the two cosines average 0.99.
+"""The similarity filter (SciFIBench paper §3.3, step 5): a neighbour closer than a threshold is a near-duplicate and
+never a negative; default threshold ``median - 3 x 1.4826 x MAD`` of the nearest-neighbour distances.
+Manual: curation/scifibench/README.md, "Steps", **Similarity threshold**.
 """
 
 from __future__ import annotations

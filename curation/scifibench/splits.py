@@ -1,16 +1,6 @@
-"""Split tiers (SciFIBench paper §3.3, step 9), per task, from the questions ordered hardest first:
-
-* gold candidate pool: the hardest questions, category-balanced (:func:`hardest_balanced`), ``pool_size`` of them
-  (default 2 x the 500 gold questions, so a verifier can reject up to half). The paper's gold set is human-verified:
-  we produce the pool and a verification sheet, and :func:`hardest_balanced` again picks the gold set (default 500)
-  from the questions the verifier accepted;
-* silver: the next ``silver_size`` hardest questions (default 5,000) outside the pool;
-* bronze: all the rest.
-
-Category balance is max-min fair ("water-filling"): every category gets an equal share of the places; a category with
-fewer questions than its share gives all it has and the places left over are shared again among the others; places
-that cannot be split equally go, one each, to the categories whose next question is hardest. Within each category
-the hardest questions are taken.
+"""Split tiers (SciFIBench paper §3.3, step 9), per task, from the questions ordered hardest first: gold candidate
+pool (hardest, category-balanced), silver, bronze.
+Manual: curation/scifibench/README.md, "Steps", **Category balance**, and "Output", **Verification**.
 """
 
 from __future__ import annotations

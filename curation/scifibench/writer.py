@@ -1,15 +1,6 @@
-"""Questions written in exactly the published SciFIBench schema, plus metadata columns.
-
-Published features (:func:`scifig_tasks.benchmarks.scifibench.source.scifibench_features`): ``ID`` (int64), ``Question``
-(str), ``Options`` (list of str), ``Answer`` (letter), ``Category`` (str), ``Images`` (list of images: 1 for
-Figure→Caption, 5 for Caption→Figure, the stored bytes of the input figures). Metadata, after them: ``source_figure_id``
-/ ``source_paper_id`` (the true pair), ``option_figure_ids`` (the figure behind each option, in option order),
-``difficulty`` (mean negative distance, lower = harder), ``tier`` (``gold_candidates`` / ``gold`` / ``silver`` /
-``bronze``) and ``negatives`` (``nearest`` or ``random``). ``ID`` is the true pair's position in the de-duplicated
-corpus: the same in both tasks and in the random-negatives variant, so the variants of one question can be matched.
-
-Files are ``<Domain>_<Task>.parquet`` (the Hub split names, e.g. ``CS_Figure2Caption``), written in row groups under
-a temporary name and renamed when complete, so a directory of them is usable as ``SCIFIG_SCIFIBENCH_DATA``.
+"""Questions written in exactly the published SciFIBench schema (paper §3.3; the Hub dataset's features and split
+names), plus metadata columns.
+Manual: curation/scifibench/README.md, "Output (``--out DIR``)" (columns, files).
 """
 
 from __future__ import annotations
