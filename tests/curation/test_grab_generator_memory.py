@@ -1,4 +1,5 @@
-"""GRAB's memory rule (``curation.grab.render``, module docstring): a rendering process holds one graph at a time, so
+"""GRAB's memory rule (docs/curation.md, "Memory of a rendering process"): a rendering process holds one graph at a
+time, so
 each graph's Agg pixel buffer is freed as soon as its PNG is encoded, by reference counting (the garbage collector is
 switched off here to show it), and a full collection frees it where a reference cycle still holds it."""
 
