@@ -9,15 +9,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import open_clip
 import pytest
-import torch
 
 from scifig_tasks.core.clip_baseline import TINY_MODEL, tiny_config
 from tests.harness.scifibench_data import Question, build, write_splits
 
 
 def expected_letters(config: Path, f2c, c2f) -> dict[tuple[str, int], str]:
+    import open_clip  # here, not when the suite is collected: open_clip and torch take seconds to import
+    import torch
+
     open_clip.add_model_config(config)
     torch.manual_seed(3)
     model, _, preprocess = open_clip.create_model_and_transforms(TINY_MODEL, pretrained=None)

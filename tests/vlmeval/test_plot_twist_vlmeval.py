@@ -13,8 +13,6 @@ from PIL import Image
 
 from tests.harness.plot_twist_prompts import API
 
-datasets_module = pytest.importorskip("scifig_tasks.benchmarks.plot_twist.vlmeval")
-
 QUESTION = "How many bars are in the figure?"
 
 
@@ -38,6 +36,8 @@ def line(variant: str) -> dict[str, str]:
 
 
 def dataset(name: str, tmp_path: Path):
+    # imported here, not when the suite is collected: VLMEvalKit takes seconds to import
+    datasets_module = pytest.importorskip("scifig_tasks.benchmarks.plot_twist.vlmeval")
     cls = datasets_module.SciFigPlotTwistRobustness if "robustness" in name else datasets_module.SciFigPlotTwist
     assert name in cls.NAMES
     instance = cls.__new__(cls)  # no TSV needed to build a prompt

@@ -6,13 +6,24 @@ deprecated ``SCIFIG_*_PROTOCOL`` variable says otherwise, and ``scifig rescore -
 from __future__ import annotations
 
 import json
+from types import ModuleType
 
 import pytest
 
 from scifig_tasks.core import scoring_protocol as protocol
 
-scifibench_module = pytest.importorskip("scifig_tasks.benchmarks.scifibench.vlmeval")
-mmsci_module = pytest.importorskip("scifig_tasks.benchmarks.mmsci.vlmeval")
+scifibench_module: ModuleType
+mmsci_module: ModuleType
+
+
+@pytest.fixture(autouse=True, scope="module")
+def dataset_modules() -> None:
+    """The dataset modules, imported when the module's first test runs, not when the suite is collected (VLMEvalKit
+    takes seconds to import)."""
+    global scifibench_module, mmsci_module
+    scifibench_module = pytest.importorskip("scifig_tasks.benchmarks.scifibench.vlmeval")
+    mmsci_module = pytest.importorskip("scifig_tasks.benchmarks.mmsci.vlmeval")
+
 
 MCQ_LINE = {
     "index": "0",
