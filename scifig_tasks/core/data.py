@@ -21,7 +21,7 @@ import datasets
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from scifig_tasks.core import provenance, validated
+from scifig_tasks.core import provenance, validation_records
 from scifig_tasks.core.errors import DataError
 from scifig_tasks.core.image_cells import column_names_files, embed_image_files, is_image_list
 from scifig_tasks.core.images import remember_source
@@ -70,7 +70,13 @@ def load_benchmark(
     revision = None if read is not None else _revision(source, hub)
     if read is None:
         _say_override(source, revision)
-    loaded_key = (id(source), split, hub, revision, json.dumps(validated.files_identity([read])) if read else None)
+    loaded_key = (
+        id(source),
+        split,
+        hub,
+        revision,
+        json.dumps(validation_records.files_identity([read])) if read else None,
+    )
     if loaded_key not in _LOADED:
         _LOADED[loaded_key] = (source, *_load_validated(source, split, hub, local, revision))
     return _LOADED[loaded_key][1]
@@ -129,11 +135,11 @@ def _load_validated(
     if local is not None:
         dataset, origin = _local_split(local, source, split)
         folders: tuple[Path, ...] = (local if local.is_dir() else local.parent,)
-        record = {"origin": "local", "local": True, "revision": validated.data_digest(local)}
+        record = {"origin": "local", "local": True, "revision": validation_records.data_digest(local)}
     elif Path(path).is_dir():
         dataset, origin = _hub_split(Path(path), path, source, split)
         folders = hub_folders(path)
-        record = {"origin": "local", "local": True, "revision": validated.data_digest(Path(path))}
+        record = {"origin": "local", "local": True, "revision": validation_records.data_digest(Path(path))}
     else:
         snapshot = hub_snapshot(path, revision, source)
         dataset, origin = _hub_split(snapshot, path, source, split)
@@ -145,11 +151,15 @@ def _load_validated(
     images = [column.name for column in columns if column.image or column.image_list]
     names_files = any(column_names_files(dataset.data.column(name)) for name in images if name in dataset.column_names)
     checks = [*(f"{c.name}:{_rule(c.check)}:{c.image}:{c.image_list}" for c in columns), _rule(source.row_check)]
-    key = None if names_files else validated.record_key(source.name, split, [*checks, *source.key], dataset, local)
-    if key is None or not validated.is_recorded(key):
+    key = (
+        None
+        if names_files
+        else validation_records.record_key(source.name, split, [*checks, *source.key], dataset, local)
+    )
+    if key is None or not validation_records.is_recorded(key):
         validate(dataset, columns, origin, row_check=source.row_check, split=split, key=source.key, folders=folders)
         if key is not None:
-            validated.record(key, origin, len(dataset))
+            validation_records.record(key, origin, len(dataset))
     loaded = embed_image_files(dataset, columns, origin, folders)
     remember_source(origin, loaded, images)
     provenance.note_data(source.name, record, split, len(loaded))
@@ -379,7 +389,9 @@ def _arrow_copy(path: Path) -> Path:
     (:func:`scifig_tasks.core.validation_records.files_identity`), so each version of the file has its own copy -- also
     a
     rewrite of the same size whose modification time was set back."""
-    identity = json.dumps({"files": validated.files_identity([path]), "format": _ARROW_COPY_FORMAT}, sort_keys=True)
+    identity = json.dumps(
+        {"files": validation_records.files_identity([path]), "format": _ARROW_COPY_FORMAT}, sort_keys=True
+    )
     folder = Path(datasets.config.HF_DATASETS_CACHE) / "scifig_parquet"
     return folder / f"{hashlib.blake2b(identity.encode(), digest_size=20).hexdigest()}.arrow"
 

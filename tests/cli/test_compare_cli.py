@@ -20,7 +20,7 @@ import datasets
 from PIL import Image
 from scipy.stats import binomtest
 
-from scifig_tasks.core import provenance, validated
+from scifig_tasks.core import provenance, validation_records
 from tests.harness.lmms import CLI_TIMEOUT_S
 from tests.harness.openai_server import ChatRequest
 from tests.harness.scifibench_data import FEATURES, options_for, png, write_splits
@@ -120,14 +120,14 @@ def test_compare_two_lmms_eval_runs_and_refuse_other_data(tmp_path: Path, openai
     assert recorded == {
         "origin": "local",
         "local": True,
-        "revision": validated.data_digest(data),
+        "revision": validation_records.data_digest(data),
         "rows": {"CS_Figure2Caption": QUESTIONS},
     }
     # a run made from other data is refused in one line, unless --allow-data-change
     changed = scifig_compare(weak, other, env=lmms_env)
     words = f"A ({weak}) and B ({other}) were made from different data: scifibench "
-    words += f"{provenance.short_revision(validated.data_digest(data))} -> "
-    words += provenance.short_revision(validated.data_digest(other_data))
+    words += f"{provenance.short_revision(validation_records.data_digest(data))} -> "
+    words += provenance.short_revision(validation_records.data_digest(other_data))
     assert (changed.returncode, changed.stdout) == (1, "")
     assert changed.stderr.splitlines() == [
         f"scifig compare: {words} — compare runs of the same data, or pass --allow-data-change"

@@ -10,7 +10,7 @@ import datasets
 import pytest
 
 from scifig_tasks.benchmarks.grab.source import GRAB
-from scifig_tasks.core import data, validated
+from scifig_tasks.core import data, validation_records
 from scifig_tasks.core.errors import DataError
 from tests.harness.grab_data import Row, write_parquet
 
@@ -86,21 +86,21 @@ def test_other_checks_or_another_validator_check_again(
     assert len(checks) == 2
 
     _new_process(monkeypatch)
-    monkeypatch.setattr(validated, "validator_version", lambda: "another release")
+    monkeypatch.setattr(validation_records, "validator_version", lambda: "another release")
     data.load_benchmark(GRAB)
     assert len(checks) == 3
 
 
 def test_the_validator_version_changes_with_any_core_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    core = Path(validated.__file__).parent
+    core = Path(validation_records.__file__).parent
     for module in core.glob("*.py"):
         (tmp_path / module.name).write_bytes(module.read_bytes())
-    monkeypatch.setattr(validated, "_CORE", tmp_path)
-    validated.validator_version.cache_clear()
+    monkeypatch.setattr(validation_records, "_CORE", tmp_path)
+    validation_records.validator_version.cache_clear()
     try:
-        before = validated.validator_version()
+        before = validation_records.validator_version()
         (tmp_path / "schema.py").write_text((core / "schema.py").read_text() + "\n# another rule\n")
-        validated.validator_version.cache_clear()
-        assert validated.validator_version() != before
+        validation_records.validator_version.cache_clear()
+        assert validation_records.validator_version() != before
     finally:
-        validated.validator_version.cache_clear()
+        validation_records.validator_version.cache_clear()

@@ -12,7 +12,7 @@ from datasets import Dataset
 
 from scifig_tasks.benchmarks.grab.source import GRAB
 from scifig_tasks.benchmarks.scifibench.source import SCIFIBENCH
-from scifig_tasks.core import data, provenance, validated
+from scifig_tasks.core import data, provenance, validation_records
 from scifig_tasks.core.data import load_benchmark
 from scifig_tasks.core.errors import DataError
 from scifig_tasks.core.schema import UNPINNED
@@ -102,10 +102,15 @@ def test_local_data_is_noted_by_the_digest_of_its_content(hub: Path, tmp_path: P
     monkeypatch.setenv("SCIFIG_GRAB_DATA", str(first))
     load_benchmark(GRAB)
     noted = provenance.loaded_data()["grab"]
-    assert noted == {"origin": "local", "local": True, "revision": validated.data_digest(first), "rows": {"GRAB": 1}}
-    assert validated.data_digest(second) == noted["revision"]  # the content, not where it lies
+    assert noted == {
+        "origin": "local",
+        "local": True,
+        "revision": validation_records.data_digest(first),
+        "rows": {"GRAB": 1},
+    }
+    assert validation_records.data_digest(second) == noted["revision"]  # the content, not where it lies
     build([Row("properties", "4")]).to_parquet(str(second))
-    assert validated.data_digest(second) != noted["revision"]
+    assert validation_records.data_digest(second) != noted["revision"]
 
 
 def test_blocks_without_a_recorded_revision_read_unknown() -> None:

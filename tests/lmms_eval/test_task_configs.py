@@ -4,6 +4,7 @@ folder's changelog says why the current version changed a number."""
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 from typing import Any
 
@@ -69,16 +70,14 @@ def test_the_changelog_explains_the_current_version(benchmark: Benchmark) -> Non
 
 
 def test_every_vlmeval_dataset_names_its_benchmark() -> None:
+    """Each dataset class a description names serves its own benchmark and lives in that benchmark's package."""
     pytest.importorskip("vlmeval", reason="VLMEvalKit (ms-vlmeval) not installed")
-    from scifig_tasks.vlmeval import datasets, mmsci
+    from scifig_tasks.vlmeval import dataset_classes
 
-    classes = [
-        value
-        for module in (datasets, mmsci)
-        for value in vars(module).values()
-        if isinstance(value, type) and issubclass(value, datasets.SciFigDataset) and value.NAMES
-    ]
-    assert classes
-    assert {cls.__name__: cls.BENCHMARK in registry.benchmarks() for cls in classes} == dict.fromkeys(
-        [cls.__name__ for cls in classes], True
-    )
+    classes = [cls for cls in dataset_classes() if cls.BENCHMARK]  # the generic class serves every other task
+    described = {name for name, owner in registry.benchmarks().items() if owner.vlmeval is not None}
+    assert {cls.BENCHMARK for cls in classes} == described
+    for cls in classes:
+        owner = registry.benchmarks().get(cls.BENCHMARK)
+        assert owner is not None, cls.__name__
+        assert Path(inspect.getfile(cls)).resolve().parent == Path(owner.task_folder).resolve().parent, cls
