@@ -1,15 +1,5 @@
-"""What the registry learns by reading files, kept on disk while those files are unchanged.
-
-Registering the benchmarks reads every task folder's YAMLs and hook modules
-(:mod:`scifig_tasks.core.task_folder_checks`) and lmms-eval's own task names
-(:mod:`scifig_tasks.core.lmms_eval_names`), a few thousand files, and every ``scifig`` command and lmms-eval run
-registers them. Each finding is stored with the size and modification time of every file it read, under
-``$XDG_CACHE_HOME/scifig/registration`` (``~/.cache`` by default), and reused while each of those files is unchanged;
-a changed, added or removed file makes it read again. A cache that cannot be written is skipped.
-
-lmms-eval's task index of a folder is kept the same way (:mod:`scifig_tasks.lmms_eval.plugin`), so a process does not
-parse lmms-eval's few thousand task YAMLs again.
-"""
+"""What the registry learns by reading files (task folders, lmms-eval's task names and index), kept on disk while
+those files are unchanged. Manual: docs/protocols.md, "Registered benchmarks"."""
 
 from __future__ import annotations
 

@@ -1,29 +1,6 @@
-"""Every runtime patch of lmms-eval internals scifig makes, in one list, each checked before it is applied.
-
-Rule implemented. scifig uses lmms-eval's public mechanisms where lmms-eval has one (the ``lmms_eval.models`` entry
-point for its models, ``--include_path`` and ``--process_docs_parallel`` on the command line, the results files under
-``--output_path``). What has no public mechanism in lmms-eval 0.7 is patched, and only through :data:`PATCHES`: each
-entry names the patched target by its dotted path, what the patch does, why no public mechanism exists, the
-parameters scifig relies on and the lmms-eval releases it was verified on. Before anything is patched, every target
-is looked up and its signature compared with the expected one (:func:`check`); a target that moved or changed ends
-the command in one line (:class:`LmmsEvalVersionError`) that names the target, the scifig version, the lmms-eval
-version found and the one to install, instead of an error deep inside a run.
-
-Two scopes. ``install`` patches are applied by :func:`install` (called by the plugin,
-:mod:`scifig_tasks.lmms_eval.plugin`, whenever lmms-eval loads its model entry points or ``lmms_eval.tasks`` is
-imported after ``import scifig_tasks``), once per process. ``run`` patches are applied only for the duration of one
-``scifig eval`` run (:func:`during_run`); their targets live in ``lmms_eval.__main__`` and ``lmms_eval.evaluator``,
-which are still being imported when the plugin installs, so they are checked when the run starts, before any model
-is called.
-
-Besides these patches the package adds one import hook (:class:`scifig_tasks.lmms_eval.plugin._InstallAfterTasksImport`
-on ``sys.meta_path``, placed by ``import scifig_tasks``): it changes no lmms-eval code, it only calls :func:`install`
-right after ``lmms_eval.tasks`` is first imported, so a script's own ``TaskManager()`` lists the scifig tasks without
-scifig importing lmms-eval (and torch) on ``import scifig_tasks``.
-
-The list and the replacement task-discovery proposal are documented in ``docs/lmms-eval-integration.md`` and
-``docs/upstream-task-entry-points.md``.
-"""
+"""Every runtime patch of lmms-eval internals scifig makes, in one list (:data:`PATCHES`), each target and its
+signature checked before it is applied; an lmms-eval whose targets changed ends the command in one line
+(:class:`LmmsEvalVersionError`). Manual: docs/lmms-eval-integration.md, "Remaining patches"."""
 
 from __future__ import annotations
 

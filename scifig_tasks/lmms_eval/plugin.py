@@ -1,33 +1,6 @@
-"""lmms-eval plugin: registers ``scifig_chance`` and makes plain ``lmms-eval --tasks grab`` find this package's tasks.
-
-Mechanism. lmms-eval 0.7 has no task-plugin hook, but it loads every ``lmms_eval.models`` entry point when
-``lmms_eval.models`` is imported, and its evaluator imports that module before it builds a ``TaskManager``.
-This package's entry point (``scifig = scifig_tasks.lmms_eval.plugin:manifests``) therefore:
-
-1. returns the model manifests (``scifig_chance``, ``scifig_clip``; the documented use of the group);
-2. appends the task folder of every registered benchmark (:mod:`scifig_tasks.core.registry`: scifig's own four and
-   those of installed packages) to the search path of every ``TaskManager`` — after the
-   user's ``--include_path`` entries, so built-in and user tasks with the same name keep precedence — and warns
-   once per name when such a task, group or tag replaces one of ours (a user ``grab_properties.yaml`` would
-   otherwise silently stand in for ours inside the ``grab`` group); the warning names both YAML files;
-3. routes the data loading of tasks whose YAML ``metadata`` names a ``scifig_source`` through
-   :func:`scifig_tasks.core.data.load_benchmark`: the Hub dataset of the YAML's ``dataset_path``, or local data from
-   ``SCIFIG_<BENCH>_DATA``, validated row by row before any model is called, with image columns kept as stored
-   bytes (the task hooks decode on demand, see :mod:`scifig_tasks.core.images`). Other tasks are untouched.
-4. writes the environment block (scifig's version and commit, the libraries that can change a score, the judge) into
-   the ``*_results.json`` of runs with scifig tasks (:mod:`scifig_tasks.lmms_eval.environment`).
-
-Items 2 to 4, and the printed results tables (:mod:`scifig_tasks.lmms_eval.table`), patch lmms-eval internals:
-every such patch is listed, checked against the installed lmms-eval's signatures and applied in
-:mod:`scifig_tasks.lmms_eval.patches` (an lmms-eval whose targets changed ends the command in one line naming the
-version to install). With an LLM judge configured, ``scifig eval`` passes
-``--process_docs_parallel`` (the judge's concurrency); plain ``lmms-eval`` users pass it themselves
-(:mod:`scifig_tasks.lmms_eval.concurrency`).
-
-The patches are idempotent. ``--include_path $(scifig tasks-path)`` reaches the same folder explicitly. Scripts that
-build their own ``TaskManager()`` (lmms-eval's Python API) get the same after ``import scifig_tasks``, which installs
-the patches when ``lmms_eval.tasks`` is first imported (:func:`install_with_lmms_eval`).
-"""
+"""lmms-eval plugin: the ``lmms_eval.models`` entry point that registers ``scifig_chance`` and ``scifig_clip`` and
+installs task discovery (every registered benchmark's task folder on lmms-eval's search path), scifig data loading and
+the environment block. Manual: docs/lmms-eval.md, "How lmms-eval finds the tasks"."""
 
 from __future__ import annotations
 
