@@ -126,8 +126,8 @@ def test_no_scifig_code_path_imports_the_package_whose_pin_the_lock_overrides() 
     every scifig task hook, the VLMEvalKit datasets and lmms-eval's evaluator import without it (VLMEvalKit's own
     latex2sympy2_extended is generated for antlr4 4.11 and loads)."""
     modules = [
-        f"scifig_tasks.lmms_eval.{path.parent.name}.utils"
-        for path in (REPO / "scifig_tasks/lmms_eval").glob("*/utils.py")
+        f"scifig_tasks.benchmarks.{path.parent.parent.name}.tasks.utils"
+        for path in (REPO / "scifig_tasks/benchmarks").glob("*/tasks/utils.py")
     ]
     code = f"""
 import sys, importlib

@@ -29,7 +29,7 @@ PACKAGES = ("scifig_tasks", "curation", "finetune")
 CORE = "scifig_tasks.core"
 BENCHMARKS = "scifig_tasks.benchmarks"
 ADAPTERS = ("scifig_tasks.lmms_eval", "scifig_tasks.vlmeval")
-TOOLKITS = {"vlmeval": "scifig_tasks.vlmeval", "report": "scifig_tasks.report"}
+TOOLKITS = {"vlmeval": "scifig_tasks.vlmeval", "tsv_layout": "scifig_tasks.vlmeval", "report": "scifig_tasks.report"}
 """A benchmark's framework parts (module name in its package -> the package it is written with): its VLMEvalKit
 classes and TSV layouts on the dataset base class, its report section on the report's document elements, as a
 plugin's are (docs/adding-a-benchmark.md)."""

@@ -61,7 +61,7 @@ def chance_answer(prompt: str, rng: random.Random) -> str:
 
 
 _VLMEVAL = f"{__package__}.vlmeval"
-"""This benchmark's VLMEvalKit part: its dataset classes and TSV layouts."""
+"""This benchmark's VLMEvalKit dataset classes (its TSV layouts: ``tsv_layout``, read without VLMEvalKit)."""
 
 BENCHMARK = Benchmark(
     name="grab",
@@ -93,6 +93,6 @@ BENCHMARK = Benchmark(
             VlmevalDataset("grab_llm_extract", "grab", "GRAB", shown=True, old_names=("SciFig_GRAB_LLMExtract",)),
         ),
         classes=(f"{_VLMEVAL}:SciFigGRAB",),
-        tsv_formats={"grab": f"{_VLMEVAL}:TSV_LAYOUT"},
+        tsv_formats={"grab": f"{__package__}.tsv_layout:TSV_LAYOUT"},
     ),
 )

@@ -8,20 +8,6 @@ from typing import Any
 from scifig_tasks.benchmarks.grab import rules as grab
 from scifig_tasks.core.judged_hooks import JudgeRequired
 from scifig_tasks.vlmeval.datasets import Message, SciFigDataset, served
-from scifig_tasks.vlmeval.tsv_layout import INT, Field, TsvFormat
-
-TSV_LAYOUT = TsvFormat(
-    "decoded_image",
-    (
-        Field("question"),
-        Field("answer"),
-        Field("pid", INT),
-        Field("task"),
-        Field("category"),
-        Field("complexity", INT),
-        Field("source_image", key="image"),  # the published image file name; the pixels are in ``image``
-    ),
-)
 
 
 class SciFigGRAB(SciFigDataset):

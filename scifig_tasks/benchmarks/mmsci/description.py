@@ -72,7 +72,7 @@ _CAPTIONING = tuple(
     for setting in CAPTION_SETTINGS
 )
 _VLMEVAL = f"{__package__}.vlmeval"
-"""This benchmark's VLMEvalKit part: its dataset classes and TSV layouts."""
+"""This benchmark's VLMEvalKit dataset classes (its TSV layouts: ``tsv_layout``, read without VLMEvalKit)."""
 
 BENCHMARK = Benchmark(
     name="mmsci",
@@ -115,8 +115,8 @@ BENCHMARK = Benchmark(
         datasets=(*_MCQ, *_CAPTIONING),
         classes=(f"{_VLMEVAL}:SciFigMMSciMCQ", f"{_VLMEVAL}:SciFigMMSciCaption"),
         tsv_formats={
-            "mmsci_mcq": f"{_VLMEVAL}:MCQ_TSV_LAYOUT",
-            "mmsci_captioning": f"{_VLMEVAL}:CAPTION_TSV_LAYOUT",
+            "mmsci_mcq": f"{__package__}.tsv_layout:MCQ_TSV_LAYOUT",
+            "mmsci_captioning": f"{__package__}.tsv_layout:CAPTION_TSV_LAYOUT",
         },
         groups={
             f"mmsci_captioning{split}{suffix}": tuple(

@@ -12,31 +12,6 @@ from typing import Any
 from scifig_tasks.benchmarks.mmsci import captioning_metrics as mmsci_captioning
 from scifig_tasks.benchmarks.mmsci import rules as mmsci
 from scifig_tasks.vlmeval.datasets import Message, SciFigDataset, message, served
-from scifig_tasks.vlmeval.tsv_layout import INT, JSON_LIST, Field, OptionLetters, TsvFormat
-
-MCQ_TSV_LAYOUT = TsvFormat(
-    "image",
-    (
-        Field("question"),
-        OptionLetters("options"),
-        Field("answer"),
-        Field("options", JSON_LIST),
-        Field("uid"),
-        Field("figure_index", INT),
-        *(Field(name) for name in ("setting", "category", "subject", "subfigure")),
-    ),
-)
-CAPTION_TSV_LAYOUT = TsvFormat(
-    "image",
-    (
-        Field("answer", key="caption"),  # VLMEvalKit's name for the reference
-        Field("abstract"),
-        Field("uid"),
-        Field("figure_index", INT),
-        Field("category"),
-        Field("subject"),
-    ),
-)
 
 
 class SciFigMMSciMCQ(SciFigDataset):

@@ -47,7 +47,7 @@ _OLD_NAMES = {
 """VLMEvalKit datasets (the base charts, or every robustness variant with them; the same rows under the paper's
 open-model protocols: App. B.3 prompt, every output reformatted) -> their names in earlier releases."""
 _VLMEVAL = f"{__package__}.vlmeval"
-"""This benchmark's VLMEvalKit part: its dataset classes and TSV layouts."""
+"""This benchmark's VLMEvalKit dataset classes (its TSV layouts: ``tsv_layout``, read without VLMEvalKit)."""
 
 BENCHMARK = Benchmark(
     name="plot_twist",
@@ -95,6 +95,6 @@ BENCHMARK = Benchmark(
             for name, old in _OLD_NAMES.items()
         ),
         classes=(f"{_VLMEVAL}:SciFigPlotTwist", f"{_VLMEVAL}:SciFigPlotTwistRobustness"),
-        tsv_formats={"plot_twist": f"{_VLMEVAL}:TSV_LAYOUT"},
+        tsv_formats={"plot_twist": f"{__package__}.tsv_layout:TSV_LAYOUT"},
     ),
 )

@@ -28,7 +28,7 @@ CS_TASKS = SPLIT_TASKS[:2]
 _VARIANTS = {"": "", "_paper": "", "_reasoning": "_Reasoning"}
 """Dataset name suffix -> the suffix its ``SciFig_SciFIBench_<split>`` name had in earlier releases."""
 _VLMEVAL = f"{__package__}.vlmeval"
-"""This benchmark's VLMEvalKit part: its dataset classes and TSV layouts."""
+"""This benchmark's VLMEvalKit dataset classes (its TSV layouts: ``tsv_layout``, read without VLMEvalKit)."""
 
 
 def _dataset(split: str, suffix: str) -> VlmevalDataset:
@@ -68,7 +68,7 @@ BENCHMARK = Benchmark(
     vlmeval=Vlmeval(
         datasets=_DATASETS,
         classes=(f"{_VLMEVAL}:SciFigSciFIBench",),
-        tsv_formats={"scifibench": f"{_VLMEVAL}:TSV_LAYOUT"},
+        tsv_formats={"scifibench": f"{__package__}.tsv_layout:TSV_LAYOUT"},
         groups={
             "scifibench": _names(""),
             "scifibench_cs": _names("", slice(0, 2)),

@@ -6,21 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from scifig_tasks.benchmarks.scifibench import rules as scifibench
-from scifig_tasks.core.multiple_choice import strip_label
 from scifig_tasks.vlmeval.datasets import Message, SciFigDataset, message, served
-from scifig_tasks.vlmeval.tsv_layout import INT, JSON_LIST, Field, OptionLetters, TsvFormat
-
-TSV_LAYOUT = TsvFormat(
-    "Images",
-    (
-        Field("question", key="Question"),
-        OptionLetters("Options", strip_label),
-        Field("answer", key="Answer"),
-        Field("category", key="Category"),
-        Field("ID", INT),
-        Field("options", JSON_LIST, key="Options"),  # the labelled options, as published
-    ),
-)
 
 
 class SciFigSciFIBench(SciFigDataset):
