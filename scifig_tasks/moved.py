@@ -38,9 +38,15 @@ def _under(module: str, prefix: str) -> bool:
     return module == prefix or module.startswith(prefix + ".")
 
 
+_LONGEST_FIRST = sorted(PREFIXES, key=len, reverse=True)
+
+
 def new_path(old: str) -> str | None:
-    """Where the module once imported as ``old`` lives now, or None when it did not move."""
-    for prefix in sorted(PREFIXES, key=len, reverse=True):
+    """Where the module once imported as ``old`` lives now, or None when it did not move (asked of every import in
+    the process: a name outside this package is answered at once)."""
+    if not old.startswith("scifig_tasks."):
+        return None
+    for prefix in _LONGEST_FIRST:
         if _under(old, prefix):
             return PREFIXES[prefix] + old[len(prefix) :]
     return None

@@ -46,13 +46,18 @@ def data_origins(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def scoring_hook(config: Any) -> Any:
     """A task config's ``process_results``; a scifig hook that reads its task's options gets them bound, once, read
-    from the task's YAML as VLMEvalKit reads them (:func:`scifig_tasks.core.task_options.for_task`)."""
+    from the task's YAML as VLMEvalKit reads them (:func:`scifig_tasks.core.task_options.for_task`). A task of
+    another name whose YAML includes a scifig one (not a registered task) gets the options lmms-eval read for it."""
     from scifig_tasks.core import task_files
     from scifig_tasks.core.task_options import for_task, reads_options
 
     hook = getattr(config, "process_results", None)
     if reads_options(hook) and not isinstance(hook, partial):
-        config.process_results = hook = for_task(hook, task_files.options(config.task))
+        registered = task_files.scifig_tasks()
+        name = getattr(config, "task", None)
+        kwargs = getattr(config, "lmms_eval_specific_kwargs", None) or {}
+        options = task_files.options(name) if name in registered else dict(kwargs.get("default") or {})
+        config.process_results = hook = for_task(hook, options)
     return hook
 
 

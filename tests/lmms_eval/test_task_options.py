@@ -126,3 +126,19 @@ def test_a_hook_reading_its_options_gets_what_its_task_declares() -> None:
     with pytest.raises(task_options.OptionsDisagree, match="declare each option the scorer takes in its YAML"):
         task_options.refuse_disagreement("t", _reads, {})
     assert task_options.for_task(_scorer, {"protocol": "paper"}) is _scorer  # a hook not reading options: as it is
+
+
+def test_lmms_eval_binds_a_tasks_options_registered_or_not() -> None:
+    """A registered task gets its YAML's options; a task of another name whose YAML includes ours gets the options
+    lmms-eval read for it (no KeyError for a name scifig does not register)."""
+    from types import SimpleNamespace
+
+    from scifig_tasks.lmms_eval.environment import scoring_hook
+
+    ours = SimpleNamespace(task="grab_properties_llm_extract", process_results=_reads)
+    assert task_options.bound(scoring_hook(ours)) == {}  # _reads takes protocol, which GRAB's YAML does not declare
+    mine = SimpleNamespace(
+        task="my_variant", process_results=_reads, lmms_eval_specific_kwargs={"default": {"protocol": "x"}}
+    )
+    assert task_options.bound(scoring_hook(mine)) == {"protocol": "x"}
+    assert scoring_hook(mine) is mine.process_results  # bound once
