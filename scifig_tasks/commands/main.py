@@ -11,6 +11,7 @@ from collections.abc import Collection, Sequence
 from typing import Any
 
 from scifig_tasks.commands import COMMANDS, benchmark_titles, curated_benchmarks
+from scifig_tasks.lmms_eval.deferred_imports import defer_unused_at_start
 
 
 def in_words(items: Sequence[str]) -> str:
@@ -90,6 +91,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """The ``scifig`` command; the error boundary: an error ends the command in one line on stderr (the traceback
     under ``--debug``) and a non-zero exit status."""
     argv = sys.argv[1:] if argv is None else list(argv)
+    defer_unused_at_start()
     chosen = chosen_command(argv)
     parser = build_parser(full=[chosen] if chosen else [])
     args, rest = parser.parse_known_args(argv)

@@ -1,0 +1,56 @@
+"""Imports lmms-eval makes at start-up and a scifig run never uses, deferred to their first use.
+
+lmms-eval's ``api/registry.py`` imports Hugging Face ``evaluate`` (``import evaluate as hf_evaluate``) only for
+``get_metric``'s fallback, ``hf_evaluate.load(name)``, for a metric lmms-eval does not define itself; no scifig task
+names such a metric. The import pulls in ``transformers.pipelines``, ``torchvision`` and ``scipy.stats``: about 4-6 s
+of every ``scifig`` command that starts lmms-eval, on a 2-core machine. :func:`defer` puts a stand-in under the
+module's name; the first read of one of its attributes imports the real module, so behaviour is unchanged.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+import types
+from typing import Any
+
+UNUSED_AT_START = ("evaluate",)
+"""The modules lmms-eval imports at start-up that a scifig run does not read (see the module docstring)."""
+
+
+class _Deferred(types.ModuleType):
+    """A module's stand-in in ``sys.modules``: reading an attribute it lacks imports the real module and becomes it."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(_load(self), name)
+
+
+def _load(stand_in: _Deferred) -> types.ModuleType:
+    if sys.modules.get(stand_in.__name__) is stand_in:
+        del sys.modules[stand_in.__name__]
+    module = importlib.import_module(stand_in.__name__)
+    stand_in.__dict__.update(module.__dict__)  # who bound the stand-in reads the real attributes from now on
+    stand_in.__class__ = types.ModuleType
+    return module
+
+
+def defer(name: str) -> bool:
+    """Put a stand-in for the top-level module ``name`` in ``sys.modules`` unless it is imported already or not
+    installed; True when one was put."""
+    if name in sys.modules:
+        return False
+    spec = importlib.util.find_spec(name)
+    if spec is None:
+        return False
+    stand_in = _Deferred(name)
+    # inspect.getmodule reads __file__ of every module, find_spec reads __spec__: neither must import it
+    stand_in.__file__, stand_in.__spec__, stand_in.__loader__ = spec.origin, spec, spec.loader
+    sys.modules[name] = stand_in
+    return True
+
+
+def defer_unused_at_start() -> None:
+    """Defer every module of :data:`UNUSED_AT_START` (before lmms-eval is imported)."""
+    for name in UNUSED_AT_START:
+        defer(name)
