@@ -70,6 +70,19 @@ def test_judged_reply_and_request_format(openai_server, tmp_path):  # noqa: F811
     assert cache_files(tmp_path)[0].parent.parent.parent == tmp_path / "cache"  # two-level fan-out
 
 
+def test_request_fields_of_a_protocol_are_sent_and_part_of_the_cache_key(openai_server, tmp_path):  # noqa: F811
+    server = openai_server(lambda request: '{"score": 1}')
+    fields = {"response_format": {"type": "json_object"}, "seed": 42, "top_p": 1}
+    with JudgeClient(config_for(server, tmp_path)) as judge:
+        plain = judge.complete("Grade this.", accept=has_text)
+        shaped = judge.complete("Grade this.", request=fields, accept=has_text)
+        again = judge.complete("Grade this.", request=fields, accept=has_text)
+    assert not plain.cached and not shaped.cached and again.cached
+    first, second = server.requests
+    assert "seed" not in first.body and {key: second.body[key] for key in fields} == fields
+    assert second.body["temperature"] == 0
+
+
 def test_faulty_endpoint_loses_nothing_and_rerun_is_cached(openai_server, tmp_path):  # noqa: F811
     server = openai_server(faulty(answer, rate=0.3, seed=3, timeout_s=0.6))
     prompts = [f"prompt {i}" for i in range(40)]

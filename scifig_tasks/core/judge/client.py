@@ -104,11 +104,14 @@ class JudgeClient:
         max_tokens: int | None = None,
         system: str | None = None,
         temperature: float = 0.0,
+        request: Mapping[str, Any] | None = None,
         accept: Accept,
     ) -> JudgeResult:
         """Ask the judge (or the cache); returns ``judged`` or ``judge_failed`` and never raises for I/O problems.
 
-        ``system`` adds a system message before the prompt and ``temperature`` samples (a paper's own setting).
+        ``system`` adds a system message before the prompt and ``temperature`` samples (a paper's own setting);
+        ``request`` adds fields a paper's protocol sets on the request (CharXiv's ``response_format``, ``seed``,
+        ``top_p``), part of what the reply is cached under.
         ``accept(reply)`` says whether a reply is the answer asked for: one it rejects (or an empty one) is asked
         again and, when retries run out, is ``judge_failed``; a cached one it rejects is asked again. Asked from a task
         whose scoring hook declares no judge use, it refuses (:func:`~scifig_tasks.core.judge.accounting
@@ -116,7 +119,7 @@ class JudgeClient:
         """
         check_declared()
         with self.ledger.call():
-            return self._complete_or_share(prompt, max_tokens, system, temperature, accept)
+            return self._complete_or_share(prompt, max_tokens, system, temperature, dict(request or {}), accept)
 
     def _secrets(self) -> dict[str, str]:
         """What to mask in the cache and in what is sent: this judge's key and URL credentials and the process's
@@ -133,7 +136,13 @@ class JudgeClient:
         return JudgeResult(status="judged", text=text, cached=True)
 
     def _complete_or_share(
-        self, prompt: str, max_tokens: int | None, system: str | None, temperature: float, accept: Accept
+        self,
+        prompt: str,
+        max_tokens: int | None,
+        system: str | None,
+        temperature: float,
+        request: dict[str, Any],
+        accept: Accept,
     ) -> JudgeResult:
         """:meth:`complete` within its accounting."""
         max_tokens = self.config.max_tokens if max_tokens is None else max_tokens
@@ -145,6 +154,8 @@ class JudgeClient:
             "temperature": float(temperature),
             "prompt": prompt,
         }
+        if request:  # absent otherwise, so the replies cached before it existed keep their keys
+            entry["request"] = request
         path = self.cache.path(entry)
         secrets = self._secrets()
         stored = {key: mask(value, secrets) if isinstance(value, str) else value for key, value in entry.items()}
@@ -183,6 +194,7 @@ class JudgeClient:
             "model": self.config.model,
             "messages": [*messages, {"role": "user", "content": entry["prompt"]}],
             "temperature": entry["temperature"],
+            **entry.get("request", {}),
         }
         if entry["max_tokens"] is not None:
             body["max_tokens"] = entry["max_tokens"]
@@ -198,6 +210,7 @@ class JudgeClient:
         prompts: Sequence[str],
         *,
         max_tokens: int | None = None,
+        request: Mapping[str, Any] | None = None,
         accept: Accept,
     ) -> list[JudgeResult]:
         """``complete`` for every prompt concurrently (duplicates asked once); results in input order."""
@@ -211,7 +224,12 @@ class JudgeClient:
         ):
             futures = {
                 prompt: pool.submit(
-                    contextvars.copy_context().run, self.complete, prompt, max_tokens=max_tokens, accept=accept
+                    contextvars.copy_context().run,
+                    self.complete,
+                    prompt,
+                    max_tokens=max_tokens,
+                    request=request,
+                    accept=accept,
                 )
                 for prompt in unique
             }
