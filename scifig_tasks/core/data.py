@@ -247,7 +247,15 @@ def _hub_split(folder: Path, path: str, source: BenchmarkSource, split: str) -> 
 
 
 def _local_split(path: Path, source: BenchmarkSource, split: str) -> tuple[datasets.Dataset, str]:
+    """One split of local data ``path`` and the origin its errors name: for a folder, the benchmark's own layout
+    first (:attr:`~scifig_tasks.core.schema.BenchmarkSource.local_reader`, asked under each of the split's names),
+    then a parquet file, a ``save_to_disk`` split or DatasetDict, or a folder of ``<split>.parquet`` files."""
     names = source.split_names(split)
+    if source.local_reader is not None and path.is_dir():
+        for name in names:
+            rows = source.local_reader(path, name)
+            if rows is not None:
+                return rows, str(path)
     if path.is_file() or (path / "state.json").exists():
         if path.is_file() and path.suffix != ".parquet":
             raise DataError(str(path), None, None, f"expected a .parquet file, {_LAYOUTS}")

@@ -10,10 +10,13 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scifig_tasks.core import settings
 from scifig_tasks.core.settings import Settings
+
+if TYPE_CHECKING:
+    import datasets
 
 UNPINNED = "unpinned"
 """The ``revision`` of a Hub source no commit could be pinned for: its newest revision (``main``) is loaded, and the
@@ -74,6 +77,11 @@ class BenchmarkSource:
     its own value of the benchmark's ``document_id`` fields, so a document is named whatever its position; image
     cells are passed on as they are (shared, never copied). Applied after the row checks
     (:func:`scifig_tasks.core.data.load_benchmark`); the documents of one split must share their field names."""
+    local_reader: Callable[[Path, str], datasets.Dataset | None] | None = None
+    """A benchmark's own local layout: given the folder the data setting (``env_var``) names and a split name (the
+    split's, then its older names), the split's rows with the Hub's columns, or ``None`` when the folder is not in that
+    layout. Tried first for a folder, before the ``<split>.parquet`` and ``save_to_disk`` layouts; its rows are checked
+    like any others (:func:`scifig_tasks.core.data.load_benchmark`)."""
 
     @property
     def default_split(self) -> str:
