@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from scifig_tasks.benchmarks.charxiv import description as charxiv
 from scifig_tasks.benchmarks.grab import description as grab
 from scifig_tasks.benchmarks.scifibench import description as scifibench
 from scifig_tasks.core import registry, settings, task_files
@@ -135,7 +136,8 @@ def test_every_variable_the_code_names_is_declared() -> None:
 
 def test_the_question_counts_scifig_tasks_shows_are_the_published_sizes() -> None:
     """The YAMLs' ``scifig_questions`` (what ``scifig tasks`` prints) say what the benchmarks' descriptions
-    record: GRAB's total and properties task, SciFIBench's splits (four, or the alignment experiment's one)."""
+    record: GRAB's total and properties task, SciFIBench's splits (four, or the alignment experiment's one), CharXiv's
+    validation set."""
     expected = {
         "grab": grab.QUESTIONS,
         "grab_llm_extract": grab.QUESTIONS,
@@ -144,6 +146,8 @@ def test_the_question_counts_scifig_tasks_shows_are_the_published_sizes() -> Non
         "scifibench_paper": 4 * scifibench.SPLIT_QUESTIONS,
         "scifibench_reasoning": 4 * scifibench.SPLIT_QUESTIONS,
         "scifibench_alignment": scifibench.SPLIT_QUESTIONS,
+        "charxiv_full": charxiv.DESCRIPTIVE_QUESTIONS + charxiv.REASONING_QUESTIONS,
+        "charxiv_full_paper": charxiv.DESCRIPTIVE_QUESTIONS + charxiv.REASONING_QUESTIONS,
     }
     stated = {
         name: int(str(config["metadata"]["scifig_questions"]).replace(",", ""))

@@ -5,7 +5,7 @@ Rule (the authors' ``build_descriptive_quries`` / ``build_reasoning_queries``, p
 chart of the validation split is asked its four descriptive questions (response keys ``<figure id>_<0..3>``) and its
 reasoning question (key ``<figure id>``), worded by :mod:`scifig_tasks.benchmarks.charxiv.prompts`. The test
 split's answers are withheld (null) and cannot be scored.
-``SCIFIG_CHARXIV_DATA`` may name a folder of ``<split>.parquet`` files (``val.parquet``, as on the Hub) or the
+``SCIFIG_CHARXIV_FULL_DATA`` may name a folder of ``<split>.parquet`` files (``val.parquet``, as on the Hub) or the
 authors' layout (``descriptive_val.json``, ``reasoning_val.json``, ``image_metadata_val.json``, ``images/<id>.jpg``).
 """
 
@@ -30,7 +30,7 @@ HUB_PATH = "princeton-nlp/CharXiv"
 REVISION = "f441eb632fc62f6f777830a0f47619e6e86459b0"
 """The commit of ``princeton-nlp/CharXiv`` that CharXiv's scores are made from: the revision the Inspect port
 (meridianlabs-ai/inspect_charxiv) pins, chosen so both read the same rows; its tree also holds the authors' published
-model outputs (``existing_evaluations/``). ``SCIFIG_CHARXIV_REVISION`` overrides it."""
+model outputs (``existing_evaluations/``). ``SCIFIG_CHARXIV_FULL_REVISION`` overrides it."""
 
 CATEGORIES = ("cs", "econ", "eess", "math", "physics", "q-bio", "q-fin", "stat")
 """The arXiv subjects of the charts (the authors' ``DOMAIN2ABBR`` keys)."""
@@ -290,13 +290,13 @@ CHARXIV_DESCRIPTIVE = BenchmarkSource(
     name="CharXiv descriptive",
     hub_path=HUB_PATH,
     splits=("validation",),
-    env_var="SCIFIG_CHARXIV_DATA",
+    env_var="SCIFIG_CHARXIV_FULL_DATA",
     columns=_COLUMNS,
     split_aliases={"validation": ("val",)},
     row_check=_charxiv_row,
     key=("figure_path",),
     revision=REVISION,
-    revision_var="SCIFIG_CHARXIV_REVISION",
+    revision_var="SCIFIG_CHARXIV_FULL_REVISION",
     questions=descriptive_questions,
     local_reader=read_authors_layout,
 )

@@ -50,7 +50,7 @@ def write_layout(folder: Path, figures: tuple[str, ...] | None = None) -> Path:
 
 
 def point_data_at(monkeypatch: pytest.MonkeyPatch, folder: Path, cache: Path) -> None:
-    """The sources' data setting (``SCIFIG_CHARXIV_DATA``) set to ``folder`` (a setting of its own once the benchmark
+    """The sources' data setting (``SCIFIG_CHARXIV_FULL_DATA``) set to ``folder`` (a setting of its own once the benchmark
     is registered under that name; until then made one here) and the ``datasets`` cache (Arrow copies of parquet
     files) under ``cache``."""
     variable = CHARXIV_DESCRIPTIVE.env_var
