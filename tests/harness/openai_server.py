@@ -150,6 +150,7 @@ def echoing_key(policy: Policy) -> Policy:
 
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = 128  # listen backlog (socketserver: 5); a fuller queue drops connects, which then stall
     block_on_close = False  # stop() must not wait for idle keep-alive connections
     owner: FakeOpenAIServer
 
