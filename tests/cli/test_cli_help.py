@@ -40,6 +40,7 @@ COMMANDS = [
     "finetune-data",
 ]
 CURATE_COMMANDS = {
+    "charxiv_full": ["charxiv_full"],
     "grab": ["grab"],
     "mmsci": ["mmsci", "mmsci-from-vlmeval", "mmsci-from-authors"],
     "plot_twist": ["plot-twist"],

@@ -17,6 +17,7 @@ from scifig_tasks.benchmarks.charxiv import scoring
 from scifig_tasks.core.images import for_upload, to_rgb
 from scifig_tasks.core.judge.client import get_judge
 from scifig_tasks.core.judged_hooks import JudgeUse, asks_judge
+from scifig_tasks.core.scoring_protocol import in_force
 from scifig_tasks.core.task_options import reads_task_options
 
 Protocol = Literal["default", "paper"]
@@ -48,7 +49,7 @@ def _judging(options: Mapping[str, Any]) -> JudgeUse:
 @reads_task_options
 @asks_judge(_judging)
 def charxiv_process_results(doc: dict[str, Any], results: list[str | None], *, protocol: Protocol) -> dict[str, Any]:
-    if protocol == "paper":
+    if in_force("charxiv_full", protocol) == "paper":  # scifig rescore --protocol wins over the task's own
         record = scoring.ungraded_record(doc, results[0], protocol="paper")
     else:
         record = scoring.graded_now(doc, results[0], get_judge())
