@@ -20,7 +20,6 @@ KINDS = {
     "descriptive": ("by_group", dict(zip(("inex", "enum", "patt", "cntg", "comp"), GROUP_ORDER, strict=True))),
 }
 """Kind -> the breakdown it is shown by and its columns (the leaderboard's key -> the group's name)."""
-PROTOCOLS = {"": "default", "_paper": "paper grading"}
 
 
 def _cell(cell: dict[str, Any] | None) -> str:
@@ -33,43 +32,38 @@ def _rows(runs: list[Run], kind: str) -> tuple[list[list[str]], list[str]]:
     by, columns = KINDS[kind]
     rows: list[list[str]] = []
     ungraded: list[str] = []
-    for suffix, protocol in PROTOCOLS.items():
-        task = f"charxiv_full_{kind}{suffix}"
-        for run in (run for run in runs if run.has(task)):
-            part = run.metric(task, "breakdown")
-            if not isinstance(part, dict) or "counts" not in part:
-                continue
-            counts = part["counts"]
-            cells = [_cell(part.get(by, {}).get(name)) for name in columns.values()]
-            authors = "-" if part.get("authors_score") is None else f"{part['authors_score']:.2f}"
-            rows.append(
-                [run.model, protocol, f"{counts['graded']}/{counts['questions']}", _cell(part), *cells, authors]
-            )
-            if counts["ungraded"]:
-                ungraded.append(f"{run.model} ({protocol}): {counts['ungraded']} ungraded")
-    refs = references("charxiv_full")
-    rows += [
-        [ref.label(), "-", "-", ref_cell(ref, kind), *(ref_cell(ref, key) for key in columns), "-"] for ref in refs
-    ]
+    task = f"charxiv_full_{kind}"  # a run's _paper tasks are the run "<model> (paper protocol)" of the same names
+    for run in (run for run in runs if run.has(task)):
+        part = run.metric(task, "breakdown")
+        if not isinstance(part, dict) or "overall" not in part:
+            continue
+        overall = part["overall"]
+        cells = [_cell(part.get(by, {}).get(name)) for name in columns.values()]
+        authors = "-" if overall.get("authors_score") is None else f"{overall['authors_score']:.2f}"
+        rows.append([run.model, f"{overall['graded']}/{overall['questions']}", _cell(overall), *cells, authors])
+        if part["counts"]["ungraded"]:
+            ungraded.append(f"{run.model}: {part['counts']['ungraded']}")
+    for ref in references("charxiv_full"):
+        rows.append([ref.label(), "-", ref_cell(ref, kind), *(ref_cell(ref, key) for key in columns), "-"])
     return rows, ungraded
 
 
 def section(runs: list[Run], figdir: Path) -> Section | None:
-    present = [kind for kind in KINDS if any(run.has(f"charxiv_full_{kind}{s}") for run in runs for s in PROTOCOLS)]
+    present = [kind for kind in KINDS if any(run.has(f"charxiv_full_{kind}") for run in runs)]
     if not present:
         return None
     out = Section("CharXiv")
     for kind in present:
         rows, ungraded = _rows(runs, kind)
-        header = ["model", "protocol", "graded", "overall", *KINDS[kind][1].values(), "authors' figure"]
+        header = ["model", "graded", "overall", *KINDS[kind][1].values(), "authors' figure"]
         out.blocks.append(
             Table(f"CharXiv {kind} accuracy (%, 95% Wilson interval, over graded questions)", header, rows)
         )
         if ungraded:
             out.blocks.append(
                 Note(
-                    "Ungraded questions (the judge's grading failed after retries; left out of the accuracy, counted "
-                    f"0 in the authors' figure): {'; '.join(ungraded)}."
+                    f"Ungraded {kind} questions (the judge's grading failed after retries; left out of the accuracy, "
+                    f"counted 0 in the authors' figure): {'; '.join(ungraded)}."
                 )
             )
     refs = references("charxiv_full")

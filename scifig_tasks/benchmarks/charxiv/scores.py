@@ -4,7 +4,7 @@ The groups are the CharXiv authors' (Wang et al., NeurIPS 2024; ``src/score_util
 five groups (``QNUM2QTYPE``), reasoning questions by answer type (``IDX2ANSTYPE``), question source
 (``IDX2SRC``). Scores are percentages with 2 decimals (their ``round(100 * x, 2)``).
 
-:func:`summary` leaves an ungraded question (``score`` None: the grading failed or came back in another shape) out of
+:func:`summary` leaves an ungraded question (``verdict`` None: the grading failed or came back in another shape) out of
 the accuracy and counts it; the authors' ``get_stats.py`` counts it 0 over all questions, which
 ``authors_score`` keeps, so the paper's number is one key away.
 """
@@ -53,11 +53,11 @@ def _cell(scores: list[int | None]) -> dict[str, Any]:
 
 
 def _checked(record: Mapping[str, Any]) -> tuple[str, int | None, str | None]:
-    kind, score, graded_by = record.get("kind"), record.get("score"), record.get("graded_by")
+    kind, score, graded_by = record.get("kind"), record.get("verdict"), record.get("graded_by")
     if kind not in KINDS:
         raise ValueError(f"CharXiv record {record.get('query_id')!r}: kind {kind!r} is not one of {KINDS}")
     if score not in (0, 1, None) or isinstance(score, bool):
-        raise ValueError(f"CharXiv record {record.get('query_id')!r}: score {score!r} is not 1, 0 or None")
+        raise ValueError(f"CharXiv record {record.get('query_id')!r}: verdict {score!r} is not 1, 0 or None")
     if graded_by not in GRADERS:
         raise ValueError(f"CharXiv record {record.get('query_id')!r}: graded_by {graded_by!r} is not one of {GRADERS}")
     if score == 1 and graded_by is None:
@@ -74,38 +74,33 @@ def _breakdown(keyed: Iterable[tuple[Any, int | None]], order: Sequence[Any] | N
 
 
 def _kind_summary(kind: str, records: list[Mapping[str, Any]]) -> dict[str, Any]:
-    scores = [record["score"] for record in records]
+    scores = [record["verdict"] for record in records]
     overall = _cell(scores)
     graded_by = Counter(record.get("graded_by") for record in records)
     flags = Counter(str(record["flag"]) for record in records if record.get("flag"))
     part: dict[str, Any] = {
-        "accuracy": overall["accuracy"],
-        "ci95": overall["ci95"],
-        "authors_score": overall["authors_score"],
+        "overall": overall,
         "counts": {
-            "questions": len(records),
-            "graded": overall["graded"],
-            "correct": overall["correct"],
             "ungraded": len(records) - overall["graded"],
             "by_rule": graded_by["rule"],
             "by_judge": graded_by["judge"],
-            "wrong_without_judge": sum(1 for r in records if r["score"] == 0 and r.get("graded_by") is None),
+            "wrong_without_judge": sum(1 for r in records if r["verdict"] == 0 and r.get("graded_by") is None),
             "flags": dict(sorted(flags.items())),
         },
     }
     if kind == "descriptive":
         templates = [int(record["template"]) for record in records]
         part["by_group"] = _breakdown(
-            ((DESCRIPTIVE_GROUPS[t], r["score"]) for t, r in zip(templates, records, strict=True)), GROUP_ORDER
+            ((DESCRIPTIVE_GROUPS[t], r["verdict"]) for t, r in zip(templates, records, strict=True)), GROUP_ORDER
         )
-        part["by_template"] = _breakdown((t, r["score"]) for t, r in zip(templates, records, strict=True))
+        part["by_template"] = _breakdown((t, r["verdict"]) for t, r in zip(templates, records, strict=True))
     else:
         part["by_answer_type"] = _breakdown(
-            ((ANSWER_TYPES[int(r["answer_type"])], r["score"]) for r in records), list(ANSWER_TYPES.values())
+            ((ANSWER_TYPES[int(r["answer_type"])], r["verdict"]) for r in records), list(ANSWER_TYPES.values())
         )
         if all(record.get("question_source") is not None for record in records):
             part["by_source"] = _breakdown(
-                ((QUESTION_SOURCES[int(r["question_source"])], r["score"]) for r in records),
+                ((QUESTION_SOURCES[int(r["question_source"])], r["verdict"]) for r in records),
                 list(QUESTION_SOURCES.values()),
             )
     return part
@@ -114,16 +109,15 @@ def _kind_summary(kind: str, records: list[Mapping[str, Any]]) -> dict[str, Any]
 def summary(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """Per kind present (``descriptive``, ``reasoning``; the authors never merge the two):
 
-    * ``accuracy`` (percent, over the graded questions) and its ``ci95`` (95% Wilson interval, percent);
-    * ``authors_score``: the authors' ``get_stats.py`` "Overall Score" (ungraded counted 0, over all questions);
-    * ``counts``: ``questions``, ``graded``, ``correct``, ``ungraded`` (left out of the accuracy), ``by_rule``,
-      ``by_judge``, ``wrong_without_judge`` (score 0 with no grader: no judge was configured) and ``flags`` (the
-      records' ``flag`` values counted);
+    * ``overall``, a cell: ``questions``, ``graded``, ``correct``, ``accuracy`` (percent, over the graded
+      questions), its ``ci95`` (95% Wilson interval, percent) and ``authors_score`` (the authors' ``get_stats.py``
+      "Overall Score": ungraded counted 0, over all questions);
+    * ``counts``: ``ungraded`` (left out of the accuracy), ``by_rule``, ``by_judge``, ``wrong_without_judge``
+      (verdict 0 with no grader: no judge was configured) and ``flags`` (the records' ``flag`` values counted);
     * ``by_group`` (descriptive: the five groups) and ``by_template`` (1..19), or ``by_answer_type`` and, when every
-      record has its ``question_source``, ``by_source`` (reasoning): cells with ``questions``, ``graded``,
-      ``correct``, ``accuracy``, ``ci95`` and ``authors_score``.
+      record has its ``question_source``, ``by_source`` (reasoning): cells like ``overall``.
 
-    A record: ``query_id``, ``kind``, ``template`` (descriptive) or ``answer_type`` (reasoning), ``score`` (1, 0 or
+    A record: ``query_id``, ``kind``, ``template`` (descriptive) or ``answer_type`` (reasoning), ``verdict`` (1, 0 or
     None for ungraded), ``graded_by`` (``"rule"``, ``"judge"`` or None) and optionally ``flag`` and
     ``question_source``.
     """

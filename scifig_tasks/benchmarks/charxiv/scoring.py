@@ -40,7 +40,7 @@ def ungraded_record(doc: Mapping[str, Any], output: str | None, *, protocol: Pro
         "protocol": protocol,
         "answer": doc["answer"],
         "response": (output or "").strip(),
-        "score": None,
+        "verdict": None,
         "graded_by": None,
         "extracted": None,
         "flag": None,
@@ -55,14 +55,14 @@ def ungraded_record(doc: Mapping[str, Any], output: str | None, *, protocol: Pro
         )
     status = output_status(output)
     if status != "ok":
-        record.update(score=0, graded_by="rule", flag=f"{status}_output")
+        record.update(verdict=0, graded_by="rule", flag=f"{status}_output")
     return record
 
 
 def _with_grade(record: dict[str, Any], grade: grading.Grade | grading.Ungraded) -> dict[str, Any]:
     if isinstance(grade, grading.Ungraded):
-        return {**record, "score": None, "graded_by": None, "flag": "judge_failed", "error": grade.error}
-    return {**record, "score": grade.score, "graded_by": "judge", "extracted": grade.extracted}
+        return {**record, "verdict": None, "graded_by": None, "flag": "judge_failed", "error": grade.error}
+    return {**record, "verdict": grade.score, "graded_by": "judge", "extracted": grade.extracted}
 
 
 def _grade(records: Sequence[dict[str, Any]], judge: JudgeClient, *, paper: bool) -> dict[str, Any]:
@@ -81,13 +81,13 @@ def _grade(records: Sequence[dict[str, Any]], judge: JudgeClient, *, paper: bool
 def graded_now(doc: Mapping[str, Any], output: str | None, judge: JudgeClient | None) -> dict[str, Any]:
     """The default protocol's record of one response: rules, then the judge, then wrong and flagged."""
     record = ungraded_record(doc, output, protocol="default")
-    if record["score"] is not None:
+    if record["verdict"] is not None:
         return record
     verdict = rule_verdict(record["response"], record["answer"])
     if verdict is not None:
-        return {**record, "score": int(verdict), "graded_by": "rule"}
+        return {**record, "verdict": int(verdict), "graded_by": "rule"}
     if judge is None:
-        return {**record, "score": 0, "flag": NO_JUDGE}
+        return {**record, "verdict": 0, "flag": NO_JUDGE}
     return _with_grade(record, _grade([record], judge, paper=False)[record["query_id"]])
 
 
@@ -100,7 +100,7 @@ def evaluate(records: Sequence[Mapping[str, Any]], judge: JudgeClient | None) ->
     here, in the authors' batches, once per set of records (each metric of the task asks)."""
     key = hashlib.sha256(json.dumps(records, sort_keys=True, default=str).encode()).hexdigest()
     if key not in _evaluated:
-        pending = [dict(record) for record in records if record["score"] is None and record["protocol"] == "paper"]
+        pending = [dict(record) for record in records if record["verdict"] is None and record["protocol"] == "paper"]
         graded = _grade(pending, judge, paper=True) if pending and judge is not None else {}
         final = [
             _with_grade(dict(record), graded[record["query_id"]]) if record["query_id"] in graded else dict(record)
@@ -108,13 +108,13 @@ def evaluate(records: Sequence[Mapping[str, Any]], judge: JudgeClient | None) ->
         ]
         if pending and judge is None:
             final = [
-                {**record, "flag": "judge_absent"} if record["score"] is None and record["flag"] is None else record
+                {**record, "flag": "judge_absent"} if record["verdict"] is None and record["flag"] is None else record
                 for record in final
             ]
         summary = scores.summary(final)
         part = next(iter(summary.values()), None)
-        counts = part["counts"] if part is not None else {"graded": 0}
-        accuracy = counts["correct"] / counts["graded"] if counts["graded"] else None
+        overall = part["overall"] if part is not None else {"graded": 0}
+        accuracy = overall["correct"] / overall["graded"] if overall["graded"] else None
         _evaluated.clear()  # keep only the latest evaluation
         _evaluated[key] = {"accuracy": accuracy, "breakdown": part or {}, "records": final}
     return _evaluated[key]

@@ -170,6 +170,7 @@ def read_authors_layout(folder: Path, split: str) -> datasets.Dataset | None:
     location in words -> ``subplot_loc`` (row and column null); the metadata's ``paper_id`` and ``figure_path`` ->
     ``original_id``, ``original_figure_path``; the image is the file ``images/<figure id>.jpg``, read (and checked) by
     the loader. A missing file, figure or field is a :class:`DataError` naming the file and the figure."""
+    folder = folder.resolve()  # the image cells name their files: from wherever the data is read later
     descriptive_file = folder / f"descriptive_{split}.json"
     if not descriptive_file.is_file():
         return None

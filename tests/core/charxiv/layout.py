@@ -14,7 +14,6 @@ import pytest
 from PIL import Image
 
 from scifig_tasks.benchmarks.charxiv.source import CHARXIV_DESCRIPTIVE
-from scifig_tasks.core import settings
 from tests.harness.paths import FIXTURES
 
 AUTHORS = FIXTURES / "charxiv"
@@ -50,14 +49,9 @@ def write_layout(folder: Path, figures: tuple[str, ...] | None = None) -> Path:
 
 
 def point_data_at(monkeypatch: pytest.MonkeyPatch, folder: Path, cache: Path) -> None:
-    """The sources' data setting (``SCIFIG_CHARXIV_FULL_DATA``) set to ``folder`` (a setting of its own once the benchmark
-    is registered under that name; until then made one here) and the ``datasets`` cache (Arrow copies of parquet
-    files) under ``cache``."""
-    variable = CHARXIV_DESCRIPTIVE.env_var
-    if not settings.is_setting(variable):
-        prefixes = settings.benchmark_prefixes()
-        monkeypatch.setattr(settings, "benchmark_prefixes", lambda: (*prefixes, variable.removesuffix("DATA")))
-    monkeypatch.setenv(variable, str(folder))
+    """The sources' data setting (``SCIFIG_CHARXIV_FULL_DATA``) set to ``folder`` and the ``datasets`` cache (Arrow
+    copies of parquet files) under ``cache``."""
+    monkeypatch.setenv(CHARXIV_DESCRIPTIVE.env_var, str(folder))
     monkeypatch.setenv("HF_DATASETS_CACHE", str(cache))
     monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", str(cache))
 

@@ -80,14 +80,17 @@ def test_the_authors_score_reproduces_the_published_stats() -> None:
             "query_id": item["query_id"],
             "kind": "descriptive",
             "template": item["template"],
-            "score": None if (score := RUN["scores"][item["query_id"]]["score"]) == -1 else score,
+            "verdict": None if (score := RUN["scores"][item["query_id"]]["score"]) == -1 else score,
             "graded_by": None if score == -1 else "judge",
         }
         for item in items()
     ]
     result = summary(records)["descriptive"]
-    assert result["authors_score"] == STATS["Overall Score"] == 72.6
+    assert result["overall"]["authors_score"] == STATS["Overall Score"] == 72.6
     assert {name: cell["authors_score"] for name, cell in result["by_group"].items()} == STATS["By Category"]
     assert {f"Q{t}": cell["authors_score"] for t, cell in result["by_template"].items()} == STATS["By Question"]
-    assert result["counts"]["ungraded"] == STATS["N_invalid"] == 5 and result["counts"]["questions"] == STATS["N_valid"]
-    assert result["accuracy"] == 72.69  # 2904 right of the 3995 graded: the failed batch left out, not counted 0
+    assert result["counts"]["ungraded"] == STATS["N_invalid"] == 5
+    assert result["overall"]["questions"] == STATS["N_valid"]
+    assert (
+        result["overall"]["accuracy"] == 72.69
+    )  # 2904 right of the 3995 graded: the failed batch left out, not counted 0

@@ -13,7 +13,7 @@ from scifig_tasks.core.stats import wilson_interval
 
 def record(query_id: str, score: int | None, graded_by: str | None, **fields: Any) -> dict[str, Any]:
     kind = "descriptive" if "template" in fields else "reasoning"
-    return {"query_id": query_id, "kind": kind, "score": score, "graded_by": graded_by, **fields}
+    return {"query_id": query_id, "kind": kind, "verdict": score, "graded_by": graded_by, **fields}
 
 
 def test_the_authors_groups() -> None:
@@ -43,13 +43,12 @@ def test_summary_leaves_the_ungraded_out_and_keeps_the_authors_figure() -> None:
     ]
     result = summary(records)
     descriptive, reasoning = result["descriptive"], result["reasoning"]
-    assert descriptive["accuracy"] == 40.0 and descriptive["authors_score"] == 33.33  # 2/5 graded; 2/6 all
+    overall = descriptive["overall"]
+    assert overall["accuracy"] == 40.0 and overall["authors_score"] == 33.33  # 2/5 graded; 2/6 all
     low, high = wilson_interval(2, 5)
-    assert descriptive["ci95"] == [round(100 * low, 2), round(100 * high, 2)]
+    assert overall["ci95"] == [round(100 * low, 2), round(100 * high, 2)]
+    assert (overall["questions"], overall["graded"], overall["correct"]) == (6, 5, 2)
     assert descriptive["counts"] == {
-        "questions": 6,
-        "graded": 5,
-        "correct": 2,
         "ungraded": 1,
         "by_rule": 2,
         "by_judge": 2,
@@ -66,7 +65,7 @@ def test_summary_leaves_the_ungraded_out_and_keeps_the_authors_figure() -> None:
     counting = descriptive["by_group"]["Counting"]
     assert counting["accuracy"] is None and counting["authors_score"] == 0.0 and counting["questions"] == 1
     assert list(descriptive["by_template"]) == ["1", "2", "10", "11", "17"]
-    assert reasoning["accuracy"] == 100.0 and reasoning["authors_score"] == 50.0
+    assert reasoning["overall"]["accuracy"] == 100.0 and reasoning["overall"]["authors_score"] == 50.0
     assert list(reasoning["by_answer_type"]) == ["Text-in-Chart", "Number-in-General"]
     assert list(reasoning["by_source"]) == ["GPT-Sourced", "Completely Human"]
 
@@ -74,7 +73,7 @@ def test_summary_leaves_the_ungraded_out_and_keeps_the_authors_figure() -> None:
 def test_summary_of_one_kind_and_without_sources() -> None:
     result = summary([record("5", 0, "rule", answer_type=3)])
     assert list(result) == ["reasoning"] and "by_source" not in result["reasoning"]
-    assert result["reasoning"]["accuracy"] == 0.0 and result["reasoning"]["counts"]["by_rule"] == 1
+    assert result["reasoning"]["overall"]["accuracy"] == 0.0 and result["reasoning"]["counts"]["by_rule"] == 1
     assert summary([]) == {}
 
 
@@ -85,7 +84,7 @@ def test_summary_of_one_kind_and_without_sources() -> None:
         record("0_0", True, "judge", template=1),
         record("0_0", 1, None, template=1),  # right by nothing
         record("0_0", 1, "audit", template=1),
-        {"query_id": "0_0", "kind": "charts", "score": 1, "graded_by": "rule"},
+        {"query_id": "0_0", "kind": "charts", "verdict": 1, "graded_by": "rule"},
     ],
 )
 def test_records_of_another_shape_are_refused(bad: dict[str, Any]) -> None:
