@@ -328,7 +328,7 @@ def test_base_url_validation():
 
 
 def test_shipped_presets():
-    assert PRESETS == ["gemini-1.0-pro", "gpt-4o-mini", "llama-3.1-8b-instruct-vllm"]
+    assert PRESETS == ["gemini-1.0-pro", "gpt-4o-2024-05-13", "gpt-4o-mini", "llama-3.1-8b-instruct-vllm"]
     for name in PRESETS:
         preset = load_preset(name)
         assert {"base_url", "model", "api_key_env"} <= set(preset)

@@ -1,7 +1,7 @@
 """``scifig curate charxiv_full import-published`` on small files in the CharXiv authors' layout, then ``scifig report``
 and ``scifig rescore --protocol default`` of the run it writes, all through the real command lines.
 
-The files: eight charts of the validation set (tests/core/charxiv/layout.py's six, 153 and 1342). Descriptive:
+The files: eight charts of the validation set (tests/harness/charxiv_full_data.py's six, 153 and 1342). Descriptive:
 gpt-4o-mini's real responses and grades (tests/fixtures/charxiv_real: a third-party run of the authors' pipeline), in
 the authors' gen/scores layout (two charts in the fork's layout, which keeps ``figure_path`` and ``question``); it holds
 a failed grading (-1, 1342_0) and two grader errors ("Not Applicable" for "Not Applicable" graded 0: 153_3, 1342_3).
@@ -24,7 +24,7 @@ import pytest
 from scifig_tasks.benchmarks.charxiv.rules import rule_verdict
 from scifig_tasks.benchmarks.charxiv.scores import DESCRIPTIVE_GROUPS
 from scifig_tasks.commands.main import main as scifig_main
-from tests.core.charxiv.layout import SAMPLE, authors_file, write_layout
+from tests.harness.charxiv_full_data import SAMPLE, authors_file, write_layout
 from tests.harness.lmms import _executable, offline_env
 from tests.harness.paths import FIXTURES
 

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from scifig_tasks.benchmarks.charxiv.prompts import descriptive_question, reasoning_question
-from tests.core.charxiv.layout import SAMPLE, authors_file, write_layout
+from tests.harness.charxiv_full_data import SAMPLE, authors_file, write_layout
 from tests.harness.lmms import CliRun, offline_env, run
 from tests.harness.openai_server import ChatRequest, FakeOpenAIServer, Reply
 from tests.harness.vlmeval import run_vlmeval, vlmeval_scores

@@ -30,7 +30,8 @@ def test_the_tasks_requiring_the_judge_are_those_whose_hooks_declare_it() -> Non
         ),
     }
     grab_extraction = {f"grab_{task}_llm_extract" for task in ("properties", "functions", "series", "transforms")}
-    assert required == multiple_choice_paper | grab_extraction
+    charxiv_paper = {"charxiv_full_descriptive_paper", "charxiv_full_reasoning_paper"}
+    assert required == multiple_choice_paper | grab_extraction | charxiv_paper
     assert tasks_requiring_judge(["scifibench_cs_figure2caption", "mmsci_fig2cap_paper"], "paper") == [
         "scifibench_cs_figure2caption",
         "mmsci_fig2cap_paper",

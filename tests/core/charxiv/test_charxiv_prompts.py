@@ -12,7 +12,7 @@ from scifig_tasks.benchmarks.charxiv.prompts import (
     reasoning_question,
     subplot_prefix,
 )
-from tests.core.charxiv.layout import authors_file, authors_prompts, differing
+from tests.harness.charxiv_full_data import authors_file, authors_prompts, differing
 
 
 def our_prompts() -> tuple[dict[str, str], dict[str, str]]:

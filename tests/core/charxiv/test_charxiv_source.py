@@ -22,7 +22,14 @@ from scifig_tasks.benchmarks.charxiv.source import (
 from scifig_tasks.core.data import load_benchmark
 from scifig_tasks.core.errors import DataError
 from scifig_tasks.core.image_cells import undecoded
-from tests.core.charxiv.layout import SAMPLE, authors_file, authors_prompts, differing, point_data_at, write_layout
+from tests.harness.charxiv_full_data import (
+    SAMPLE,
+    authors_file,
+    authors_prompts,
+    differing,
+    point_data_at,
+    write_layout,
+)
 
 Load = Callable[[Path], tuple[datasets.Dataset, datasets.Dataset]]
 

@@ -11,7 +11,7 @@ import pytest
 
 from scifig_tasks.benchmarks.charxiv.source import CHARXIV_DESCRIPTIVE, CHARXIV_REASONING
 from scifig_tasks.core.data import load_benchmark
-from tests.core.charxiv.layout import authors_file, authors_prompts, differing, point_data_at, write_layout
+from tests.harness.charxiv_full_data import authors_file, authors_prompts, differing, point_data_at, write_layout
 
 pytestmark = pytest.mark.slow  # about 3 s: 1,000 charts checked and expanded twice
 

@@ -1,5 +1,5 @@
-"""The CharXiv authors' local layout for tests: their real validation files (tests/fixtures/charxiv), all charts or
-some, with an 8x8 stand-in JPEG per chart; the data setting pointed at it; the authors' prompt digests."""
+"""Small CharXiv data for tests, in the authors' local layout: their real validation files (tests/fixtures/charxiv),
+all charts or some, with an 8x8 stand-in JPEG per chart; the data setting pointed at it; the authors' prompt digests."""
 
 from __future__ import annotations
 
@@ -73,3 +73,9 @@ def differing(questions: dict[str, str], digests: dict[str, str]) -> list[str]:
     ids = sorted(set(questions) | set(digests), key=lambda key: (len(key), key))
     wrong = [key for key in ids if key not in questions or digests.get(key) != digest(questions[key])]
     return wrong or ([] if list(questions) == list(digests) else ["order"])
+
+
+def sample(root: Path) -> dict[str, str]:
+    """Two real validation charts in the authors' layout under ``root`` (eight descriptive questions, two reasoning
+    ones): the setting that points at it."""
+    return {CHARXIV_DESCRIPTIVE.env_var: str(write_layout(root, SAMPLE[:2]))}
