@@ -27,8 +27,8 @@ from scifig_tasks.commands.eval import CACHE_FOLDER, with_default_cache
 from scifig_tasks.core.errors import CommandError
 from scifig_tasks.lmms_eval.response_cache import RUN_ID, ScifigResponseCache, chunk_size, installed
 from tests.harness.grab_data import Row, question_text, write_parquet
-from tests.harness.lmms import CLI_TIMEOUT_S, CliRun, _executable
-from tests.harness.openai_server import ChatRequest, Reply, by_question, echoing_key
+from tests.harness.lmms import CLI_TIMEOUT_S, CliRun, _executable, offline_env
+from tests.harness.openai_server import ChatRequest, FakeOpenAIServer, Reply, by_question, echoing_key
 
 KEY = "sk-resume-test-key-0123456789"
 GEN = {"max_new_tokens": 16, "temperature": 0, "until": ["\n\n"]}
@@ -255,15 +255,22 @@ def asked(requests: list[ChatRequest]) -> list[str]:
     return sorted(request.text.split("]", 1)[0].split("[", 1)[1] for request in requests)
 
 
-@pytest.fixture
-def reference(tmp_path: Path, grab_data: Path, openai_server, lmms_env) -> dict[str, Any]:
-    """An uninterrupted run (its own output and cache); the server echoes the key into every reply."""
-    server = openai_server(echoing_key(by_question(REPLIES)))
-    env = {**lmms_env, "SCIFIG_GRAB_DATA": str(grab_data), "OPENAI_API_BASE": server.base_url, "OPENAI_API_KEY": KEY}
-    run = scifig_eval(env, tmp_path / "reference")
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """An uninterrupted run (its own data, output and cache), made once for the module's two resumed lmms-eval runs;
+    the server echoes the key into every reply."""
+    root = tmp_path_factory.mktemp("reference")
+    data = write_parquet(ROWS, root / "grab" / "GRAB.parquet")
+    server = FakeOpenAIServer(echoing_key(by_question(REPLIES))).start()
+    env = {**offline_env(root), "SCIFIG_GRAB_DATA": str(data), "OPENAI_API_KEY": KEY}
+    env["OPENAI_API_BASE"] = server.base_url
+    try:
+        run = scifig_eval(env, root / "reference")
+    finally:
+        server.stop()
     assert run.returncode == 0, run.output[-4000:]
     assert server.count == N_QUESTIONS
-    cache = tmp_path / "reference" / CACHE_FOLDER / "openai"
+    cache = root / "reference" / CACHE_FOLDER / "openai"
     files = [path for path in cache.rglob("*") if path.is_file()]
     assert any(path.name == "cache.db" for path in files)
     assert all(KEY.encode() not in path.read_bytes() for path in files)  # the echoed key is masked
@@ -306,8 +313,8 @@ def test_a_run_whose_server_failed_resumes_with_the_failed_questions(
     tmp_path: Path, grab_data: Path, openai_server, lmms_env, reference: dict[str, Any]
 ) -> None:
     def fail_hard_after(request: ChatRequest) -> Reply | str:
-        if len(server.requests) > STOP_AFTER:
-            return Reply(text="server down", status=500)
+        if len(server.requests) > STOP_AFTER:  # Retry-After: the openai SDK's own two retries come at once, not
+            return Reply(text="server down", status=500, retry_after=0.01)  # after its 0.5 s + 1 s backoff
         return by_question(REPLIES)(request)
 
     server = openai_server(echoing_key(fail_hard_after))
