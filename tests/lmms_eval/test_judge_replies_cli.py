@@ -66,34 +66,22 @@ def cache_entries(env: dict[str, str]) -> list[Path]:
     return sorted(Path(env["SCIFIG_JUDGE_CACHE"]).rglob("*.json"))
 
 
-def test_empty_replies_are_asked_again_and_score_as_a_healthy_judge(
-    tmp_path: Path, openai_server, lmms_env, run_cli
-) -> None:
-    env = grab_setup(tmp_path, openai_server, lmms_env)
-
-    def half_empty(request: ChatRequest) -> Reply:  # every other question's first reply is empty (HTTP 200)
-        pid = int(QUOTED_OUTPUT.search(request.text).group(1))
-        return Reply(text="") if pid % 2 == 0 and request.attempt == 1 else extracting(request)
-
-    judge = openai_server(half_empty)
-    env |= {"SCIFIG_JUDGE_BASE_URL": judge.base_url, "SCIFIG_JUDGE_MAX_RETRIES": "2"}
-    run, group = grab_eval(run_cli, env, tmp_path / "out")
-
-    assert run.returncode == 0, run.output[-4000:]
-    assert group["accuracy,none"] == 1.0
-    assert group["breakdown,none"]["flags"]["judge"] == {"judged": N_GRAB}
-    assert judge.count == N_GRAB + N_GRAB // 2  # each empty reply asked once more
-    assert len(cache_entries(env)) == N_GRAB
+def half_empty(request: ChatRequest) -> Reply:
+    """A healthy judge, except that every other question's first reply is empty (HTTP 200)."""
+    pid = int(QUOTED_OUTPUT.search(request.text).group(1))
+    return Reply(text="") if pid % 2 == 0 and request.attempt == 1 else extracting(request)
 
 
 NOT_ANSWERS = ("N/A", "I like this plot very much.")
 """Replies that are not the number asked for: a refusal, and unrelated text."""
 
 
-def test_replies_that_are_not_answers_fail_loudly_and_are_never_cached(
+def test_replies_that_are_not_answers_fail_loudly_are_never_cached_and_empty_ones_are_asked_again(
     tmp_path: Path, openai_server, lmms_env, run_cli
 ) -> None:
-    """One run, both kinds of reply (alternating by question): each is asked again, then flagged, never cached."""
+    """One run, both kinds of reply (alternating by question): each is asked again, then flagged, never cached. The
+    rerun, on the same (empty) cache, gets empty first replies for every other question: each is asked again and the
+    run scores as with a healthy judge."""
     env = grab_setup(tmp_path, openai_server, lmms_env)
 
     def not_an_answer(request: ChatRequest) -> Reply:
@@ -111,12 +99,15 @@ def test_replies_that_are_not_answers_fail_loudly_and_are_never_cached(
     asked = {NOT_ANSWERS[int(QUOTED_OUTPUT.search(request.text).group(1)) % 2] for request in judge.requests}
     assert asked == set(NOT_ANSWERS)  # both kinds of reply were given (and refused) in this run
 
-    judge.policy = extracting  # the same cache, a healthy judge: every question is asked again
+    judge.policy = half_empty  # the same cache: every question is asked again, and each empty reply once more
     judge.reset()
+    env |= {"SCIFIG_JUDGE_MAX_RETRIES": "2"}
     rerun, regroup = grab_eval(run_cli, env, tmp_path / "rerun")
     assert rerun.returncode == 0, rerun.output[-4000:]
-    assert judge.count == N_GRAB
+    assert judge.count == N_GRAB + N_GRAB // 2
     assert regroup["accuracy,none"] == 1.0
+    assert regroup["breakdown,none"]["flags"]["judge"] == {"judged": N_GRAB}
+    assert len(cache_entries(env)) == N_GRAB
 
 
 def test_scifig_vlmeval_exits_1_when_replies_are_not_answers(tmp_path: Path, openai_server, lmms_env) -> None:
@@ -132,12 +123,13 @@ def test_scifig_vlmeval_exits_1_when_replies_are_not_answers(tmp_path: Path, ope
     assert cache_entries(env) == []
 
 
-def test_scifibench_judge_saying_n_a_is_flagged_and_asked_again(
+def test_scifibench_judge_saying_n_a_is_flagged_and_asked_again_and_identical_requests_in_flight_are_sent_once(
     tmp_path: Path, openai_server, lmms_env, run_cli
 ) -> None:
-    answers = "ABCDE"
-    data = write_splits({"CS_Figure2Caption": build([Question("f2c", a) for a in answers])}, tmp_path / "scifibench")
-    model = openai_server(lambda request: "It could be A or B.")  # the rules refuse: every output goes to the judge
+    questions = [Question("f2c", answer) for answer in "ABCDEABCDEABCDEABCDE"]
+    data = write_splits({"CS_Figure2Caption": build(questions)}, tmp_path / "scifibench")
+    # the rules refuse: every output goes to the judge, one judge prompt for all 20 questions
+    model = openai_server(lambda request: "It could be A or B.")
     judge = openai_server(lambda request: Reply(text="N/A"))
     env = served_env(
         lmms_env, model.base_url, judge.base_url, SCIFIG_SCIFIBENCH_DATA=str(data), SCIFIG_JUDGE_MAX_RETRIES="1"
@@ -146,14 +138,14 @@ def test_scifibench_judge_saying_n_a_is_flagged_and_asked_again(
     run = run_cli("scifig", args, env, tmp_path / "out")
 
     assert run.returncode == 1, run.output[-4000:]
-    assert "samples could not be judged (judge_failed: scifibench_cs_figure2caption 5)" in run.output
+    assert "samples could not be judged (judge_failed: scifibench_cs_figure2caption 20)" in run.output
     assert cache_entries(env) == []
 
-    judge.policy = lambda request: Reply(text="A")
+    judge.policy = fixed_latency(lambda request: Reply(text="A"), 0.5)  # a reply takes 0.5 s: the 20 ask at once
     judge.reset()
     rerun = run_cli("scifig", args, env, tmp_path / "rerun")
     assert rerun.returncode == 0, rerun.output[-4000:]
-    assert judge.count == 1  # one distinct prompt
+    assert judge.count == 1  # before: one request per scoring thread that asked before the first reply came
     assert rerun.results()["results"]["scifibench_cs_figure2caption"]["accuracy,none"] == 0.2
 
 
@@ -257,17 +249,3 @@ def test_the_default_settings_name_a_hung_judge_after_20_s_and_stop_it_after_two
     assert "has not answered a request in 20s; waiting up to 60s per request (SCIFIG_JUDGE_TIMEOUT_S)" in lines[0]
     assert "2 requests in a row timed out after 60s with no reply" in lines[1] and "Circuit breaker open" in lines[1]
     assert breaker.reason is not None
-
-
-def test_identical_judge_requests_in_flight_are_sent_once(tmp_path: Path, openai_server, lmms_env, run_cli) -> None:
-    questions = [Question("f2c", answer) for answer in "ABCDEABCDEABCDEABCDE"]
-    data = write_splits({"CS_Figure2Caption": build(questions)}, tmp_path / "scifibench")
-    model = openai_server(lambda request: "It could be A or B.")  # one judge prompt for all 20 questions
-    judge = openai_server(fixed_latency(lambda request: Reply(text="A"), 0.5))
-    env = served_env(lmms_env, model.base_url, judge.base_url, SCIFIG_SCIFIBENCH_DATA=str(data))
-    args = ["eval", *GRAB_ARGS, "--tasks", "scifibench_cs_figure2caption", "--log_samples"]
-    run = run_cli("scifig", args, env, tmp_path / "out")
-
-    assert run.returncode == 0, run.output[-4000:]
-    assert judge.count == 1  # before: one request per scoring thread that asked before the first reply came
-    assert run.results()["results"]["scifibench_cs_figure2caption"]["accuracy,none"] == 0.2
