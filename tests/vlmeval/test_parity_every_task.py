@@ -26,6 +26,7 @@ import importlib
 import json
 import math
 import os
+import re
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -59,11 +60,14 @@ def model_reply(request: ChatRequest) -> str:
     return REPLIES[hashlib.sha256(request.text.encode()).digest()[0] % len(REPLIES)]
 
 
+CHARXIV_BATCH = re.compile(r"^T(\d+):\nResponse \1: (.*?)\nGround Truth \1: (.*?)\n\n", re.MULTILINE | re.DOTALL)
+
+
 def judge_reply(request: ChatRequest) -> str:
     """The judge answers in the shape its prompt asks for (a reply in another shape is asked again, then counted as
     the judge failing): atomic facts as ``- `` items, a rating as an integer, the answer sentence where the prompt's
-    worked examples show it (a reformatting), a letter or "None" for a multiple-choice parse (chosen by the text), and
-    "None" (nothing extracted) for any other extraction."""
+    worked examples show it (a reformatting), a letter or "None" for a multiple-choice parse (chosen by the text),
+    CharXiv's grades as JSON, and "None" (nothing extracted) for any other extraction."""
     messages = request.body.get("messages") or [{}]
     system = messages[0].get("content") if messages[0].get("role") == "system" else None
     text = system if isinstance(system, str) else request.text
@@ -75,6 +79,12 @@ def judge_reply(request: ChatRequest) -> str:
         return "None" if hashlib.sha256(text.encode()).digest()[0] % 2 else "B"
     if "Extract just the answer from the generative model output" in text:  # a model output may hold the sentence
         return "None"
+    if text.lstrip().startswith("You will be given"):  # CharXiv's grading: the JSON its prefix asks for
+        pairs = CHARXIV_BATCH.findall(text)
+        if pairs:  # descriptive: every pair of the batch, graded by whether the response holds the answer
+            grades = {f"score_T{i}": int(truth.lower() in response.lower()) for i, response, truth in pairs}
+            return json.dumps({**grades, **{f"extract_answer_T{i}": response for i, response, _ in pairs}})
+        return json.dumps({"extracted_answer": "3", "score": int("Ground Truth: 3\n" in text)})
     if "I hope the answer is correct" in text:
         return "The answer is 3. I hope the answer is correct."
     return "None"
