@@ -238,6 +238,11 @@ def _copy_presets(dest: Path) -> None:
             (dest / entry.name).write_bytes(entry.read_bytes())
 
 
+def _is_package_data(path: Path) -> bool:
+    """A data file a vendored module reads beside it (CharXiv's ``authors_text.json``): no code, docs or hidden file."""
+    return path.is_file() and not path.name.startswith(".") and path.suffix not in (".py", ".pyc", ".md")
+
+
 def _vendor(
     source: Path, dest: Path, package: str, imports: Iterable[tuple[str, str, list[str]]] = ()
 ) -> tuple[list[str], list[str]]:
@@ -272,6 +277,11 @@ def _vendor(
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(_rename_plugin(_rewrite(source_file.read_text(encoding="utf-8"), package), plugin, package))
         files.append(relative.as_posix())
+    for folder in sorted({plugin.file(name).parent for name in own} if plugin is not None else set()):
+        for data in sorted(path for path in folder.iterdir() if _is_package_data(path)):
+            relative = Path(plugin.short) / data.relative_to(plugin.folder)
+            (core / relative).write_bytes(data.read_bytes())
+            files.append(relative.as_posix())
     for path in hooks:
         text = _rename_plugin(_rewrite(path.read_text(encoding="utf-8"), package), plugin, package)
         if package in text:
@@ -371,7 +381,7 @@ class QuestionsRule:
 
     def vendored(self, package: str) -> str:
         """The rule's module in the exported folder: ``<bench>_core[.<plugin>].<module>``."""
-        inside = [] if self.package is CORE_PACKAGE else [self.package.name]
+        inside = [] if self.package is CORE_PACKAGE else [self.package.short]
         return ".".join([package, *inside, *filter(None, [self.module])])
 
 

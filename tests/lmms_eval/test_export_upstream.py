@@ -374,3 +374,44 @@ def test_exported_grab_runs_in_plain_lmms_eval_without_scifig(tmp_path: Path, op
     }
     assert mine["groups"]["grab"]["breakdown,none"]["complexity"]["1"]["n"] == 3
     assert len(server.requests) == 2 * len(CASES)
+
+
+@pytest.mark.cli
+def test_exported_charxiv_runs_in_plain_lmms_eval_without_scifig(
+    tmp_path: Path, openai_server, lmms_env, run_cli
+) -> None:
+    """CharXiv's export carries its package's data file (the authors' texts) and its questions rule: the reasoning
+    task runs from a Hub-shaped parquet file with scifig blocked, each answer decided by the exact rules."""
+    from scifig_tasks.benchmarks.charxiv.source import read_authors_layout
+    from tests.harness.charxiv_full_data import SAMPLE, authors_file, write_layout
+
+    layout = write_layout(tmp_path / "authors", SAMPLE)
+    data = tmp_path / "hub"
+    data.mkdir()
+    read_authors_layout(layout, "val").to_parquet(str(data / "val.parquet"))
+    exported = _scifig(
+        "export-upstream",
+        "--bench",
+        "charxiv_full",
+        "--out",
+        str(tmp_path / "tasks"),
+        *(f"--data=charxiv_{kind}={data}" for kind in ("descriptive", "reasoning")),  # both read the one dataset
+        cwd=tmp_path,
+    )
+    assert exported.returncode == 0, exported.stderr
+    folder = tmp_path / "tasks" / "charxiv_full"
+    assert (folder / "charxiv_full_core" / "charxiv" / "authors_text.json").is_file()
+
+    answers = authors_file("reasoning")
+    gold = {answers[key]["query"]: answers[key]["answer"] for key in SAMPLE}  # every other question: "no idea"
+    replies = {question: answer if index % 2 else "no idea" for index, (question, answer) in enumerate(gold.items())}
+    server = openai_server(by_question(replies, default=Reply(status=404)))
+    model = ["--model", "openai", "--model_args", "model_version=fake-vlm,max_retries=1,retry_backoff_s=0"]
+    api = {"OPENAI_API_BASE": server.base_url, "OPENAI_API_KEY": "sk-test"}
+    args = [*model, "--tasks", "charxiv_full_reasoning", "--include_path", str(folder)]
+    upstream = run_cli("lmms-eval", args, _blocked_env(lmms_env, tmp_path) | api, tmp_path / "upstream")
+    assert upstream.returncode == 0, upstream.output[-4000:]
+    part = upstream.results()["results"]["charxiv_full_reasoning"]["breakdown,none"]
+    # the gold answers are decided right by the rules; "no idea" is undecided and, with no judge, wrong and flagged
+    assert part["overall"]["correct"] == len(SAMPLE) // 2 and part["overall"]["questions"] == len(SAMPLE)
+    assert part["counts"]["flags"] == {"undecided_no_judge": len(SAMPLE) - len(SAMPLE) // 2}
