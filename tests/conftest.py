@@ -27,6 +27,7 @@ import pytest
 
 from tests.harness.demo_run import demo_run  # noqa: F401
 from tests.harness.fixtures import openai_server  # noqa: F401
+from tests.harness.grab_run import grab_exact_run  # noqa: F401
 from tests.harness.lmms import lmms_env, run_cli  # noqa: F401
 from tests.harness.mmsci_run import mmsci_judged_run  # noqa: F401
 from tests.harness.scheduling import SHARED_RUNS, SharedRunScheduling

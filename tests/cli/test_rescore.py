@@ -18,8 +18,9 @@ import pytest
 
 from scifig_tasks.core.provenance import scifig_version
 from scifig_tasks.report.runs import load_runs
+from tests.harness.grab_run import GrabRun
 from tests.harness.lmms import CLI_TIMEOUT_S, CliRun, offline_env
-from tests.harness.openai_server import FakeOpenAIServer, Reply, by_question
+from tests.harness.openai_server import FakeOpenAIServer, Reply
 from tests.harness.scifibench_run import ScifibenchRun
 from tests.lmms_eval.test_plot_twist_lmms_cli import generated  # noqa: F401 -- the module's Plot Twist data fixture
 
@@ -189,18 +190,18 @@ def _logged_outputs(run: CliRun) -> list[dict[str, Any]]:
 # ---- GRAB, Plot Twist, MMSci: the same setting reproduces the run --------------------------------------------------
 
 
-def test_grab_same_setting_reproduces(tmp_path: Path, openai_server, lmms_env, run_cli) -> None:
-    from tests.harness.grab_data import question_text, write_parquet
-    from tests.lmms_eval.test_grab_lmms_cli import CASES
+def test_grab_same_setting_reproduces(tmp_path: Path, lmms_env, grab_exact_run: GrabRun) -> None:
+    """The session's GRAB run (tests/harness/grab_run.py, its model server stopped), copied: this test edits its
+    results file."""
+    import shutil
 
-    data = write_parquet([row for row, _, _ in CASES], tmp_path / "grab" / "GRAB.parquet")
-    replies = {question_text(pid, row) + "\n": reply for pid, (row, reply, _) in enumerate(CASES)}
-    server = openai_server(by_question(replies, default=Reply(status=404)))
-    env = {**lmms_env, "SCIFIG_GRAB_DATA": str(data), "OPENAI_API_BASE": server.base_url, "OPENAI_API_KEY": "sk"}
-    args = ["--model", "openai", "--model_args", "model_version=fake-vlm,max_retries=1,retry_backoff_s=0"]
-    run = run_cli("lmms-eval", [*args, "--tasks", "grab", "--log_samples"], env, tmp_path / "out")
-    assert run.returncode == 0, run.output[-4000:]
-    server.stop()
+    from tests.harness.grab_run import CASES
+
+    shared = grab_exact_run.run
+    assert shared.returncode == 0, shared.output[-4000:]
+    run = CliRun(shared.returncode, shared.output, tmp_path / "out")
+    shutil.copytree(shared.output_path, run.output_path)
+    env = {**lmms_env, "SCIFIG_GRAB_DATA": str(grab_exact_run.data)}
 
     done = rescore([str(run.output_path), "--out", str(tmp_path / "again")], env, tmp_path)
 

@@ -22,7 +22,7 @@ from xdist.scheduler import LoadScopeScheduling
 
 from tests.harness.paths import REPO
 
-SHARED_RUNS = ("demo_run", "mmsci_judged_run", "scifibench_judge_off")
+SHARED_RUNS = ("demo_run", "grab_exact_run", "mmsci_judged_run", "scifibench_judge_off")
 """The session-scoped fixtures of tests/harness that make a real run for several modules (tests/conftest.py)."""
 MODULE_FIXTURE = re.compile(r"""@pytest\.fixture\(\s*scope\s*=\s*["']module["']""")
 
