@@ -14,6 +14,7 @@ ONE process unless an MPI hostfile is given.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import socket
@@ -24,6 +25,7 @@ import pytest
 
 from curation.plot_twist.build import build_plot_twist
 from scifig_tasks.core.clip_baseline import tiny_config
+from tests.harness import charxiv_full_data
 from tests.harness.grab_data import Row
 from tests.harness.grab_data import write_parquet as write_grab
 from tests.harness.lmms import CliRun, offline_env, run
@@ -79,15 +81,20 @@ def cpu_env(workdir: Path, extra: dict[str, str]) -> dict[str, str]:
 
 
 def judge_policy(request: ChatRequest) -> Reply:
-    """Multiple-choice parsing prompts (the audit's) get ``A``; anything else an answer sentence."""
+    """Multiple-choice parsing prompts (the audit's) get ``A``; CharXiv's gradings a 0 for every response, in the JSON
+    they ask for; anything else an answer sentence."""
     if MCQ_JUDGE_PROMPT.search(request.text):
         return Reply(text=JUDGE_LETTER)
+    if request.text.lstrip().startswith("You will be given"):
+        batch = re.findall(r"^T(\d+):\nResponse", request.text, re.MULTILINE)
+        grades = {f"score_T{i}": 0 for i in batch} | {f"extract_answer_T{i}": "" for i in batch}
+        return Reply(text=json.dumps(grades or {"extracted_answer": "", "score": 0}))
     return Reply(text="The answer is 0. I hope the answer is correct.")
 
 
 @pytest.fixture(scope="module")
 def data_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """Small data for the four benchmarks, with uneven shards (odd counts: lmms-eval pads rank 1's shard)."""
+    """Small data for the five benchmarks, with uneven shards (odd counts: lmms-eval pads rank 1's shard)."""
     root = tmp_path_factory.mktemp("scale_out_data")
     grab = write_grab(
         [Row("properties", "3"), Row("function", "4"), Row("series", "5"), Row("transform", "6")] * 3,
@@ -109,6 +116,7 @@ def data_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         "SCIFIG_SCIFIBENCH_DATA": str(scifibench),
         "SCIFIG_MMSCI_DATA": str(mmsci),
         "SCIFIG_PLOT_TWIST_DATA": str(plot_twist.out),
+        **charxiv_full_data.sample(root / "charxiv"),
     }
 
 

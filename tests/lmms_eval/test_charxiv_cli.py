@@ -1,5 +1,6 @@
-"""CharXiv through the plain ``lmms-eval`` CLI (both protocols in one run) and VLMEvalKit's runner, on the authors'
-own local layout (six real validation charts, stand-in images), the model and the judge two local servers.
+"""CharXiv through the plain ``lmms-eval`` CLI (both protocols in one run) and ``scifig report``, on the authors' own
+local layout (six real validation charts, stand-in images), the model and the judge two local servers. VLMEvalKit's
+verdicts, question by question, are held equal to lmms-eval's by tests/vlmeval/test_parity_every_task.py.
 
 The expected verdict of every question is derived here, independently of the package's scorers: a reply holding the
 ground truth (case-insensitive) is right, any other wrong; an empty reply is wrong and flagged; a reply the judge
@@ -24,7 +25,6 @@ from scifig_tasks.benchmarks.charxiv.prompts import descriptive_question, reason
 from tests.harness.charxiv_full_data import SAMPLE, authors_file, write_layout
 from tests.harness.lmms import CliRun, offline_env, run
 from tests.harness.openai_server import ChatRequest, FakeOpenAIServer, Reply
-from tests.harness.vlmeval import run_vlmeval, vlmeval_scores
 
 pytestmark = [pytest.mark.slow, pytest.mark.cli]
 
@@ -236,24 +236,3 @@ def test_the_report_shows_both_protocols_beside_the_published_rows(runs: Runs, l
     assert "CharXiv reasoning accuracy" in page and "CharXiv descriptive accuracy" in page
     assert "(published) GPT-4o [wang2024charxiv]" in page and "47.10" in page and "84.45" in page
     assert "fake-vlm (paper protocol)" in page and "Ungraded descriptive questions" in page
-
-
-def test_vlmevalkit_gives_the_same_verdicts(runs: Runs, lmms: tuple[CliRun, Any]) -> None:
-    done, _ = lmms
-    model, judge = runs.server(model_policy), runs.server(judge_policy)
-    env = runs.env(judge, "vlmeval")
-    datasets = {name: "SciFigTask" for name in ("charxiv_full_descriptive", "charxiv_full_reasoning_paper")}
-    (runs.root / "vlmeval").mkdir(exist_ok=True)
-    completed, out = run_vlmeval(runs.root / "vlmeval", model.base_url, env, datasets)
-    assert completed.returncode == 0, (completed.stdout + completed.stderr)[-4000:]
-    results = done.results()
-    for name in datasets:
-        ours, theirs = vlmeval_scores(out, name)["breakdown"], breakdown(results, name)
-        by = "by_template" if "descriptive" in name else "by_answer_type"
-        assert ours["overall"] == theirs["overall"] and ours[by] == theirs[by], name
-        # VLMEvalKit's API model answers an empty reply with its failure message: wrong and flagged either way
-        flags = {
-            "request_failed_output" if flag == "empty_output" else flag: n
-            for flag, n in theirs["counts"]["flags"].items()
-        }
-        assert ours["counts"] == {**theirs["counts"], "flags": flags}, name
