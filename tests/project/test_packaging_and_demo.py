@@ -58,7 +58,9 @@ def test_wheel_ships_tasks_templates_presets_and_entry_points(wheel: Path) -> No
     assert "[lmms_eval.models]\nscifig = scifig_tasks.lmms_eval.plugin:manifests" in text
     assert "scifig = scifig_tasks.commands.main:main" in text
     assert "plot_twist_default_data = curation.plot_twist.default:ensure_default_data" in text
-    assert "[scifig.curate]\ngrab = curation.grab.cli:register" in text  # each benchmark's `scifig curate` commands
+    curate = text.split("[scifig.curate]\n", 1)[1].split("\n\n", 1)[0]  # each benchmark's `scifig curate` commands
+    wanted = {"charxiv_full = curation.charxiv.cli:register", "grab = curation.grab.cli:register"}
+    assert wanted <= set(curate.split("\n"))
     assert "scifig_tasks/benchmarks/mmsci/tasks/_caption_template_yaml" in names
 
 
