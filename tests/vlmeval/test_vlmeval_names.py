@@ -212,7 +212,8 @@ def _name_checks(root: Path) -> list[tuple[str, str, bool, str]]:
 # string checks that a name of ours passes but that never look at a dataset name: whether a row, message or question
 # holds an ``image`` field (many files), ``'reason' in raw_answer`` (OST-Bench's answer parser), ``'llm' in
 # os.listdir(...)`` (a LLaVA checkpoint folder); and CharXiv's ``"descriptive"`` / ``"reasoning" in
-# self.dataset_name`` inside its own class (scifig's CharXiv datasets are served by scifig's class, never by it). The names of the tasks served from their YAMLs' hooks pass more checks that never look at a dataset name: on
+# self.dataset_name`` inside its own class (scifig's CharXiv datasets are served by scifig's class, never by it).
+# The names of the tasks served from their YAMLs' hooks pass more checks that never look at a dataset name: on
 # table columns (``'id' in data.columns``), on replies and answers (``'true' in pred``, ``'no' in correct``, ``"pi" in
 # string``, ``"or" in last_boxed_content``), on words (``text.endswith("es")``) and on other datasets' records
 # (``'grid' in state_data``, ``"ignore" in item.keys()``). (literal, file or None for any file)
