@@ -1,4 +1,4 @@
-"""Which registered benchmarks a test covers: scifig's own four are held to every rule of this repository; an outside
+"""Which registered benchmarks a test covers: scifig's own five are held to every rule of this repository; an outside
 benchmark (an installed plugin's, e.g. the toy benchmark the README's test command installs) is held to the contract
 of docs/adding-a-benchmark.md only.
 
