@@ -96,6 +96,34 @@ def _flags(record: Mapping[str, Any]) -> list[str]:
     return flags
 
 
+_GRAB_RULES = {
+    "whole_answer": "whole answer",
+    "truncation": "truncation to the answer's length (authors' rule)",
+    "llm_extraction": "judge extraction + truncation (paper's ablation)",
+}
+_GRAB_OTHER = {"whole_answer": ("truncation", "truncation rule"), "truncation": ("whole_answer", "whole-answer rule")}
+
+
+def _grab_cell(output: str, record: Mapping[str, Any], flags: list[str], correct: bool | None) -> Cell:
+    """A GRAB answer: the rule that gave its verdict (records written before 2.5 name none: the authors' truncation,
+    or the judge's extraction under the ablation) and, where it differs, the other rule's verdict."""
+    judge = record.get("judge")
+    rule = record.get("rule") or ("llm_extraction" if judge not in (None, "not_used") else "truncation")
+    extracted = record.get("extracted")
+    if rule == "whole_answer":
+        resolved = _text(record.get("read"))
+    else:
+        resolved = _text(extracted) if extracted is not None else output.strip()
+    reason = [*flags, *([str(record["reason"])] if record.get("reason") and rule == "whole_answer" else [])]
+    detail = ""
+    if rule in _GRAB_OTHER:
+        other, words = _GRAB_OTHER[rule]
+        verdict = record.get(f"{other}_correct")
+        if verdict is not None and bool(verdict) != bool(correct):
+            detail = f"the {words} scores it {'right' if verdict else 'wrong'}"
+    return Cell(output, resolved, _GRAB_RULES.get(rule, str(rule)), "; ".join(reason), correct, detail)
+
+
 def cell_of(task: str, sample: Mapping[str, Any]) -> Cell:
     """A model's answer from its logged sample (lmms-eval line or VLMEvalKit record)."""
     record = _record(sample)
@@ -122,12 +150,8 @@ def cell_of(task: str, sample: Mapping[str, Any]) -> Cell:
     if "reference" in record:  # MMSci captioning: corpus-level metrics only
         reason = "empty output" if not output.strip() else ""
         return Cell(output, "", "", reason, None, "caption: scored by the corpus-level metrics above")
-    if "output_status" in record:  # GRAB: exact match (judge extraction under the ablation)
-        extracted = record.get("extracted")
-        judge = record.get("judge")
-        method = "judge extraction + exact match" if judge not in (None, "not_used") else "exact match"
-        resolved = _text(extracted) if extracted is not None else output.strip()
-        return Cell(output, resolved, method, "; ".join(flags), correct)
+    if "output_status" in record:  # GRAB: the rule that gave the verdict, and the other rule's
+        return _grab_cell(output, record, flags, correct)
     return Cell(output, "", "", "; ".join(flags), correct)
 
 

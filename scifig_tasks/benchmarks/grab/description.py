@@ -66,7 +66,7 @@ _VLMEVAL = f"{__package__}.vlmeval"
 BENCHMARK = Benchmark(
     name="grab",
     title="GRAB",
-    version="2.4",
+    version="2.5",
     task_folder=Path(__file__).resolve().parent / "tasks",
     sources={"grab": GRAB},
     document_id=("pid",),
@@ -90,6 +90,7 @@ BENCHMARK = Benchmark(
     vlmeval=Vlmeval(
         datasets=(
             VlmevalDataset("grab", "grab", "GRAB", shown=True, old_names=("SciFig_GRAB",)),
+            VlmevalDataset("grab_paper", "grab", "GRAB"),
             VlmevalDataset("grab_llm_extract", "grab", "GRAB", shown=True, old_names=("SciFig_GRAB_LLMExtract",)),
         ),
         classes=(f"{_VLMEVAL}:SciFigGRAB",),

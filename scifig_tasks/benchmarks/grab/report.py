@@ -1,10 +1,13 @@
 """GRAB section (Roberts et al. 2024): accuracy overall and per task (Table 3), per category (Table 4), per
 precision class as the paper counts them (Table 1: integer — list and equation questions included —, 1 d.p.,
 nearest 10; the finer answer formats beside them), and accuracy against complexity 0-9 with 95% Wilson
-intervals (Fig. 6), from the ``accuracy`` and ``breakdown`` metrics of the ``grab`` tasks (exact match) and, when
-run, ``grab_llm_extract`` and ``grab_properties_mc``; a VLMEvalKit run (one dataset for the whole group) gets its
-complexity curves from its scored records. Published rows: ``references.yaml`` (overall, properties). This module
-is GRAB's ``report.section``; its published sizes and tasks are read from GRAB's description.
+intervals (Fig. 6), from the ``accuracy`` and ``breakdown`` metrics of the ``grab`` tasks (the answer as a whole),
+``grab_paper`` (the authors' truncation rule: shown as the model under the paper protocol) and, when run,
+``grab_llm_extract`` and ``grab_properties_mc``; a VLMEvalKit run (one dataset for the whole group) gets its
+complexity curves from its scored records. Beside each accuracy: how many outputs the other rule scores
+differently, per answer format below. Published rows (``references.yaml``: overall, properties) are compared only
+with runs scored by the authors' rule, as the paper's numbers were. This module is GRAB's ``report.section``; its
+published sizes and tasks are read from GRAB's description.
 """
 
 from __future__ import annotations
@@ -13,10 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from scifig_tasks.benchmarks.grab import description as described
+from scifig_tasks.benchmarks.grab.rules import RULES
 from scifig_tasks.core.stats import Tally
 from scifig_tasks.report import figures
 from scifig_tasks.report.coverage import coverage, coverage_note
 from scifig_tasks.report.document import Figure, Note, Section, Table, percent_ci
+from scifig_tasks.report.protocols import protocol_of
 from scifig_tasks.report.references import citations_note, ref_cell, references
 from scifig_tasks.report.runs import Run
 from scifig_tasks.report.summary import judge_model, judge_words
@@ -33,6 +38,32 @@ VARIANTS = {
     "grab": ("exact match", ""),
     "grab_llm_extract": ("LLM extraction, then exact match (the paper's protocol, §4.5)", "_llm_extract"),
 }
+WHOLE_ANSWER_SINCE = (2, 5)
+"""The task version from which ``grab`` scores the answer as a whole; a ``grab`` run of an earlier version was scored
+with the authors' truncation rule."""
+
+
+def rule_of(run: Run, group: str) -> str:
+    """The rule that scored ``group`` in ``run`` (a key of :data:`scifig_tasks.benchmarks.grab.rules.RULES`)."""
+    if group == "grab_llm_extract":
+        return "llm_extraction"
+    if protocol_of(run, group) == "paper":
+        return "truncation"
+    version = run.task_versions.get(run.task_files.get(group, Path()), {}).get(run.recorded(group), "")
+    try:
+        recorded = tuple(int(part) for part in version.split(".")[:2])
+    except ValueError:
+        return "whole_answer"
+    return "truncation" if recorded < WHOLE_ANSWER_SINCE else "whole_answer"
+
+
+def differ_count(breakdown: dict[str, Any] | None) -> str:
+    """How many outputs the other rule scores differently (``-`` when the breakdown does not say: a run scored before
+    both verdicts were kept, the ablation)."""
+    counts = breakdown.get("flags", {}).get("rules_differ") if isinstance(breakdown, dict) else None
+    if not isinstance(counts, dict):
+        return "-"
+    return str(sum(count for key, count in counts.items() if key != "agree"))
 
 
 def _overall(breakdown: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -60,26 +91,44 @@ def section(runs: list[Run], figdir: Path) -> Section | None:
     out = Section("GRAB")
     refs = references("grab")
     for group in present:
-        label, suffix = VARIANTS[group]
-        rows = []
-        for run in (r for r in runs if r.has(group)):
-            breakdown = run.metric(group, "breakdown")
-            overall = _overall(breakdown)
-            cells = [_cell(_task_cell(run, group, suffix, task)) for task in TASKS]
-            rows.append([run.model, str(overall["n"]) if overall else "-", _cell(overall), *cells])
-        if group == "grab" and refs:
-            rows += [[ref.label(), "-", ref_cell(ref, "overall"), *(ref_cell(ref, t) for t in TASKS)] for ref in refs]
-            covered = [
-                (run.model, coverage(run, "grab", group, (_overall(run.metric(group, "breakdown")) or {}).get("n")))
-                for run in runs
-                if run.has(group)
-            ]
-            if (note := coverage_note("grab", covered)) is not None:
-                out.blocks.append(note)
-        header = ["model", "n", "overall", *TASKS.values()]
-        out.blocks.append(Table(f"GRAB accuracy (%, 95% Wilson interval), {label}", header, rows))
+        suffix = VARIANTS[group][1]
+        for rule in dict.fromkeys(rule_of(run, group) for run in runs if run.has(group)):
+            shown = [run for run in runs if run.has(group) and rule_of(run, group) == rule]
+            rows = []
+            for run in shown:
+                breakdown = run.metric(group, "breakdown")
+                overall = _overall(breakdown)
+                cells = [_cell(_task_cell(run, group, suffix, task)) for task in TASKS]
+                n = str(overall["n"]) if overall else "-"
+                rows.append([run.model, n, _cell(overall), differ_count(breakdown), *cells])
+            if rule == "truncation" and refs:
+                rows += [
+                    [ref.label(), "-", ref_cell(ref, "overall"), "-", *(ref_cell(ref, t) for t in TASKS)]
+                    for ref in refs
+                ]
+            if rule == "truncation" and group == "grab":
+                covered = [
+                    (run.model, coverage(run, "grab", group, (_overall(run.metric(group, "breakdown")) or {}).get("n")))
+                    for run in shown
+                ]
+                if (note := coverage_note("grab", covered)) is not None:
+                    out.blocks.append(note)
+            header = ["model", "n", "overall", "other rule differs", *TASKS.values()]
+            out.blocks.append(Table(f"GRAB accuracy (%, 95% Wilson interval), {RULES[rule]}", header, rows))
     if refs and "grab" in present:
-        out.blocks.append(Note(citations_note(refs)))
+        if all(rule_of(run, "grab") != "truncation" for run in runs if run.has("grab")):
+            out.blocks.append(
+                Note(
+                    "No published rows beside these runs: the paper's numbers were scored with the authors' rule "
+                    "(the output cut to the answer's length), these with the answer as a whole. The grab_paper task "
+                    "scores as the authors did (scifig rescore --protocol paper re-scores a run's saved outputs so). "
+                    + citations_note(refs)
+                )
+            )
+        else:
+            out.blocks.append(Note(citations_note(refs)))
+        if (differ := _differ_table([run for run in runs if run.has("grab")])) is not None:
+            out.blocks.append(differ)
 
     main = "grab" if "grab" in present else (present[0] if present else None)
     if main is not None:
@@ -128,6 +177,31 @@ def section(runs: list[Run], figdir: Path) -> Section | None:
             )
         )
     return out
+
+
+def _differ_table(runs: list[Run]) -> Table | None:
+    """Per answer format, the outputs only one rule counts right (``truncation_only``: ``"39"`` against ``"3"``;
+    ``whole_answer_only``: an answer stated after words, an equation written otherwise)."""
+    formats = ("integer", "1dp", "nearest10", "list", "equation")
+    rows = []
+    for run in runs:
+        breakdown = run.metric("grab", "breakdown") or {}
+        counts = breakdown.get("flags", {}).get("rules_differ")
+        if not isinstance(counts, dict):
+            continue
+        cells = [
+            f"{counts.get(f'{fmt}/truncation_only', 0)} / {counts.get(f'{fmt}/whole_answer_only', 0)}"
+            for fmt in formats
+        ]
+        rows.append([run.model, RULES[rule_of(run, "grab")], *cells])
+    if not rows:
+        return None
+    return Table(
+        "GRAB outputs the two rules score differently, per answer format (right only by truncation / right only as a "
+        "whole answer)",
+        ["model", "scored by", *formats],
+        rows,
+    )
 
 
 def _bars(runs: list[Run], group: str, figdir: Path) -> str:

@@ -10,13 +10,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from scifig_tasks.core.raw_outputs import OutputStatus, output_status
 from scifig_tasks.core.stats import Tally
-
-if TYPE_CHECKING:
-    from scifig_tasks.core.judge.client import JudgeClient
 
 TASKS: tuple[str, ...] = ("properties", "function", "series", "transform")
 """The ``task`` values of the published data (the paper says Properties, Functions, Series, Transforms)."""
@@ -129,20 +126,42 @@ def extraction_prompt(question: str, output: str, variant: str = "paper") -> str
     return EXTRACTION_PROMPTS[variant].format(question=question, output=output)
 
 
+Rule = Literal["whole_answer", "truncation", "llm_extraction"]
+RULES: dict[str, str] = {
+    "whole_answer": "whole answer (scifig's default)",
+    "truncation": "truncation to the answer's length (the authors' rule)",
+    "llm_extraction": "LLM extraction, then truncation (the paper's ablation)",
+}
+"""The rule that gave a verdict, as the report names it: ``grab`` scores the answer as a whole
+(:mod:`scifig_tasks.benchmarks.grab.whole_answer`), ``grab_paper`` as the authors' code (:func:`exact_match`),
+``grab_llm_extract`` as the paper's ablation."""
+
+
 @dataclass(frozen=True)
 class GrabScore:
-    """Per-question outcome of either GRAB protocol; ``judge`` records how the ablation extractor was used."""
+    """Per-question outcome of a GRAB protocol; ``judge`` records how the ablation extractor was used.
+
+    ``rule`` gave ``correct``; ``whole_answer_correct`` and ``truncation_correct`` are both rules' verdicts on the same
+    output (None where not computed: the ablation), so a run counts where they differ; ``reading`` / ``read`` /
+    ``reason`` say how the whole-answer rule read the output."""
 
     correct: bool
     output_status: OutputStatus
     judge: Literal["not_used", "judged", "judge_failed", "judge_off"] = "not_used"
     extracted: str | None = None
+    rule: Rule = "truncation"
+    reading: str | None = None
+    read: str | None = None
+    reason: str = ""
+    whole_answer_correct: bool | None = None
+    truncation_correct: bool | None = None
 
 
 def score_exact(output: str | None, answer: str) -> GrabScore:
-    """Score one output with the core exact-match protocol."""
+    """Score one output with the authors' rule alone (truncation, then ``==``)."""
     status = output_status(output)
-    return GrabScore(correct=status == "ok" and exact_match(output, answer), output_status=status)
+    correct = status == "ok" and exact_match(output, answer)
+    return GrabScore(correct=correct, output_status=status, truncation_correct=correct)
 
 
 def score_extracted(
@@ -157,30 +176,12 @@ def score_extracted(
     """
     status = output_status(output)
     if status != "ok":
-        return GrabScore(correct=False, output_status=status)
+        return GrabScore(correct=False, output_status=status, rule="llm_extraction")
     if judge_status != "judged" or judge_text is None:
-        return GrabScore(correct=False, output_status=status, judge=judge_status)
+        return GrabScore(correct=False, output_status=status, judge=judge_status, rule="llm_extraction")
     extracted = judge_text.strip()  # scored as the authors' code scores the reply (README: strip, truncate, ==)
     correct = extracted != "None" and exact_match(extracted, answer)
-    return GrabScore(correct=correct, output_status=status, judge="judged", extracted=extracted)
-
-
-def score_doc(
-    doc: Mapping[str, Any], output: str | None, judge: JudgeClient | None = None, *, llm_extract: bool = False
-) -> GrabScore:
-    """Score one GRAB row; with ``llm_extract`` the judge extracts the answer first (paper ablation)."""
-    if not llm_extract:
-        return score_exact(output, doc["answer"])
-    if output_status(output) != "ok":
-        return score_extracted(output, doc["answer"], "judge_off", None)
-    if judge is None:
-        return score_extracted(output, doc["answer"], "judge_off", None)
-    answer_format = precision_of(doc["question"])
-    result = judge.complete(
-        extraction_prompt(doc["question"], output or ""),
-        accept=lambda reply: extraction_reply_readable(reply, answer_format),
-    )
-    return score_extracted(output, doc["answer"], result.status, result.text)
+    return GrabScore(correct, status, "judged", extracted, rule="llm_extraction")
 
 
 _QUOTE_PAIRS = {'"': '"', "'": "'", "`": "`", "\u201c": "\u201d", "\u2018": "\u2019"}
@@ -242,14 +243,43 @@ def sample_record(doc: Mapping[str, Any], score: GrabScore) -> dict[str, Any]:
         "output_status": score.output_status,
         "judge": score.judge,
         "extracted": score.extracted,
+        "rule": score.rule,
+        **({"reading": score.reading, "read": score.read, "reason": score.reason} if score.reading else {}),
+        **{
+            f"{rule}_correct": int(verdict)
+            for rule, verdict in (
+                ("whole_answer", score.whole_answer_correct),
+                ("truncation", score.truncation_correct),
+            )
+            if verdict is not None
+        },
     }
+
+
+def rules_differ(record: Mapping[str, Any]) -> str | None:
+    """Whether the two rules agree on this output (``agree``) or which alone counts it right, per answer format
+    (``integer/truncation_only``: ``"39"`` against ``"3"``; ``integer/whole_answer_only``: ``"The answer is 3."``);
+    None when the record holds one verdict (the ablation, a record written before both were kept)."""
+    whole, truncation = record.get("whole_answer_correct"), record.get("truncation_correct")
+    if whole is None or truncation is None:
+        return None
+    if bool(whole) == bool(truncation):
+        return "agree"
+    return f"{record.get('answer_format', 'unknown')}/{'truncation' if truncation else 'whole_answer'}_only"
 
 
 def breakdown(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """Accuracy overall, per task, category, complexity (0-9), the paper's precision class (``precision``) and the
-    finer answer format (``answer_format``), with 95% Wilson intervals and flags."""
+    finer answer format (``answer_format``), with 95% Wilson intervals and flags: output status, judge use, how the
+    whole-answer rule read the outputs (``reading``) and the outputs the two rules score differently, per answer
+    format (``rules_differ``, :func:`rules_differ`)."""
     tally = Tally()
     for record in records:
+        flags = {"output_status": record["output_status"], "judge": record["judge"]}
+        if record.get("rule") == "whole_answer" and record.get("reading"):
+            flags["reading"] = record["reading"]
+        if (differ := rules_differ(record)) is not None:
+            flags["rules_differ"] = differ
         tally.add(
             bool(record["correct"]),
             {
@@ -257,7 +287,7 @@ def breakdown(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
                 for key in ("task", "category", "complexity", "precision", "answer_format")
                 if key in record
             },
-            {"output_status": record["output_status"], "judge": record["judge"]},
+            flags,
         )
     return tally.to_dict()
 

@@ -6,13 +6,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from scifig_tasks.benchmarks.grab import rules as grab
+from scifig_tasks.benchmarks.grab.scoring import score_doc
 from scifig_tasks.core.judged_hooks import JudgeRequired
 from scifig_tasks.vlmeval.datasets import Message, SciFigDataset, served
 
 
 class SciFigGRAB(SciFigDataset):
-    """GRAB (all four tasks): the README prompt, text then image (the README's chat message), exact match, breakdown
-    per task/category/complexity/precision. ``grab_llm_extract`` (option ``llm_extract``) is the paper's ablation
+    """GRAB (all four tasks): the README prompt, text then image (the README's chat message), breakdown per
+    task/category/complexity/precision. ``grab`` scores the answer as a whole, ``grab_paper`` (option ``protocol``)
+    with the authors' truncation rule, as the lmms-eval tasks of those names. ``grab_llm_extract`` (option
+    ``llm_extract``) is the paper's ablation
     protocol: the judge extracts the answer with the paper's prompt, then the same exact match; it refuses to start
     without a judge (``SCIFIG_JUDGE_*``, or VLMEvalKit's ``--judge`` options)."""
 
@@ -28,7 +31,8 @@ class SciFigGRAB(SciFigDataset):
         doc, llm_extract = self.doc(line), bool(self.options.get("llm_extract", False))
         if llm_extract and self.judge is None:
             raise RuntimeError(JudgeRequired([self.dataset_name]).sentence)
-        score = grab.score_doc(doc, reply, self.judge if llm_extract else None, llm_extract=llm_extract)
+        judge = self.judge if llm_extract else None
+        score = score_doc(doc, reply, judge, llm_extract=llm_extract, protocol=self.protocol())
         return grab.sample_record(doc, score)
 
     def summarise(self, records: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:

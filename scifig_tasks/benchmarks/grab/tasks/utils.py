@@ -1,9 +1,10 @@
 """GRAB task hooks for lmms-eval: thin adapters over :mod:`scifig_tasks.benchmarks.grab.rules` (prompt, scoring,
 breakdown).
 
-Task option (the ``default`` entry of each YAML's ``lmms_eval_specific_kwargs``, :mod:`scifig_tasks.core.task_files`):
-``llm_extract`` (the ``*_llm_extract`` tasks: the judge extracts the answer first), bound to the scoring hook the YAML
-names (:mod:`scifig_tasks.core.task_options`).
+Task options (the ``default`` entry of each YAML's ``lmms_eval_specific_kwargs``, :mod:`scifig_tasks.core.task_files`):
+``protocol`` (``default``: the answer as a whole; ``paper``, the ``*_paper`` tasks: the authors' truncation rule) and
+``llm_extract`` (the ``*_llm_extract`` tasks: the judge extracts the answer first, the paper's ablation), bound to the
+scoring hook the YAML names (:mod:`scifig_tasks.core.task_options`).
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ from PIL import Image
 
 from scifig_tasks.benchmarks.grab import multiple_choice as grab_mc
 from scifig_tasks.benchmarks.grab import rules as grab
+from scifig_tasks.benchmarks.grab.scoring import score_doc
 from scifig_tasks.core.deprecation import warn_once
 from scifig_tasks.core.images import for_upload, to_rgb
 from scifig_tasks.core.judge.client import get_judge
 from scifig_tasks.core.judged_hooks import JudgeUse, asks_judge, refuse_without_judge
+from scifig_tasks.core.scoring_protocol import Protocol, in_force
 from scifig_tasks.core.task_options import reads_task_options
 
 
@@ -67,11 +70,14 @@ def _judging(options: Mapping[str, Any]) -> JudgeUse | None:
 
 @reads_task_options
 @asks_judge(_judging)
-def grab_process_results(doc: dict[str, Any], results: list[str | None], *, llm_extract: bool) -> dict[str, Any]:
+def grab_process_results(
+    doc: dict[str, Any], results: list[str | None], *, llm_extract: bool, protocol: Protocol
+) -> dict[str, Any]:
     judge = get_judge() if llm_extract else None
     if llm_extract:  # refused before the model runs (declared below); here when the run's tasks were not checked
         refuse_without_judge(["GRAB's LLM extraction"], available=judge is not None)
-    score = grab.score_doc(doc, results[0], judge, llm_extract=llm_extract)
+    # scifig rescore --protocol wins over the task's own
+    score = score_doc(doc, results[0], judge, llm_extract=llm_extract, protocol=in_force("grab", protocol))
     return {"accuracy": float(score.correct), "breakdown": grab.sample_record(doc, score)}
 
 
