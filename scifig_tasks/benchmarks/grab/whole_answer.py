@@ -132,7 +132,7 @@ def _statement(text: str, start: int, question: str) -> tuple[str, Value] | None
     value = value_of(written, question)
     if value is None:
         return None
-    rest = text[start + len(written) :]
+    rest = "" if written.endswith(".") else text[start + len(written) :]  # "15." ends its sentence
     end = _SENTENCE_END.search(rest)
     if re.search(r"\d", rest[: end.start() if end else len(rest)]):
         return None  # "15 or 16", "15, since x = 3": not one answer
