@@ -1,11 +1,13 @@
-"""The GRAB run several test modules check: 17 questions whose replies probe the exact-match rule (whitespace,
-truncation, huge and empty outputs, control characters, a failed request, null content), through the real
-``lmms-eval`` CLI (``--tasks grab --log_samples``, lmms-eval's ``openai`` model) against a local server.
+"""The GRAB run several test modules check: 17 questions whose replies probe both GRAB rules (whitespace, longer
+numbers, an answer after words, huge and empty outputs, control characters, a failed request, null content), through
+the real ``lmms-eval`` CLI (``--tasks grab --log_samples``, lmms-eval's ``openai`` model) against a local server.
 
 :func:`grab_exact_run` is that run, made once per test session (per pytest-xdist worker) and shared by the GRAB CLI
 test and the rescore tests, which only read it (a test that edits its files edits a copy under its own
-``tmp_path``). Each reply's expected outcome is written by hand from the GRAB rule (strip leading whitespace, truncate
-to the answer's length, compare with ``==``), not computed with the package's scorer.
+``tmp_path``). Each reply's expected outcome is written by hand, not computed with the package's scorer: under
+``grab`` the answer as a whole (a number equal to the answer's, read from the whole output or the one answer it
+states), under the authors' rule (:data:`PAPER_CORRECT`, ``grab_paper`` and the run's re-score with ``--protocol
+paper``) strip leading whitespace, truncate to the answer's length, compare with ``==``.
 """
 
 from __future__ import annotations
@@ -22,18 +24,18 @@ from tests.harness.openai_server import ChatRequest, FakeOpenAIServer, Reply, by
 
 FAILED = Reply(status=400)  # not retried by the client: lmms-eval answers "[LMMS_EVAL_REQUEST_FAILED ...]"
 
-# (row, reply, expected correct) — subtask sizes differ (7/5/3/2) so micro and macro averages differ.
+# (row, reply, expected correct under grab) — subtask sizes differ (7/5/3/2) so micro and macro averages differ.
 CASES: list[tuple[Row, str | Reply, bool]] = [
     (Row("properties", "15"), "15", True),
     (Row("properties", "15"), " \n 15", True),  # leading whitespace is stripped
-    (Row("properties", "15"), "15.3", True),  # truncated to len("15")
+    (Row("properties", "15"), "15.3", False),  # 15.3 is not 15 (the authors' rule cuts it to "15")
     (Row("properties", "10"), "1", False),  # too short: "1" != "10"
-    (Row("properties", "-3"), "The answer is -3.", False),  # verbose
+    (Row("properties", "-3"), "The answer is -3.", True),  # the one answer stated (the authors' rule: wrong)
     (Row("properties", "-3"), " -3", True),
     (Row("properties", "7"), "", False),  # empty
     (Row("function", "2.5", precision_sentence=ONE_DP), "2.50", True),
     (Row("function", "2.5", precision_sentence=ONE_DP), "2", False),
-    (Row("function", "4"), "4" + "9" * 200_000, True),  # huge, but starts with the answer
+    (Row("function", "4"), "4" + "9" * 200_000, False),  # huge, a longer number (the authors' rule: right)
     (Row("function", "4"), "x" * 200_000, False),  # huge
     (Row("function", "-8"), FAILED, False),  # lmms-eval's failure marker
     (Row("series", "0.3", precision_sentence=ONE_DP), "\x00" + "0.3", False),  # NUL is not whitespace
@@ -42,6 +44,9 @@ CASES: list[tuple[Row, str | Reply, bool]] = [
     (Row("transform", "-1"), Reply(text=None), False),  # null content
     (Row("transform", "-1"), "-1", True),
 ]
+PAPER_CORRECT: list[bool] = [correct for _, _, correct in CASES]
+"""Each case's verdict under the authors' rule: the same but for the three outputs the rules score differently."""
+PAPER_CORRECT[2], PAPER_CORRECT[4], PAPER_CORRECT[9] = True, False, True
 ARGS = ["--model", "openai", "--model_args", "model_version=fake-vlm,max_retries=1,retry_backoff_s=0"]
 
 

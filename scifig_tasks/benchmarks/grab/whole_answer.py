@@ -40,6 +40,8 @@ _TOKENS: dict[str, re.Pattern[str]] = {
     "list": re.compile(rf"\[\s*{_NUM}\s*,\s*{_NUM}\s*\]|\(\s*{_NUM}\s*,\s*{_NUM}\s*\)|{_NUM}\s*,\s*{_NUM}{_END}"),
     "equation": re.compile(r"y\s*=(?:[\sxX.^()+\-*/\d\u00b2\u00b3\u2074]|sin)+"),
 }
+MAX_DIGITS = 64
+"""A longer number is no answer to a GRAB question (the longest answer has 4 digits): not read, never converted."""
 _MARKERS = re.compile(r"(?:final\s+answer|answer)\s*(?:is|:|=)?\s*[:=]?\s*|\\boxed\{", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"\n|[.!?;](?=\s|$)")
 _WRAPPING = re.compile(r"^[\s*`$\"']+|[\s*`$\"'}]+$")
@@ -114,6 +116,8 @@ def equation_value(text: str, question: str) -> Value | None:
 def value_of(text: str, question: str) -> Value | None:
     """``text`` as an answer to ``question`` in its format, or None when it is not one answer in that format."""
     precision = precision_of(question)
+    if any(len(digits) > MAX_DIGITS for digits in re.findall(r"\d+", text)):
+        return None
     text = _WRAPPING.sub("", text.translate(_MINUS)).removesuffix(".").strip()
     if precision == "equation":
         return equation_value(text, question)
