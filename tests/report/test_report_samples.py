@@ -215,7 +215,7 @@ def test_page_loads_with_thumbnails_and_both_models_side_by_side(built: Built, t
     assert [model for model, _ in cells] == ["0", "1"]
     assert '<div class="ok">correct</div>' in cells[0][1] and "answer: 2" in cells[0][1]
     assert '<div class="bad">wrong</div>' in cells[1][1] and "(empty)" in cells[1][1]
-    assert "resolved by: exact match (output empty)" in cells[1][1]
+    assert "resolved by: whole answer (output empty)" in cells[1][1]
 
 
 def test_filters_from_the_page_address(built: Built, tmp_path: Path) -> None:
