@@ -14,23 +14,14 @@ from lmms_eval.api.instance import Instance
 from lmms_eval.api.model import lmms
 from tqdm import tqdm
 
-from scifig_tasks.core import chance
-from scifig_tasks.lmms_eval import task_folders
+from scifig_tasks.core import chance, task_files
 
 
 @cache
 def task_sources() -> Mapping[str, str]:
-    """Task name -> the ``metadata.scifig_source`` of its YAML, for every task defined under this package's task
-    folder of a registered benchmark (read with lmms-eval's own YAML loader, ``include`` templates resolved)."""
-    from lmms_eval.utils import load_yaml_config
-
-    found: dict[str, str] = {}
-    for path in sorted(path for folder in task_folders() for path in folder.rglob("*.yaml")):
-        config = load_yaml_config(str(path), mode="simple")
-        metadata = config.get("metadata")
-        if isinstance(config.get("task"), str) and isinstance(metadata, dict) and "scifig_source" in metadata:
-            found[config["task"]] = str(metadata["scifig_source"])
-    return found
+    """Task name -> the ``metadata.scifig_source`` of its YAML (``include`` templates resolved), for every task of a
+    registered benchmark's task folder (:func:`scifig_tasks.core.task_files.scifig_tasks`)."""
+    return {name: info.source for name, info in task_files.scifig_tasks().items() if info.source is not None}
 
 
 def guesser_for(task: str) -> chance.Guesser:

@@ -1,4 +1,5 @@
-"""Imports lmms-eval makes at start-up and a scifig run never uses, deferred to their first use.
+"""Imports lmms-eval makes and a scifig run never uses: at start-up, deferred to their first use (:func:`defer`); at
+every aggregation, skipped where they cannot change the answer (:func:`wrap_stderr_for_metric`).
 
 lmms-eval's ``api/registry.py`` imports Hugging Face ``evaluate`` (``import evaluate as hf_evaluate``) only for
 ``get_metric``'s fallback, ``hf_evaluate.load(name)``, for a metric lmms-eval does not define itself; no scifig task
@@ -9,9 +10,11 @@ module's name; the first read of one of its attributes imports the real module, 
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import sys
+import threading
 import types
 from typing import Any
 
@@ -54,3 +57,36 @@ def defer_unused_at_start() -> None:
     """Defer every module of :data:`UNUSED_AT_START` (before lmms-eval is imported)."""
     for name in UNUSED_AT_START:
         defer(name)
+
+
+OPTIONAL_STDERR_MODULES = ("lmms_eval.tasks.amber_g.utils", "lmms_eval.tasks.coco_cap_chair.utils")
+"""Task modules lmms-eval's ``stderr_for_metric`` imports on every call, to add their aggregation functions (all named
+``amber_g_*`` or ``coco_cap_chair_*``) to its bootstrapped ones. Both import ``nltk`` (and with it ``scipy.stats``),
+which fails when spaCy is missing only after the cost is paid: about 1-2 s of CPU at the first aggregation of a run."""
+
+
+def wrap_stderr_for_metric(stderr_for_metric: Any) -> Any:
+    """``lmms_eval.api.metrics.stderr_for_metric`` that skips the imports of :data:`OPTIONAL_STDERR_MODULES` for a
+    metric that cannot be one of their functions (its name names neither task), so it gives the same answer without
+    them: the original runs with those modules marked absent, an import lmms-eval already catches."""
+
+    @functools.wraps(stderr_for_metric)
+    def stderr_without_unrelated_tasks(metric: Any, bootstrap_iters: int, *args: Any, **kwargs: Any) -> Any:
+        name = getattr(metric, "__name__", "")
+        absent = [module for module in OPTIONAL_STDERR_MODULES if module not in sys.modules]
+        if not absent or "amber" in name or "coco_cap_chair" in name:
+            return stderr_for_metric(metric, bootstrap_iters, *args, **kwargs)
+        with _IMPORTS_BLOCKED:
+            for module in absent:
+                sys.modules[module] = None  # type: ignore[assignment]  # import raises ImportError at once
+            try:
+                return stderr_for_metric(metric, bootstrap_iters, *args, **kwargs)
+            finally:
+                for module in absent:
+                    if sys.modules.get(module, ...) is None:
+                        del sys.modules[module]
+
+    return stderr_without_unrelated_tasks
+
+
+_IMPORTS_BLOCKED = threading.Lock()

@@ -143,6 +143,18 @@ PATCHES: tuple[Patch, ...] = (
         make="scifig_tasks.lmms_eval.environment:wrap_calculate_aggregate_metric",
     ),
     Patch(
+        "lmms_eval.api.metrics.stderr_for_metric",
+        {"": ("metric", "bootstrap_iters")},
+        "answers without importing the amber_g and coco_cap_chair task modules (nltk, scipy.stats: 1-2 s of CPU per "
+        "run) when the metric is none of their functions, with the same result "
+        "(scifig_tasks.lmms_eval.deferred_imports.wrap_stderr_for_metric)",
+        "the function imports both modules on every call, for any metric, to extend its list of bootstrapped "
+        "functions; no option to leave them out",
+        make="scifig_tasks.lmms_eval.deferred_imports:wrap_stderr_for_metric",
+        aliases=("lmms_eval.evaluator_utils",),
+        signature_checked=(),  # the 0.7, 0.7.1 and 0.7.2 wheels were not at hand when this patch was added
+    ),
+    Patch(
         "lmms_eval.api.task.ConfigurableTask.build_all_requests",
         {"": ("self",)},
         "says the most judge requests the run can send once every task's requests are built",

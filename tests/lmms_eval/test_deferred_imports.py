@@ -1,4 +1,5 @@
-"""A deferred module is imported at the first read of one of its attributes, not before, and then behaves as itself."""
+"""A deferred module is imported at the first read of one of its attributes, not before, and then behaves as itself;
+lmms-eval's ``stderr_for_metric`` gives its own answers without importing two unrelated tasks' modules."""
 
 from __future__ import annotations
 
@@ -62,3 +63,32 @@ def test_lmms_evals_start_up_import_is_the_one_deferred() -> None:
         pytest.skip("lmms-eval is not installed")
     source = Path(registry.origin).read_text()
     assert "import evaluate as hf_evaluate" in source and UNUSED_AT_START == ("evaluate",)
+
+
+def test_stderr_for_metric_answers_as_lmms_eval_does_without_importing_two_unrelated_tasks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    metrics = pytest.importorskip("lmms_eval.api.metrics")
+    from scifig_tasks.lmms_eval.deferred_imports import OPTIONAL_STDERR_MODULES, wrap_stderr_for_metric
+    from scifig_tasks.lmms_eval.patches import original
+
+    lmms_eval_rule = original(metrics.stderr_for_metric)
+    for module in OPTIONAL_STDERR_MODULES:
+        monkeypatch.delitem(sys.modules, module, raising=False)
+    importable_during_call = []
+
+    def spy(metric, bootstrap_iters):
+        importable_during_call.append([sys.modules.get(module, "absent") for module in OPTIONAL_STDERR_MODULES])
+        return lmms_eval_rule(metric, bootstrap_iters)
+
+    def accuracy_breakdown(items):  # an aggregation of a task's own, as scifig's hooks define them
+        return {"all": sum(items) / len(items)}
+
+    wrapped = wrap_stderr_for_metric(spy)
+    answers = [wrapped(metrics.mean, 1000), wrapped(accuracy_breakdown, 1000), wrapped(metrics.mean, 0)]
+    bootstrapped = wrapped(metrics.median, 100)
+    assert importable_during_call == [[None, None]] * 4
+    assert not any(module in sys.modules for module in OPTIONAL_STDERR_MODULES), "a blocked name was left behind"
+    assert answers == [metrics.mean_stderr, None, None]
+    assert answers == [lmms_eval_rule(metrics.mean, 1000), lmms_eval_rule(accuracy_breakdown, 1000), None]
+    assert callable(bootstrapped) and callable(lmms_eval_rule(metrics.median, 100))  # lmms-eval's bootstrap
