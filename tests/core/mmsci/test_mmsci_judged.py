@@ -168,6 +168,7 @@ def test_task_evaluation_judges_only_the_seeded_subset(tmp_path: Path, openai_se
         "SCIFIG_MMSCI_BERTSCORE_MODEL": str(tmp_path / "no-model"),
         "SCIFIG_MMSCI_JUDGED_SUBSET": "2",
         "SCIFIG_MMSCI_JUDGED_SEED": "5",
+        "SCIFIG_JUDGE_MAX_RETRIES": "1",  # one more try for the unreadable rating, not five with backoff
     }
     names = ["five", "ten", "two", "bad-rating", "no-items"]
     records = [
