@@ -3,10 +3,12 @@
 Every task and group of every registered benchmark (found from the registry and the task folders: no list here) runs
 through both frameworks on the benchmark's small data (``tests/harness/<benchmark>_data.py``: ``sample(root)``; a
 benchmark without such a module is left out, said with its reason), in one ``lmms-eval --tasks`` process (the
-top-level tasks and groups) and one ``scifig vlmeval`` process (every VLMEvalKit dataset: the described ones through
-their classes, every other task and group through its YAML's hooks). The model is a local server whose reply is a
-function of the request's text alone, so equal prompts get equal replies; the judge is a local server too, so the
-tasks that require one run.
+top-level tasks and groups) and one ``scifig vlmeval`` process (the VLMEvalKit datasets of the same top-level names --
+a group VLMEvalKit has no dataset for, by its members -- so each question is asked once: the described datasets through
+their classes, every other task and group through its YAML's hooks; every other dataset is one of these on a subset of
+the questions, through the same class, and is only checked to be registered). The model is a local server whose reply
+is a function of the request's text alone, so equal prompts get equal replies; the judge is a local server too, so
+the tasks that require one run.
 
 Compared: each question's verdict -- the per-document metrics of the task's ``process_results`` (lmms-eval's samples)
 against VLMEvalKit's record of the same document (a described dataset's record against the task's detail metric,
@@ -160,6 +162,16 @@ def leaves(name: str, tasks: Mapping[str, task_files.TaskInfo]) -> list[str]:
     return [leaf for member in info.members for leaf in leaves(member, tasks)] if info.is_group else [name]
 
 
+def vlmeval_datasets(name: str, tasks: Mapping[str, task_files.TaskInfo], datasets: list[str]) -> list[str]:
+    """The VLMEvalKit datasets that ask the questions of the task or group ``name`` once: itself, or for a group
+    VLMEvalKit has no dataset for, its members' (none for a name VLMEvalKit does not serve)."""
+    if name in datasets:
+        return [name]
+    if name in names.GROUPS:
+        return [dataset for member in tasks[name].members for dataset in vlmeval_datasets(member, tasks, datasets)]
+    return []
+
+
 def repeats(task: str, tasks: Mapping[str, task_files.TaskInfo]) -> int:
     return int(task_yaml.resolved(tasks[task].path).get("repeats") or 1)
 
@@ -195,6 +207,8 @@ def test_both_frameworks_give_the_same_verdicts_on_every_task(tmp_path: Path, op
     assert sorted(name for name in run if name not in datasets and name not in names.GROUPS) == []
     classes = {name: cls.__name__ for cls in dataset_classes() for name in cls.NAMES if name in datasets}
     assert sorted(classes) == sorted(datasets)
+    top = [info.name for info in task_files.top_level(run)]
+    served = [name for top_name in top for name in vlmeval_datasets(top_name, run, datasets)]
 
     def servers(cache: str) -> dict[str, str]:
         judge = openai_server(judge_reply).base_url
@@ -203,7 +217,11 @@ def test_both_frameworks_give_the_same_verdicts_on_every_task(tmp_path: Path, op
     vlm_env = {**lmms_env, **data, **servers(str(tmp_path / "judge-cache-vlmeval"))}
     # VLMEvalKit's API model sleeps up to 0.5 s before each request: more threads, the same requests
     completed, out = run_vlmeval(
-        tmp_path, openai_server(model_reply).base_url, vlm_env, classes, extra=["--api-nproc", "32"]
+        tmp_path,
+        openai_server(model_reply).base_url,
+        vlm_env,
+        {name: classes[name] for name in served},
+        extra=["--api-nproc", "32"],
     )
     assert completed.returncode == 0, (completed.stdout + completed.stderr)[-6000:]
     vlmeval_s = time.monotonic() - started
@@ -211,7 +229,6 @@ def test_both_frameworks_give_the_same_verdicts_on_every_task(tmp_path: Path, op
     model = openai_server(model_reply)
     env = {**lmms_env, **data, **servers(str(tmp_path / "judge-cache-lmms"))}
     env |= {"OPENAI_API_BASE": model.base_url, "OPENAI_API_KEY": "sk-test"}
-    top = [info.name for info in task_files.top_level(run)]
     args = ["--model", "openai", "--model_args", "model_version=fake-vlm,max_retries=1,retry_backoff_s=0"]
     lmms = run_cli("lmms-eval", [*args, "--tasks", ",".join(top), "--log_samples"], env, tmp_path / "lmms-out")
     assert lmms.returncode == 0, lmms.output[-4000:]
@@ -222,7 +239,7 @@ def test_both_frameworks_give_the_same_verdicts_on_every_task(tmp_path: Path, op
 
     compared: dict[str, int] = {}
     not_compared: list[str] = []
-    for name in datasets:
+    for name in served:
         scores = vlmeval_scores(out, name)
         records = read_jsonl(out / f"{MODEL}_{name}_scifig_records.jsonl")
         owned = leaves(name, run)
@@ -263,7 +280,7 @@ def test_both_frameworks_give_the_same_verdicts_on_every_task(tmp_path: Path, op
             not_compared.append(f"{name} (samples {max(repeats(task, run) for task in sampled)} outputs)")
         compared[name] = len(records)
 
-    scored = sum(1 for name in datasets if any(vlmeval_scores(out, name)["metrics"].get(k) for k in ("correct",)))
+    scored = sum(1 for name in served if any(vlmeval_scores(out, name)["metrics"].get(k) for k in ("correct",)))
     assert scored > 0  # the replies score somewhere: equal verdicts are not all "wrong"
     covered = {leaf for name in compared for leaf in leaves(name, run)}
     assert sorted(task for task, info in run.items() if not info.is_group and task not in covered) == []
