@@ -278,6 +278,10 @@ def rescore_lmms(
             f"{path}: no sample logs for {', '.join(missing)} (the run was written without --log_samples): the model's "
             "outputs are not saved, so they cannot be scored again"
         )
+    # the logs are checked before lmms-eval (and torch) is loaded: a damaged one is refused in a second
+    logged = {name: read_jsonl(files[name]) for name in tasks}
+    checks = {name: check_log(name, logged[name], results, str(files[name])) for name in tasks}
+    partial = accept([checks[name] for name in tasks], f"{path.name} counts", allow_partial)
     model = (results.get("config") or {}).get("model")
     task_dict = _task_dict(names, model, path)
     leaves = _leaf_tasks(task_dict)
@@ -288,9 +292,6 @@ def rescore_lmms(
             raise _refuse_unknown(name, files[name], "the task loaded now has no such subtask")
         if scifig_source(leaves[name].config) is None:
             raise _refuse_unknown(name, files[name], "its task config names no scifig data source")
-    logged = {name: read_jsonl(files[name]) for name in tasks}
-    checks = {name: check_log(name, logged[name], results, str(files[name])) for name in tasks}
-    partial = accept([checks[name] for name in tasks], f"{path.name} counts", allow_partial)
     logged = {name: distinct((sample.get("doc_id"), sample) for sample in logged[name]) for name in tasks}
     bootstrap = int((results.get("config") or {}).get("bootstrap_iters", 100000))
     scored: dict[str, list[dict[str, Any]]] = {}
