@@ -91,18 +91,19 @@ print(json.dumps({name: str(manager.task_index[name]["yaml_path"]) for name in n
 """
 
 FAILED = Reply(status=400)
-# (row, reply, correct by the GRAB rule: strip leading whitespace, truncate to the answer's length, ==)
-CASES: list[tuple[Row, str | Reply, bool]] = [
-    (Row("properties", "15"), "15", True),
-    (Row("properties", "15"), " 15.3", True),
-    (Row("properties", "10"), "1", False),
-    (Row("properties", "-3"), "", False),
-    (Row("function", "2.5", precision_sentence=ONE_DP, complexity=2), "2.50", True),
-    (Row("function", "4", complexity=1), FAILED, False),
-    (Row("function", "4", complexity=1), "4", True),
-    (Row("series", "6", category="Extrema", complexity=3), "\t6\n", True),
-    (Row("series", "7", category="Extrema"), "The answer is 7", False),
-    (Row("transform", "-1", category="Range", complexity=1), "-1", True),
+# (row, reply, correct as a whole answer (grab's rule), correct by the authors' rule (grab_paper's: strip leading
+# whitespace, truncate to the answer's length, ==)); `grab` keeps both verdicts of every output
+CASES: list[tuple[Row, str | Reply, bool, bool]] = [
+    (Row("properties", "15"), "15", True, True),
+    (Row("properties", "15"), " 15.3", False, True),  # a longer number: right only when cut to the answer's length
+    (Row("properties", "10"), "1", False, False),
+    (Row("properties", "-3"), "", False, False),
+    (Row("function", "2.5", precision_sentence=ONE_DP, complexity=2), "2.50", True, True),
+    (Row("function", "4", complexity=1), FAILED, False, False),
+    (Row("function", "4", complexity=1), "4", True, True),
+    (Row("series", "6", category="Extrema", complexity=3), "\t6\n", True, True),
+    (Row("series", "7", category="Extrema"), "The answer is 7", True, False),  # stated after words
+    (Row("transform", "-1", category="Range", complexity=1), "-1", True, True),
 ]
 SUBTASKS = {
     "grab_properties": "properties",
@@ -144,11 +145,14 @@ def test_export_is_generated_from_the_package_and_self_contained(tmp_path: Path)
     folder = tmp_path / "out" / "grab"
     core = folder / "grab_core"
     vendored = sorted(path.relative_to(core).as_posix() for path in core.rglob("*.py") if path != core / "__init__.py")
+    # what the hooks import, and what that imports: grab/scoring.py (one output under the task's protocol) with
+    # grab/whole_answer.py (grab's rule), scoring_protocol.py (`scifig rescore --protocol` wins over the task's own)
     expected_modules = (
         "audit.py deprecation.py errors.py grab/__init__.py grab/answers.py grab/multiple_choice.py grab/rules.py "
-        "images.py judge/__init__.py judge/accounting.py judge/breaker.py judge/cache.py judge/client.py "
-        "judge/config.py judge/replies.py judge/sending.py judge/usage.py judge_presets.py judged_hooks.py "
-        "multiple_choice.py raw_outputs.py resources.py secrets.py settings.py stats.py task_options.py"
+        "grab/scoring.py grab/whole_answer.py images.py judge/__init__.py judge/accounting.py judge/breaker.py "
+        "judge/cache.py judge/client.py judge/config.py judge/replies.py judge/sending.py judge/usage.py "
+        "judge_presets.py judged_hooks.py multiple_choice.py raw_outputs.py resources.py scoring_protocol.py "
+        "secrets.py settings.py stats.py task_options.py"
     )
     assert vendored == expected_modules.split()
     for name in vendored:  # each vendored module is the package's file with only the import roots renamed
@@ -305,7 +309,7 @@ def test_plot_twist_export_documents_local_data(tmp_path: Path) -> None:
 
 @pytest.mark.cli
 def test_exported_grab_runs_in_plain_lmms_eval_without_scifig(tmp_path: Path, openai_server, lmms_env, run_cli) -> None:
-    rows = [row for row, _, _ in CASES]
+    rows = [row for row, *_ in CASES]
     data = write_parquet(rows, tmp_path / "grab-data" / "GRAB.parquet")
     exported = _scifig(
         "export-upstream", "--bench", "grab", "--out", str(tmp_path / "tasks"), "--data", str(data), cwd=tmp_path
@@ -343,7 +347,7 @@ def test_exported_grab_runs_in_plain_lmms_eval_without_scifig(tmp_path: Path, op
         "grab_properties_mc": str(folder / "grab_properties_mc.yaml"),
     }
 
-    replies = {question_text(pid, row) + "\n": reply for pid, (row, reply, _) in enumerate(CASES)}
+    replies = {question_text(pid, row) + "\n": reply for pid, (row, reply, *_) in enumerate(CASES)}
     server = openai_server(by_question(replies, default=Reply(status=404)))
     model = ["--model", "openai", "--model_args", "model_version=fake-vlm,max_retries=1,retry_backoff_s=0"]
     api = {"OPENAI_API_BASE": server.base_url, "OPENAI_API_KEY": "sk-test"}
@@ -361,9 +365,13 @@ def test_exported_grab_runs_in_plain_lmms_eval_without_scifig(tmp_path: Path, op
 
     mine, theirs = upstream.results(), packaged.results()
     for name, task in SUBTASKS.items():
-        outcomes = [correct for row, _, correct in CASES if row.task == task]
+        outcomes = [whole for row, _, whole, _ in CASES if row.task == task]
         assert mine["results"][name]["accuracy,none"] == pytest.approx(sum(outcomes) / len(outcomes)), name
-    assert mine["groups"]["grab"]["accuracy,none"] == pytest.approx(6 / 10)
+    whole_answer = [whole for _, _, whole, _ in CASES]
+    assert mine["groups"]["grab"]["accuracy,none"] == pytest.approx(sum(whole_answer) / len(CASES))
+    differ = sum(whole != truncation for _, _, whole, truncation in CASES)
+    rules_differ = mine["groups"]["grab"]["breakdown,none"]["flags"]["rules_differ"]
+    assert (rules_differ["agree"], sum(rules_differ.values()) - rules_differ["agree"]) == (len(CASES) - differ, differ)
     for name in [*SUBTASKS, "grab"]:
         for metric in ("accuracy,none", "breakdown,none"):
             assert mine["results"][name][metric] == theirs["results"][name][metric], (name, metric)

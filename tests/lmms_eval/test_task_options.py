@@ -136,7 +136,7 @@ def test_lmms_eval_binds_a_tasks_options_registered_or_not() -> None:
     from scifig_tasks.lmms_eval.environment import scoring_hook
 
     ours = SimpleNamespace(task="grab_properties_llm_extract", process_results=_reads)
-    assert task_options.bound(scoring_hook(ours)) == {}  # _reads takes protocol, which GRAB's YAML does not declare
+    assert task_options.bound(scoring_hook(ours)) == {}  # _reads takes protocol, which the ablation does not declare
     mine = SimpleNamespace(
         task="my_variant", process_results=_reads, lmms_eval_specific_kwargs={"default": {"protocol": "x"}}
     )

@@ -140,6 +140,7 @@ def test_the_question_counts_scifig_tasks_shows_are_the_published_sizes() -> Non
     validation set."""
     expected = {
         "grab": grab.QUESTIONS,
+        "grab_paper": grab.QUESTIONS,
         "grab_llm_extract": grab.QUESTIONS,
         "grab_properties_mc": grab.TASK_QUESTIONS["properties"],
         "scifibench": 4 * scifibench.SPLIT_QUESTIONS,

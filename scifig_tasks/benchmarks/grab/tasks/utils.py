@@ -3,8 +3,9 @@ breakdown).
 
 Task options (the ``default`` entry of each YAML's ``lmms_eval_specific_kwargs``, :mod:`scifig_tasks.core.task_files`):
 ``protocol`` (``default``: the answer as a whole; ``paper``, the ``*_paper`` tasks: the authors' truncation rule) and
-``llm_extract`` (the ``*_llm_extract`` tasks: the judge extracts the answer first, the paper's ablation), bound to the
-scoring hook the YAML names (:mod:`scifig_tasks.core.task_options`).
+``llm_extract`` (the ``*_llm_extract`` tasks: the judge extracts the answer first, then the authors' truncation, the
+paper's ablation, which declares no ``protocol``), bound to the scoring hook the YAML names
+(:mod:`scifig_tasks.core.task_options`).
 """
 
 from __future__ import annotations
@@ -71,8 +72,12 @@ def _judging(options: Mapping[str, Any]) -> JudgeUse | None:
 @reads_task_options
 @asks_judge(_judging)
 def grab_process_results(
-    doc: dict[str, Any], results: list[str | None], *, llm_extract: bool, protocol: Protocol
+    doc: dict[str, Any], results: list[str | None], *, llm_extract: bool, protocol: Protocol = "default"
 ) -> dict[str, Any]:
+    """One output scored by its task's rule. ``protocol`` chooses the rule of the exact-scored tasks (declared by
+    each: ``grab_*`` the answer as a whole, ``grab_*_paper`` the authors' truncation); the ablation
+    (``grab_*_llm_extract``) declares none, as it has one rule: the judge's extraction, then the authors' truncation
+    (:func:`scifig_tasks.benchmarks.grab.scoring.score_doc`)."""
     judge = get_judge() if llm_extract else None
     if llm_extract:  # refused before the model runs (declared below); here when the run's tasks were not checked
         refuse_without_judge(["GRAB's LLM extraction"], available=judge is not None)
