@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from scifig_tasks.benchmarks.grab import description as described
-from scifig_tasks.benchmarks.grab.rules import RULES
+from scifig_tasks.benchmarks.grab.rules import PRECISIONS, RULES
 from scifig_tasks.core.stats import Tally
 from scifig_tasks.report import figures
 from scifig_tasks.report.coverage import coverage, coverage_note
@@ -182,7 +182,6 @@ def section(runs: list[Run], figdir: Path) -> Section | None:
 def _differ_table(runs: list[Run]) -> Table | None:
     """Per answer format, the outputs only one rule counts right (``truncation_only``: ``"39"`` against ``"3"``;
     ``whole_answer_only``: an answer stated after words, an equation written otherwise)."""
-    formats = ("integer", "1dp", "nearest10", "list", "equation")
     rows = []
     for run in runs:
         breakdown = run.metric("grab", "breakdown") or {}
@@ -191,7 +190,7 @@ def _differ_table(runs: list[Run]) -> Table | None:
             continue
         cells = [
             f"{counts.get(f'{fmt}/truncation_only', 0)} / {counts.get(f'{fmt}/whole_answer_only', 0)}"
-            for fmt in formats
+            for fmt in PRECISIONS
         ]
         rows.append([run.model, RULES[rule_of(run, "grab")], *cells])
     if not rows:
@@ -199,7 +198,7 @@ def _differ_table(runs: list[Run]) -> Table | None:
     return Table(
         "GRAB outputs the two rules score differently, per answer format (right only by truncation / right only as a "
         "whole answer)",
-        ["model", "scored by", *formats],
+        ["model", "scored by", *PRECISIONS],
         rows,
     )
 
