@@ -278,7 +278,13 @@ def rescore_lmms(
             f"{path}: no sample logs for {', '.join(missing)} (the run was written without --log_samples): the model's "
             "outputs are not saved, so they cannot be scored again"
         )
-    # the logs are checked before lmms-eval (and torch) is loaded: a damaged one is refused in a second
+    # the names and the logs are checked before lmms-eval (and torch) is loaded: a refusal comes in a second
+    from scifig_tasks.core import task_files
+
+    ours = task_files.scifig_tasks()
+    for name in names:
+        if name not in ours:
+            raise _refuse_unknown(name, path, "no registered benchmark's task folder defines it")
     logged = {name: read_jsonl(files[name]) for name in tasks}
     checks = {name: check_log(name, logged[name], results, str(files[name])) for name in tasks}
     partial = accept([checks[name] for name in tasks], f"{path.name} counts", allow_partial)
