@@ -7,6 +7,7 @@ Manual: docs/lmms-eval-integration.md, "The reply cache".
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import os
 import sqlite3
@@ -314,8 +315,19 @@ class ScifigResponseCache(ResponseCache):
 
     def _extract_cacheable(self, response: Any) -> Any:  # type: ignore[override]
         """The reply as lmms-eval stores it, with every secret masked."""
-        value = ResponseCache._extract_cacheable(response)
-        return mask(value, self._secrets) if isinstance(value, str) and self._secrets else value
+        return self._masked(ResponseCache._extract_cacheable(response))
+
+    def _masked(self, value: Any) -> Any:
+        """A reply with every secret of its text masked: a string, or a ``GenerationResult`` (its ``text``); any
+        other reply as it is."""
+        if not self._secrets:
+            return value
+        if isinstance(value, str):
+            return mask(value, self._secrets)
+        text = getattr(value, "text", None)
+        if dataclasses.is_dataclass(value) and isinstance(text, str):
+            return dataclasses.replace(value, text=mask(text, self._secrets))
+        return value
 
     @staticmethod
     def _is_valid_response(response: Any, request_type: str) -> bool:
@@ -367,7 +379,7 @@ class ScifigResponseCache(ResponseCache):
                     with model_bars_silenced(lm, reqtype):
                         replies = getattr(lm, reqtype)([requests[index] for index in missing])
                     for index, reply in zip(missing, replies, strict=True):
-                        results[index] = reply
+                        results[index] = self._masked(reply)  # scored as it is stored: a resumed run reads the same
                         self._record(reqtype, requests[index], keys[index], reply)
                     bar.update(len(missing))
         if self._hits > hits_before:
