@@ -225,6 +225,7 @@ def _evaluate(argv: list[str], debug: bool) -> int:
     # the environment's keys and URL credentials, and those of URLs in the arguments (--model_args base_url=...)
     with masked_output(settings.process_secrets(command_line=argv), _option(argv, "--output_path")):
         try:
+            _check_data(argv, debug)
             outcomes = run_lmms_eval(argv, quiet=not debug, written=written)
         except EvalFailed as exc:
             print(f"scifig eval: FAILED: {exc}", file=sys.stderr)
@@ -255,6 +256,26 @@ def _evaluate(argv: list[str], debug: bool) -> int:
     for line in next_step_lines(written, _option(argv, "--output_path") or "."):
         print(line, file=sys.stderr)
     return 0
+
+
+def _check_data(argv: Sequence[str], debug: bool) -> None:
+    """The requested scifig tasks' data, loaded and validated before lmms-eval starts
+    (:func:`scifig_tasks.lmms_eval.plugin.check_task_data`); a data problem is said as a run's failure is (its
+    traceback with ``debug``). Skipped when ``--include_path`` is given (a folder of the user's may define a task of
+    the same name)."""
+    from scifig_tasks.commands.tasks import requested_tasks
+    from scifig_tasks.core.errors import DataError
+    from scifig_tasks.lmms_eval.plugin import check_task_data
+
+    tasks = _option(argv, "--tasks")
+    if tasks is None or _option(argv, "--include_path") is not None:
+        return
+    try:
+        check_task_data(requested_tasks(tasks))
+    except DataError as exc:
+        if debug:
+            traceback.print_exc()
+        raise EvalFailed(failure_text(exc)) from None
 
 
 def _missing_tasks(tasks: str | None, results: dict[str, Any]) -> list[str]:

@@ -13,6 +13,7 @@ import json
 import os
 import sys
 import threading
+from collections.abc import Sequence
 from functools import wraps
 from pathlib import Path
 from typing import Any
@@ -339,6 +340,32 @@ def scifig_source(config: Any) -> str | None:
         if isinstance(entry, dict) and "scifig_source" in entry:
             return str(entry["scifig_source"])
     return None
+
+
+def check_task_data(names: Sequence[str]) -> None:
+    """Load, and so validate, the data of the scifig tasks among ``names`` (a group by its tasks; other names are
+    lmms-eval's to find) as :func:`load_task_data` will load it, before lmms-eval is imported: bad or missing data is
+    refused in a second or two instead of after lmms-eval's start-up. The splits stay loaded for the run
+    (:func:`scifig_tasks.core.data.load_benchmark` keeps each one per process). Raises
+    :class:`~scifig_tasks.core.errors.DataError`."""
+    from scifig_tasks.core import registry, task_files, task_yaml
+    from scifig_tasks.core.data import load_benchmark
+
+    tasks = task_files.scifig_tasks()
+
+    def leaves(name: str) -> list[str]:
+        info = tasks.get(name)
+        if info is None:
+            return []
+        return [leaf for member in info.members for leaf in leaves(member)] if info.is_group else [name]
+
+    for name in dict.fromkeys(leaf for requested in names for leaf in leaves(requested)):
+        source = tasks[name].source
+        if source is None:
+            continue
+        config = task_yaml.resolved(tasks[name].path)
+        split, hub_path = config.get("test_split"), config.get("dataset_path")
+        load_benchmark(registry.sources()[source], split=split, hub_path=hub_path, reader=name)
 
 
 def load_task_data(task: Any) -> None:
