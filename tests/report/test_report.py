@@ -73,10 +73,31 @@ CAPTION_FEATURES = mmsci_captioning_features()
 # ---- reply rules (by hand) -------------------------------------------------------------------------------------------
 
 
-def grab_right(model: str, pid: int) -> bool:
-    """model-a misses every 4th question (answers -1: never a prefix of the positive answers, which matters because
-    GRAB truncates the output to the answer's length), model-b every odd one (empty output)."""
-    return pid % 4 != 0 if model == "model-a" else pid % 2 == 0
+def grab_reply(model: str, pid: int) -> str:
+    """model-a answers every 4th question with a wrong number: ``-1``, or (IDs 4, 12, 20) the answer with a ``0``
+    after it (``50`` for ``5``); model-b answers every odd one with an empty output; else the answer itself."""
+    answer = GRAB_ROWS[pid].answer
+    if model == "model-a":
+        return answer if pid % 4 else (answer + "0" if pid % 8 == 4 else "-1")
+    return answer if pid % 2 == 0 else ""
+
+
+def grab_right(model: str, pid: int, rule: str = "whole_answer") -> bool:
+    """The verdict on :func:`grab_reply` under ``rule``: ``whole_answer`` (``grab`` since 2.5: the reply read as a
+    whole, at the question's precision, here an integer) or ``truncation`` (``grab_paper``, the authors' rule:
+    leading white space stripped, the reply cut to the answer's length, then compared). Per reply:
+
+    - the answer itself: right under both rules;
+    - ``""`` (model-b, odd IDs): wrong under both (an empty output);
+    - ``-1`` (model-a, IDs 0, 8, 16): wrong under both (the answers 1, 9, 17 are positive; cut to one or two
+      characters, the reply is ``-`` or ``-1``);
+    - the answer with a ``0`` after it (model-a, IDs 4, 12, 20: ``50``, ``130``, ``210`` for 5, 13, 21): the number
+      50, not 5, as a whole answer, so wrong; cut to the answer's length it is ``5``, so right by truncation. These
+      three are the only replies the two rules score differently.
+    """
+    if model == "model-a":
+        return pid % 4 != 0 or (rule == "truncation" and pid % 8 == 4)
+    return pid % 2 == 0
 
 
 def scifibench_right(model: str, qid: int) -> bool:
@@ -111,10 +132,7 @@ def policy_for(model: str, plot_rows: list[dict]):
     def policy(request: ChatRequest) -> str | Reply:
         text = request.text
         if "Only provide the answer, no reasoning steps" in text:  # GRAB
-            pid = int(re.search(r"\[q(\d+)\]", text).group(1))
-            if grab_right(model, pid):
-                return GRAB_ROWS[pid].answer
-            return "-1" if model == "model-a" else ""
+            return grab_reply(model, int(re.search(r"\[q(\d+)\]", text).group(1)))
         if "The answer is ANS" in text:  # Plot Twist
             digest = hashlib.sha256(_image_bytes(request)).hexdigest()
             row = next(r for (h, q), r in by_image.items() if h == digest and q in text)
@@ -289,15 +307,38 @@ def test_printed_tables_fit_160_columns_and_say_where_the_breakdowns_are(evaluat
 
 
 def test_grab_tables_hold_the_hand_derived_and_recorded_numbers(evaluated: Evaluated, report: Path) -> None:
+    """The run's ``grab`` scores the answer as a whole (GRAB 2.5): its table is that rule's, with the number of replies
+    the authors' rule would score differently beside each accuracy (model-a: IDs 4, 12 and 20, see grab_right)."""
     markdown = (report / "report.md").read_text()
-    rows = table_rows(markdown, "GRAB accuracy (%, 95% Wilson interval), exact match")
+    rows = table_rows(markdown, "GRAB accuracy (%, 95% Wilson interval), whole answer (scifig's default)")
+    differ_rows = table_rows(
+        markdown,
+        "GRAB outputs the two rules score differently, per answer format (right only by truncation / right only as a "
+        "whole answer)",
+    )
     for model in MODELS:
         results = evaluated.runs[model].results()
         right = [grab_right(model, pid) for pid in range(len(GRAB_ROWS))]
+        by_truncation = [grab_right(model, pid, "truncation") for pid in range(len(GRAB_ROWS))]
+        truncation_only = sum(t and not w for w, t in zip(right, by_truncation, strict=True))
+        whole_only = sum(w and not t for w, t in zip(right, by_truncation, strict=True))
         per_task = [cell(sum(right[p] for p, r in enumerate(GRAB_ROWS) if r.task == task), 6) for task in GRAB_TASKS]
-        assert row_of(rows, model) == [model, "24", cell(sum(right), 24), *per_task]
+        differs = str(truncation_only + whole_only)
+        assert row_of(rows, model) == [model, "24", cell(sum(right), 24), differs, *per_task]
         assert results["groups"]["grab"]["accuracy,none"] == sum(right) / 24  # the same number in the results file
-    assert row_of(rows, "(published) Claude 3.5 Sonnet [roberts2024grab]")[2:4] == ["21.7", "41.8"]
+        # every question asks for an integer: the other answer formats hold no difference
+        expected = [model, "whole answer (scifig's default)", f"{truncation_only} / {whole_only}", *["0 / 0"] * 4]
+        assert row_of(differ_rows, model) == expected
+    differing = [p for p in range(len(GRAB_ROWS)) if grab_right("model-a", p) != grab_right("model-a", p, "truncation")]
+    assert differing == [4, 12, 20]  # the derivation's own claim: the column is checked against a count that is not 0
+    # the published rows were scored with the authors' rule, so none stand beside this whole-answer table; the report
+    # says why and names grab_paper, the task that scores as the authors did
+    assert "(published)" not in "".join(row[0] for row in rows)
+    assert "GRAB accuracy (%, 95% Wilson interval), truncation to the answer's length" not in markdown
+    assert (
+        "No published rows beside these runs" in markdown
+        and "The grab_paper task scores as the authors did" in markdown
+    )
     assert "[roberts2024grab] Roberts et al. 2024" in markdown
 
     categories = table_rows(markdown, "GRAB per category (%, 95% Wilson interval), exact match")

@@ -81,11 +81,42 @@ def test_vlmeval_scores_files_become_a_model_row(tmp_path: Path) -> None:
     scores_file = "my-vlm_SciFig_GRAB_scifig_scores.json"
     assert f"| my-vlm (VLMEvalKit) | {scores_file} | grab - | unknown | {NOT_RECORDED} |" in markdown
     row = next(line for line in markdown.splitlines() if line.startswith("| my-vlm (VLMEvalKit) | 6 |"))
-    # overall 3/6, properties 2/3, function 1/3
-    assert row == f"| my-vlm (VLMEvalKit) | 6 | {cell(3, 6)} | {cell(2, 3)} | {cell(1, 3)} | - | - |"
+    # overall 3/6, "other rule differs" unknown (these records hold one verdict each, as written before GRAB 2.5 kept
+    # both rules' verdicts), properties 2/3, function 1/3
+    assert row == f"| my-vlm (VLMEvalKit) | 6 | {cell(3, 6)} | - | {cell(2, 3)} | {cell(1, 3)} | - | - |"
+    assert "GRAB outputs the two rules score differently" not in markdown  # nothing to count
     assert "| my-vlm (VLMEvalKit) | SciFig_GRAB | 6 | 1 |" not in markdown  # tasks are named as in lmms-eval
     assert "| my-vlm (VLMEvalKit) | grab | 6 | 1 |" in markdown
     assert "SciFig_SciFIBench_CS_Figure2Caption_Reasoning: not shown in this report" in markdown
+
+
+def test_a_vlmeval_scores_file_with_both_rules_verdicts_says_where_they_differ(tmp_path: Path) -> None:
+    """VLMEvalKit's GRAB dataset keeps both rules' verdicts in its records and tallies them into the scores file's
+    breakdown (``SciFigGRAB.summarise``), as the lmms-eval task does: the report shows the count beside the accuracy."""
+    work = tmp_path / "vlmeval-out" / "my-vlm"
+    work.mkdir(parents=True)
+    records = []
+    for record in _records():
+        both = {"rule": "whole_answer", "answer_format": "integer"}
+        both |= {"whole_answer_correct": record["correct"], "truncation_correct": record["correct"]}
+        records.append(record | both)
+    # pid 2 (properties, wrong as a whole answer): the reply "70" against the answer "7", right once cut to one digit
+    records[2] |= {"prediction": "70", "truncation_correct": 1}
+    scores = {
+        "dataset": "SciFig_GRAB",
+        "metrics": {"accuracy": 3 / 6, "n": 6, "correct": 3},
+        "breakdown": grab.breakdown(records),
+    }
+    (work / "my-vlm_SciFig_GRAB_scifig_scores.json").write_text(json.dumps(scores))
+    (work / "my-vlm_SciFig_GRAB_scifig_records.jsonl").write_text("\n".join(json.dumps(r) for r in records) + "\n")
+
+    markdown = build_report([tmp_path / "vlmeval-out"], tmp_path / "report").markdown.read_text()
+
+    row = next(line for line in markdown.splitlines() if line.startswith("| my-vlm (VLMEvalKit) | 6 |"))
+    assert row == f"| my-vlm (VLMEvalKit) | 6 | {cell(3, 6)} | 1 | {cell(2, 3)} | {cell(1, 3)} | - | - |"
+    # one integer output right only by truncation, none right only as a whole answer
+    whole = "whole answer (scifig's default)"
+    assert f"| my-vlm (VLMEvalKit) | {whole} | 1 / 0 | 0 / 0 | 0 / 0 | 0 / 0 | 0 / 0 |" in markdown
 
 
 def test_the_complexity_figure_draws_a_vlmeval_model_from_its_records(
