@@ -55,10 +55,8 @@ def _records() -> list[dict]:
     return rows
 
 
-def test_vlmeval_scores_files_become_a_model_row(tmp_path: Path) -> None:
-    work = tmp_path / "vlmeval-out" / "my-vlm"
-    work.mkdir(parents=True)
-    records = _records()
+def write_grab_files(work: Path, records: list[dict]) -> None:
+    """The GRAB scores and records files VLMEvalKit's run writes for ``my-vlm`` (3 of the 6 questions right)."""
     scores = {
         "dataset": "SciFig_GRAB",
         "metrics": {"accuracy": 3 / 6, "n": 6, "correct": 3},
@@ -66,6 +64,13 @@ def test_vlmeval_scores_files_become_a_model_row(tmp_path: Path) -> None:
     }
     (work / "my-vlm_SciFig_GRAB_scifig_scores.json").write_text(json.dumps(scores))
     (work / "my-vlm_SciFig_GRAB_scifig_records.jsonl").write_text("\n".join(json.dumps(r) for r in records) + "\n")
+
+
+def test_vlmeval_scores_files_become_a_model_row(tmp_path: Path) -> None:
+    work = tmp_path / "vlmeval-out" / "my-vlm"
+    work.mkdir(parents=True)
+    records = _records()
+    write_grab_files(work, records)
     other = {"dataset": "SciFig_SciFIBench_CS_Figure2Caption_Reasoning", "metrics": {}, "breakdown": {}}
     (work / "my-vlm_SciFig_SciFIBench_CS_Figure2Caption_Reasoning_scifig_scores.json").write_text(json.dumps(other))
 
@@ -102,13 +107,7 @@ def test_a_vlmeval_scores_file_with_both_rules_verdicts_says_where_they_differ(t
         records.append(record | both)
     # pid 2 (properties, wrong as a whole answer): the reply "70" against the answer "7", right once cut to one digit
     records[2] |= {"prediction": "70", "truncation_correct": 1}
-    scores = {
-        "dataset": "SciFig_GRAB",
-        "metrics": {"accuracy": 3 / 6, "n": 6, "correct": 3},
-        "breakdown": grab.breakdown(records),
-    }
-    (work / "my-vlm_SciFig_GRAB_scifig_scores.json").write_text(json.dumps(scores))
-    (work / "my-vlm_SciFig_GRAB_scifig_records.jsonl").write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    write_grab_files(work, records)
 
     markdown = build_report([tmp_path / "vlmeval-out"], tmp_path / "report").markdown.read_text()
 
