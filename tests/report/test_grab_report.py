@@ -28,12 +28,17 @@ QUESTIONS = [
 ]
 
 
-def test_report_shows_the_papers_precision_classes(tmp_path: Path) -> None:
+def scored() -> dict[str, float | dict]:
+    """The ``grab`` entry of a results file for :data:`QUESTIONS` (4 of 6 right)."""
     records = []
     for pid, (question, answer, reply) in enumerate(QUESTIONS):
         doc = {"pid": pid, "question": question, "answer": answer, "task": "properties", "category": "Extrema"}
         records.append(grab.sample_record({**doc, "complexity": 0}, grab.score_exact(reply, answer)))
-    run = Run("my-vlm", {"grab": {"accuracy,none": 4 / 6, "breakdown,none": grab.breakdown(records)}})
+    return {"accuracy,none": 4 / 6, "breakdown,none": grab.breakdown(records)}
+
+
+def test_report_shows_the_papers_precision_classes(tmp_path: Path) -> None:
+    run = Run("my-vlm", {"grab": scored()})
 
     out = section([run], tmp_path)
 
@@ -49,3 +54,21 @@ def test_report_shows_the_papers_precision_classes(tmp_path: Path) -> None:
     ]
     assert [row[0] for row in formats.rows] == ["1dp", "equation", "integer", "list"]
     assert formats.rows[1][1].startswith("0.0 ") and formats.rows[3][1].startswith("100.0 ")
+
+
+def test_published_rows_stand_beside_the_authors_rule_only(tmp_path: Path) -> None:
+    """The paper's numbers were scored by the authors' truncation rule: its table holds them, the whole-answer table
+    does not."""
+    authors = Run("authors-rule", {"grab": scored()}, protocols={"grab": "paper"})
+    whole = Run("whole-answer", {"grab": scored()})
+
+    out = section([authors, whole], tmp_path)
+
+    assert out is not None
+    tables = {block.caption: block for block in out.blocks if isinstance(block, Table)}
+    truncation = tables["GRAB accuracy (%, 95% Wilson interval), truncation to the answer's length (the authors' rule)"]
+    assert truncation.rows[0][:3] == ["authors-rule", "6", "66.7 (30.0-90.3)"]
+    published = {row[0]: row[2] for row in truncation.rows[1:]}
+    assert published["(published) Claude 3.5 Sonnet [roberts2024grab]"] == "21.7"
+    whole_answer = [caption for caption in tables if caption.startswith("GRAB accuracy") and "whole answer" in caption]
+    assert [row[0] for row in tables[whole_answer[0]].rows] == ["whole-answer"]
