@@ -63,6 +63,8 @@ OPTIONAL_STDERR_MODULES = ("lmms_eval.tasks.amber_g.utils", "lmms_eval.tasks.coc
 """Task modules lmms-eval's ``stderr_for_metric`` imports on every call, to add their aggregation functions (all named
 ``amber_g_*`` or ``coco_cap_chair_*``) to its bootstrapped ones. Both import ``nltk`` (and with it ``scipy.stats``),
 which fails when spaCy is missing only after the cost is paid: about 1-2 s of CPU at the first aggregation of a run."""
+_IMPORTS_BLOCKED = threading.Lock()
+"""Held while the names of :data:`OPTIONAL_STDERR_MODULES` are marked absent."""
 
 
 def wrap_stderr_for_metric(stderr_for_metric: Any) -> Any:
@@ -87,6 +89,3 @@ def wrap_stderr_for_metric(stderr_for_metric: Any) -> Any:
                         del sys.modules[module]
 
     return stderr_without_unrelated_tasks
-
-
-_IMPORTS_BLOCKED = threading.Lock()
