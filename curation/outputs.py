@@ -1,11 +1,13 @@
 """Where the ``scifig curate`` commands write, and how each ends: the output paths checked before any work starts,
-every failure said in one line, ``scifig curate <command>: <problem>``, with its exit status (2 for a bad argument,
-bad input data or an output that cannot be written, 1 for a write failing mid-build). The manual: docs/curation.md.
+the output folder held by one command at a time, every failure said in one line, ``scifig curate <command>:
+<problem>``, with its exit status (2 for a bad argument, bad input data or an output that cannot be written, 1 for a
+folder another command holds or a write failing mid-build). The manual: docs/curation.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import tempfile
@@ -61,7 +63,8 @@ def run_build(
     file: bool = False,
 ) -> int:
     """The body of every curate command: each of ``outputs`` checked (:func:`out_problem`; ``file``: they are files),
-    then ``build()``, then ``report(built)`` (the lines that say what was written); the exit status. A failure ends
+    then, holding the first output folder (:func:`held_folder`; a folder another command holds ends it with status
+    1), ``build()`` and ``report(built)`` (the lines that say what was written); the exit status. A failure ends
     it in one line (:func:`fail`): a :class:`~scifig_tasks.core.errors.CommandError` (CLIP weights that cannot be had)
     with its status, bad input data or a bad argument (``ValueError``, ``DataError`` included) with 2, an unreadable
     input or a write failing mid-build (``OSError``) with 1."""
@@ -69,6 +72,12 @@ def run_build(
         problem = None if path is None else out_problem(path, file=file)
         if problem is not None:
             return fail(command, problem)
+    folder = None if file or not outputs or outputs[0] is None else Path(outputs[0]).expanduser()
+    return held_folder(command, folder, lambda: _built(command, build, report))
+
+
+def _built(command: str, build: Callable[[], Built], report: Callable[[Built], object]) -> int:
+    """``build()`` then ``report(built)``; the exit status, a failure said in one line (:func:`run_build`)."""
     try:
         built = build()
     except CommandError as exc:
@@ -79,6 +88,53 @@ def run_build(
         return fail(command, exc, 1)
     report(built)
     return 0
+
+
+def held_folder(command: str, folder: Path | None, body: Callable[[], int]) -> int:
+    """Rule: one command at a time writes to an output folder. ``body()`` runs while this process holds ``folder``'s
+    lock file, the one ``scifig eval`` holds on its ``--output_path``
+    (:func:`scifig_tasks.lmms_eval.output_folder.run_lock`: ``fcntl.flock``, released by the system however the
+    process ends); a folder another process holds ends the command at once in one line naming the folder, the
+    process and the lock file, status 1. The lock file stays after a build that succeeds; after one that fails it is
+    removed when it is all the folder holds, so the folder is removed like any a failed command created and left
+    empty (docs/cli.md). ``folder`` ``None``: nothing to hold."""
+    from scifig_tasks.lmms_eval.output_folder import LOCK_FILE, FolderInUse, run_lock
+
+    if folder is None:
+        return body()
+    lock = folder / LOCK_FILE
+    try:
+        with run_lock(folder):  # body() says its own errors: a FolderInUse here is the lock's
+            status = 1
+            try:
+                status = body()
+            finally:
+                if status != 0 and _holds_only(folder, lock):
+                    lock.unlink(missing_ok=True)
+            return status
+    except FolderInUse:
+        holder = _holder(lock)
+        by = f"process {holder}, " if holder else ""
+        return fail(
+            command,
+            f"the output folder {folder} is in use by another scifig command ({by}holding {lock}) — wait for it to "
+            "end, or give another --out",
+            1,
+        )
+
+
+def _holder(lock: Path) -> str:
+    """The process id the lock file holds ("" when it holds none, or cannot be read)."""
+    with contextlib.suppress(OSError):
+        text = lock.read_bytes()[:32].decode("ascii", errors="replace").strip()
+        return text if text.isdigit() else ""
+    return ""
+
+
+def _holds_only(folder: Path, lock: Path) -> bool:
+    """Whether ``lock`` is the only file under ``folder`` (empty sub-folders aside)."""
+    found = (Path(root) / name for root, _folders, files in os.walk(folder) for name in files)
+    return all(path == lock for path in found)
 
 
 def stand_alone(

@@ -5,6 +5,7 @@ Manual: docs/curation.md, "Output files".
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import closing
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import datasets
+import pyarrow.parquet as pq
 from tqdm.auto import tqdm
 
 from curation.grab.card import write_card
@@ -22,6 +24,7 @@ from curation.parquet import ParquetRows
 from curation.workers import process_pool
 from scifig_tasks.benchmarks.grab.multiple_choice import mc_options
 from scifig_tasks.benchmarks.grab.source import grab_features
+from scifig_tasks.core.errors import CommandError
 from scifig_tasks.core.schema import list_feature
 
 FEATURES = datasets.Features({**grab_features(), "metadata": datasets.Value("string")})
@@ -79,6 +82,48 @@ def _row(item: PlanItem, png: bytes, seed: int) -> dict[str, Any]:
     }
 
 
+READ_BACK = ("pid", "question", "answer", "task", "category", "complexity", "metadata")
+"""The columns :func:`written_items` reads back (every one but the image)."""
+
+
+def written_items(path: Path) -> list[PlanItem]:
+    """The questions the GRAB parquet file ``path`` holds, read back from it (the image column left unread): what
+    the summary and the card describe, never the rows a build meant to write."""
+    items = []
+    for row in pq.read_table(path, columns=list(READ_BACK)).to_pylist():
+        meta = json.loads(row["metadata"])
+        items.append(
+            PlanItem(
+                pid=row["pid"],
+                question=row["question"],
+                answer=row["answer"],
+                task=row["task"],
+                category=row["category"],
+                complexity=row["complexity"],
+                type_key=meta["type"],
+                precision=meta["precision"],
+                params=meta["params"],
+                value=meta["value"],
+            )
+        )
+    return items
+
+
+def _read_back(path: Path, wrote: Sequence[int], out: Path) -> list[PlanItem]:
+    """Rule: a build reports what its file holds. The questions of ``path`` read back (:func:`written_items`), or a
+    :class:`CommandError` (status 1) when they are not the questions ``wrote`` (their pids, in order) that this
+    build wrote: another command wrote to ``out`` at the same time."""
+    held = written_items(path)
+    if [item.pid for item in held] != list(wrote):
+        raise CommandError(
+            f"{path} holds {len(held)} questions, not the {len(wrote)} this build wrote: another command wrote to "
+            f"{out} at the same time",
+            "run the build again, one command at a time per folder",
+            status=1,
+        )
+    return held
+
+
 def _check_out(out: Path) -> None:
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out} exists and is not a directory")
@@ -133,6 +178,11 @@ def build_grab(
     main.close()
     if multiple is not None:
         multiple.close()
+    held = _read_back(main.path, [item.pid for item in items], out)
+    mc_rows = None
+    if multiple is not None:
+        properties = [item.pid for item in items if item.task == "properties"]
+        mc_rows = len(_read_back(multiple.path, properties, out))
     settings = {"seed": seed, "limit": limit, "tasks": sorted(tasks) if tasks else None, "dpi": dpi, "mc": mc}
-    write_card(out, items, settings, mc_rows=None if multiple is None else multiple.rows)
-    return BuildResult(out, main.rows, None if multiple is None else multiple.rows)
+    write_card(out, held, settings, mc_rows=mc_rows)
+    return BuildResult(out, len(held), mc_rows)

@@ -10,9 +10,12 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from curation.outputs import run_build, stand_alone
+
+if TYPE_CHECKING:
+    from curation.grab.build import BuildResult
 
 TASK_ALIASES = {"functions": "function", "transforms": "transform"}
 HELP = "generate GRAB (default: the published 2,170-question composition)"
@@ -45,7 +48,21 @@ def _tasks(values: Sequence[str] | None) -> list[str] | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from curation.grab.build import BuildResult, build_grab
+    """Build the set ``args`` describe; the generator is imported once the output folder is held, so a folder in use
+    is refused at once."""
+
+    def build() -> BuildResult:
+        from curation.grab.build import build_grab
+
+        return build_grab(
+            args.out,
+            seed=args.seed,
+            limit=args.limit,
+            workers=args.workers,
+            tasks=_tasks(args.tasks),
+            dpi=args.dpi,
+            mc=args.mc,
+        )
 
     def report(built: BuildResult) -> None:
         extra = (
@@ -55,20 +72,7 @@ def run(args: argparse.Namespace) -> int:
         )
         print(f"GRAB: {built.rows} questions written to {built.out}{extra}; use SCIFIG_GRAB_DATA={built.out}")
 
-    return run_build(
-        "grab",
-        lambda: build_grab(
-            args.out,
-            seed=args.seed,
-            limit=args.limit,
-            workers=args.workers,
-            tasks=_tasks(args.tasks),
-            dpi=args.dpi,
-            mc=args.mc,
-        ),
-        report,
-        args.out,
-    )
+    return run_build("grab", build, report, args.out)
 
 
 def register(subparsers: Any) -> None:

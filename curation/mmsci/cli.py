@@ -112,8 +112,6 @@ def register(subparsers: Any) -> None:
 
 
 def run_curate(args: argparse.Namespace) -> int:
-    from curation.mmsci.build import build_mmsci
-
     command = (
         f"scifig curate mmsci --articles {args.articles} --out {args.out} --seed {args.seed} --ratio {args.ratio} "
         f"--min-articles {args.min_articles} --per-article {args.per_article} --abstract-words {args.abstract_words}"
@@ -132,9 +130,10 @@ def run_curate(args: argparse.Namespace) -> int:
         print(f"MMSci: {counts}; sft {summary.get('sft', {}).get('records', 0)} records -> {args.out}")
         print(f"use SCIFIG_MMSCI_DATA={args.out}")
 
-    return run_build(
-        "mmsci",
-        lambda: build_mmsci(
+    def build() -> dict[str, Any]:
+        from curation.mmsci.build import build_mmsci
+
+        return build_mmsci(
             args.articles,
             args.out,
             seed=args.seed,
@@ -146,36 +145,43 @@ def run_curate(args: argparse.Namespace) -> int:
             command=command,
             pattern=args.pattern,
             split_ids=args.split_ids,
-        ),
-        report,
-        args.out,
-    )
+        )
+
+    return run_build("mmsci", build, report, args.out)
 
 
 def run_vlmeval(args: argparse.Namespace) -> int:
-    from curation.mmsci.from_vlmeval import import_vlmeval
-
     if args.mcq is None and not args.captioning:
         return fail("mmsci-from-vlmeval", ValueError("give --mcq and/or --captioning"))
     command = f"scifig curate mmsci-from-vlmeval --split {args.split} --out {args.out}"
     command += f" --mcq {args.mcq}" if args.mcq else ""
     command += (" --captioning " + " ".join(map(str, args.captioning))) if args.captioning else ""
+
+    def build() -> dict[str, Any]:
+        from curation.mmsci.from_vlmeval import import_vlmeval
+
+        return import_vlmeval(args.mcq, args.captioning, args.out, args.split, command)
+
     return run_build(
         "mmsci-from-vlmeval",
-        lambda: import_vlmeval(args.mcq, args.captioning, args.out, args.split, command),
+        build,
         lambda summary: _print_import(summary, args.out),
         args.out,
     )
 
 
 def run_authors(args: argparse.Namespace) -> int:
-    from curation.mmsci.from_authors import import_authors
-
     command = f"scifig curate mmsci-from-authors --benchmark {args.benchmark} --splits {' '.join(args.splits)} "
     command += f"--out {args.out}" + (" --sft" if args.sft else "")
+
+    def build() -> dict[str, Any]:
+        from curation.mmsci.from_authors import import_authors
+
+        return import_authors(args.benchmark, args.splits, args.out, command, sft=args.sft)
+
     return run_build(
         "mmsci-from-authors",
-        lambda: import_authors(args.benchmark, args.splits, args.out, command, sft=args.sft),
+        build,
         lambda summary: _print_import(summary, args.out),
         args.out,
     )

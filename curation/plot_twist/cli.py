@@ -10,11 +10,14 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from curation.outputs import run_build
 from scifig_tasks.benchmarks.plot_twist.rules import ROBUSTNESS_VARIANTS
 from scifig_tasks.commands.outputs import run_handler
+
+if TYPE_CHECKING:
+    from curation.plot_twist.build import BuildResult
 
 HELP = "generate Plot Twist (Chart101): synthetic scatter/bar/pie charts, questions and robustness variants"
 DESCRIPTION = """\
@@ -67,8 +70,20 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Build the set described by parsed ``args``; 0 on success, 2 on a bad argument or an unwritable ``--out``,
-    1 on a write failing mid-build."""
-    from curation.plot_twist.build import BuildResult, build_plot_twist
+    1 on a folder another command holds or a write failing mid-build (the builder is imported once the folder is
+    held)."""
+
+    def build() -> BuildResult:
+        from curation.plot_twist.build import build_plot_twist
+
+        return build_plot_twist(
+            args.out,
+            seed=args.seed,
+            plots_per_type=args.plots_per_type,
+            variants=_variant_names(args.variants),
+            variant_plots=args.variant_plots,
+            workers=args.workers,
+        )
 
     def report(built: BuildResult) -> None:
         summary = ", ".join(f"{variant} {count}" for variant, count in built.counts.items())
@@ -77,19 +92,7 @@ def run(args: argparse.Namespace) -> int:
             f"use SCIFIG_PLOT_TWIST_DATA={built.out}"
         )
 
-    return run_build(
-        "plot-twist",
-        lambda: build_plot_twist(
-            args.out,
-            seed=args.seed,
-            plots_per_type=args.plots_per_type,
-            variants=_variant_names(args.variants),
-            variant_plots=args.variant_plots,
-            workers=args.workers,
-        ),
-        report,
-        args.out,
-    )
+    return run_build("plot-twist", build, report, args.out)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

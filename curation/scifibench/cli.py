@@ -206,9 +206,9 @@ def settings_from(args: argparse.Namespace) -> Any:
 
 
 def run_curate(args: argparse.Namespace) -> int:
-    from curation.scifibench.pipeline import curate
-
     def build() -> dict[str, Any] | None:
+        from curation.scifibench.pipeline import curate
+
         if args.knn_processes > 1 and not args.vectors_on_disk:
             raise ValueError("--knn-processes shares the on-disk search: add --vectors-on-disk (or drop it)")
         return curate(settings_from(args))
@@ -228,13 +228,16 @@ def run_curate(args: argparse.Namespace) -> int:
 
 
 def run_accept(args: argparse.Namespace) -> int:
-    from curation.scifibench.gold import accept
+    def build() -> dict[str, Any]:
+        from curation.scifibench.gold import accept
+
+        return accept(args.out, args.accepted, args.gold_size)
 
     def report(summary: dict[str, Any]) -> None:
         gold = summary["tiers"]["gold"]["questions"]
         print(f"gold: {', '.join(f'{task} {n}' for task, n in gold.items()) or 'no questions'} -> {args.out / 'gold'}")
 
-    return run_build("scifibench-accept", lambda: accept(args.out, args.accepted, args.gold_size), report, args.out)
+    return run_build("scifibench-accept", build, report, args.out)
 
 
 def run_scicap(args: argparse.Namespace) -> int:
