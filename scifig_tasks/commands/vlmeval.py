@@ -21,6 +21,7 @@ from scifig_tasks.core.errors import CommandError, DataError
 from scifig_tasks.core.run_files import SCORES_SUFFIX
 from scifig_tasks.core.secrets import declared, mask_files, mask_log_records, secrets_of
 from scifig_tasks.vlmeval import names, tsv
+from scifig_tasks.vlmeval.pickle_guard import refuse_code_pickles
 
 
 class VlmevalFailed(RuntimeError):
@@ -239,6 +240,7 @@ def run_vlmeval(argv: Sequence[str]) -> tuple[dict[str, int], dict[str, int]]:
     from scifig_tasks.vlmeval import register
 
     _refuse_without_judge(list(argv))
+    refuse_code_pickles(argv)  # VLMEvalKit loads the pickles of its work dir
     try:
         import vlmeval  # noqa: F401 -- imports torch and much more: only here
     except ImportError as exc:
