@@ -1,5 +1,6 @@
 """``scifig eval ARGS...``: lmms-eval's own command line run in this process with the scifig tasks, a model preset,
-the replies cached, keys masked, and an exit status that says whether every task and sample was scored. The manual:
+the replies cached, keys masked, and an exit status that says whether every task and sample was scored and every
+model request answered. The manual:
 docs/lmms-eval.md (``scifig eval``, resuming a stopped run); how the command line is built: docs/cli.md.
 """
 
@@ -11,12 +12,15 @@ import functools
 import os
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scifig_tasks.commands import HELP
 from scifig_tasks.commands.tasks_path import tasks_path
+
+if TYPE_CHECKING:
+    from scifig_tasks.lmms_eval.output_folder import RunRequests
 
 
 class EvalFailed(RuntimeError):
@@ -29,16 +33,29 @@ catches every exception of a run, logs it and exits 0 (:mod:`scifig_tasks.lmms_e
 mechanism serves)."""
 
 
-def tracking(outcomes: list[dict[str, Any]], failures: list[str], evaluate_single: Any, quiet: bool = False) -> Any:
+def tracking(
+    outcomes: list[dict[str, Any]],
+    failures: list[str],
+    evaluate_single: Any,
+    quiet: bool = False,
+    requests: RunRequests | None = None,
+) -> Any:
     """lmms-eval's ``cli_evaluate_single`` that appends its results to ``outcomes`` and its exception
     (:func:`failure_text`), or the requested tasks without results, to ``failures``. The exception is re-raised for
     lmms-eval to report (its traceback), unless ``quiet``: then the configuration ends without results, as lmms-eval
-    ends it, and nothing but scifig's one line says why."""
+    ends it, and nothing but scifig's one line says why. With ``requests``, the configuration's tasks and the model's
+    endpoint (:func:`model_endpoint`) are noted for the count of its failed requests."""
 
     @functools.wraps(evaluate_single)
     def tracked(args: argparse.Namespace) -> Any:
+        noting = (
+            requests.noting(model_endpoint(getattr(args, "model", None), getattr(args, "model_args", None)))
+            if requests is not None
+            else contextlib.nullcontext()
+        )
         try:
-            results, samples = evaluate_single(args)
+            with noting:
+                results, samples = evaluate_single(args)
         except Exception as exc:
             failures.append(failure_text(exc))
             if quiet:
@@ -52,6 +69,31 @@ def tracking(outcomes: list[dict[str, Any]], failures: list[str], evaluate_singl
         return results, samples
 
     return tracked
+
+
+ENDPOINT_ARGUMENTS = ("base_url", "api_base", "api_url", "server_url")
+"""The ``--model_args`` of lmms-eval's API models that name the server their requests go to."""
+
+
+def model_endpoint(model: str | None, model_args: Any, environ: Mapping[str, str] | None = None) -> str | None:
+    """Where the model's requests go, as lmms-eval's API models choose it, credentials masked
+    (:func:`scifig_tasks.core.secrets.mask_credentials`, with the labels of the process's secrets): a URL in
+    ``--model_args`` (:data:`ENDPOINT_ARGUMENTS`; a string ``k=v,...`` or a mapping), else ``OPENAI_API_BASE`` for the
+    OpenAI-compatible models (their name holds ``openai``); None when neither says (a local model, another API)."""
+    from scifig_tasks.core import settings
+    from scifig_tasks.core.secrets import mask_credentials
+
+    given = model_args if isinstance(model_args, Mapping) else _parsed_model_args(str(model_args or ""))
+    url = next((str(given[name]) for name in ENDPOINT_ARGUMENTS if given.get(name)), None)
+    if url is None and "openai" in (model or "").lower():
+        url = (os.environ if environ is None else environ).get("OPENAI_API_BASE") or None
+    return None if url is None else mask_credentials(url, settings.process_secrets())
+
+
+def _parsed_model_args(text: str) -> dict[str, str]:
+    """``k=v,k=v`` as lmms-eval splits ``--model_args``."""
+    pairs = (item.split("=", 1) for item in text.split(",") if "=" in item)
+    return {name.strip(): value.strip() for name, value in pairs}
 
 
 def failure_text(exc: Exception) -> str:
@@ -72,7 +114,7 @@ def run_lmms_eval(argv: Sequence[str], quiet: bool = False, written: list[Path] 
     ``quiet``: lmms-eval prints no traceback of a
     failure (:func:`tracking`). The patches are checked against the installed lmms-eval before it runs: one that
     changed raises :class:`~scifig_tasks.lmms_eval.patches.LmmsEvalVersionError` (one line)."""
-    from scifig_tasks.lmms_eval.output_folder import EVALUATION_TRACKER, complete_files
+    from scifig_tasks.lmms_eval.output_folder import EVALUATION_TRACKER, RunRequests, complete_files
     from scifig_tasks.lmms_eval.patches import during_run
     from scifig_tasks.lmms_eval.plugin import install
 
@@ -84,14 +126,17 @@ def run_lmms_eval(argv: Sequence[str], quiet: bool = False, written: list[Path] 
         argv += ["--include_path", str(tasks_path())]
     outcomes: list[dict[str, Any]] = []
     failures: list[str] = []
+    requests = RunRequests()  # each configuration's model requests, counted into its results
     saved_argv = sys.argv
     sys.argv = ["lmms-eval", *argv]
     try:
         with (
             during_run(
                 {
-                    CLI_EVALUATE_SINGLE: functools.partial(tracking, outcomes, failures, quiet=quiet),
-                    EVALUATION_TRACKER: functools.partial(complete_files, written=written),
+                    CLI_EVALUATE_SINGLE: functools.partial(
+                        tracking, outcomes, failures, quiet=quiet, requests=requests
+                    ),
+                    EVALUATION_TRACKER: functools.partial(complete_files, written=written, annotate=requests.annotate),
                 }
             ),
             _response_cache(_cache_option(argv) is not None),
@@ -173,8 +218,9 @@ def with_default_cache(argv: Sequence[str], cache: bool = True) -> tuple[list[st
 def eval_command(argv: Sequence[str], debug: bool = False, cache: bool = True) -> int:
     """``scifig eval``: run lmms-eval with keys masked and model replies cached (:func:`with_default_cache`,
     ``cache`` false for ``--no-cache``), holding the output folder (``run_lock`` of
-    :mod:`scifig_tasks.lmms_eval.output_folder`: a folder another run holds is refused in one line); 1 when it failed
-    or any sample could not be judged or was counted wrong for want of a judge, 2 when ``--tasks`` names a task that
+    :mod:`scifig_tasks.lmms_eval.output_folder`: a folder another run holds is refused in one line); 1 when it failed,
+    any model request failed (one line last: how many of how many, the endpoint, the first error), or any sample could
+    not be judged or was counted wrong for want of a judge, 2 when ``--tasks`` names a task that
     does not exist (said before lmms-eval starts); a task that cannot be scored without the LLM judge, none being
     configured, is refused before lmms-eval starts (1). A failure inside the run is one line; lmms-eval's traceback of
     it only with ``debug``."""
@@ -249,7 +295,12 @@ def _evaluate(argv: list[str], debug: bool) -> int:
             print(absent_summary("scifig eval", absent), file=sys.stderr)
         if failed:
             print(failure_summary("scifig eval", failed), file=sys.stderr)
-        if failed or absent:
+        from scifig_tasks.lmms_eval.output_folder import failed_requests
+
+        requests = [line for results in outcomes if (line := failed_requests(results)) is not None]
+        for line in requests:  # last: the cause of everything above
+            print(f"scifig eval: FAILED: {line}", file=sys.stderr)
+        if failed or absent or requests:
             return 1
     from scifig_tasks.lmms_eval.output_folder import next_step_lines
 
@@ -290,7 +341,8 @@ sub-tasks). The options are lmms-eval's, passed to it unchanged (listed below); 
 --include_path unless you give one.
 
 Differences from running lmms-eval directly: the exit status is 1 when a task was not found, data was bad, scoring
-failed or any sample could not be scored by the LLM judge (lmms-eval exits 0 whatever happened); API keys and the
+failed, any request to the model failed (the last line says how many, the endpoint and the first error) or any sample
+could not be scored by the LLM judge (lmms-eval exits 0 whatever happened); API keys and the
 credentials of URLs (user:password@) are masked, shown as <NAME_OF_THE_VARIABLE>, on the screen and in the files
 written under --output_path; --preset fills in the model options from a model preset.
 

@@ -1,7 +1,10 @@
-"""``scifig eval``'s output folder (``--output_path``): one run at a time (:func:`run_lock`), and results and samples
-files that are whole or an error (:func:`complete_files`).
+"""``scifig eval``'s output folder (``--output_path``): one run at a time (:func:`run_lock`, which ``scifig vlmeval``
+takes on its work dir too), results and samples files that are whole or an error (:func:`complete_files`), and a run
+whose model requests failed said so in its results file, under its printed table and in its last line
+(:func:`count_requests`, :func:`failed_requests_line`).
 
-Manual: docs/lmms-eval.md, "The output folder: one run at a time, whole files".
+Manual: docs/lmms-eval.md, "The output folder: one run at a time, whole files"; docs/cli.md, "A failed model request
+fails the run".
 """
 
 from __future__ import annotations
@@ -13,11 +16,13 @@ import re
 import shutil
 import tempfile
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from scifig_tasks.core.errors import CommandError
+from scifig_tasks.core.raw_outputs import REQUEST_FAILED_MARKER, output_status
 from scifig_tasks.core.run_files import read_results, results_file_name, samples_file_name
 
 try:
@@ -36,13 +41,14 @@ _EXCEPTION = re.compile(r"[A-Za-z_][\w.]*(Error|Exception)\(")
 
 
 class FolderInUse(CommandError):
-    """Another ``scifig eval`` run holds the output folder (exit status 1)."""
+    """Another scifig run (``scifig eval``, ``scifig vlmeval``) holds the folder (exit status 1): the line names the
+    folder, the process holding it and the lock file, and says which option gives another folder."""
 
-    def __init__(self, folder: Path, holder: str) -> None:
-        by = f" (process {holder})" if holder else ""
+    def __init__(self, folder: Path, holder: str, what: str = "output folder", option: str = "--output_path") -> None:
+        by = f"process {holder}, " if holder else ""
         super().__init__(
-            f"the output folder {folder} is in use by another scifig eval run{by}",
-            "wait for it to end, or give another --output_path",
+            f"the {what} {folder} is in use by another scifig run ({by}lock file {folder / LOCK_FILE})",
+            f"wait for it to end, or give another {option}",
             status=1,
         )
 
@@ -67,10 +73,12 @@ def _rank() -> int:
 
 
 @contextlib.contextmanager
-def run_lock(output_path: str | Path | None) -> Iterator[None]:
+def run_lock(
+    output_path: str | Path | None, what: str = "output folder", option: str = "--output_path"
+) -> Iterator[None]:
     """Hold ``<output_path>/.scifig-run.lock`` exclusively within the block (the folder is created when missing);
-    :class:`FolderInUse` when another process holds it. Nothing is locked without an output path, on a rank other
-    than 0, or where ``fcntl`` is missing."""
+    :class:`FolderInUse` (naming the folder as ``what`` and the ``option`` that gives another) when another process
+    holds it. Nothing is locked without an output path, on a rank other than 0, or where ``fcntl`` is missing."""
     if output_path is None or fcntl is None or _rank() != 0:
         yield
         return
@@ -81,7 +89,7 @@ def run_lock(output_path: str | Path | None) -> Iterator[None]:
         try:
             fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise FolderInUse(folder, _holder(descriptor)) from None
+            raise FolderInUse(folder, _holder(descriptor), what, option) from None
         with contextlib.suppress(OSError):  # the process id only serves the refusal line; a full disk may refuse it
             os.ftruncate(descriptor, 0)
             os.pwrite(descriptor, f"{os.getpid()}\n".encode(), 0)
@@ -98,13 +106,18 @@ def _holder(descriptor: int) -> str:
     return ""
 
 
-def complete_files(tracker: type, written: list[Path] | None = None) -> type:
+def complete_files(
+    tracker: type, written: list[Path] | None = None, annotate: Callable[[Any], None] | None = None
+) -> type:
     """lmms-eval's ``EvaluationTracker`` (``tracker``) whose results and samples files are whole or an error
     (:class:`OutputWriteError`): written aside, checked, then renamed into place (the module's rule). The final path
-    of each results file put in place is appended to ``written``."""
+    of each results file put in place is appended to ``written``; ``annotate(results)`` adds scifig's entries to the
+    results before they are written (and printed: the CLI prints the same dictionary afterwards)."""
 
     class CompleteFilesTracker(tracker):  # type: ignore[misc, valid-type]
         def save_results_aggregated(self, results: Any, samples: Any, datetime_str: str, *args: Any, **kw: Any) -> Any:
+            if annotate is not None:
+                annotate(results)
             with _written_aside(self, results_file_name(datetime_str), _results_whole, written):
                 return super().save_results_aggregated(results, samples, datetime_str, *args, **kw)
 
@@ -221,3 +234,128 @@ def next_step_lines(written: list[Path], output_path: str | Path) -> list[str]:
     paths = " ".join(shlex.quote(str(path)) for path in written)
     out = shlex.quote(str(Path(output_path) / REPORT_FOLDER))
     return [f"scifig eval: results in {', '.join(map(str, written))}", f"next: scifig report {paths} --out {out}"]
+
+
+# --- model requests that failed ----------------------------------------------------------------------------------
+
+REQUESTS_KEY = "scifig_model_requests"
+"""The results file's entry on the run's model requests (:func:`requests_entry`): ``status`` ``failed`` when any
+failed."""
+FIRST_ERROR_CHARS = 200
+"""How much of the first failure's error the line and the results file keep."""
+
+
+@dataclass
+class RequestCount:
+    """The model requests of a run: how many were answered and how many failed, per task, and the first failure's
+    error. A request is one reply (each repeat of a sampled question is one); a reply is failed when it is a
+    framework's failure marker (:func:`scifig_tasks.core.raw_outputs.output_status`: lmms-eval's
+    ``[LMMS_EVAL_REQUEST_FAILED ...]``, VLMEvalKit's ``Failed to obtain answer ...``); an empty reply is the model's
+    answer, not a failed request."""
+
+    failed: int = 0
+    total: int = 0
+    first_error: str | None = None
+    tasks: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def add(self, task: str, reply: Any) -> None:
+        """Count one reply of ``task`` (a multi-round reply, a list, is one request: failed when a round failed)."""
+        texts = [item for item in reply if isinstance(item, str)] if isinstance(reply, list) else [reply]
+        failures = [text for text in texts if isinstance(text, str) and output_status(text) == "request_failed"]
+        counts = self.tasks.setdefault(task, {"failed": 0, "total": 0})
+        counts["total"] += 1
+        self.total += 1
+        if failures:
+            counts["failed"] += 1
+            self.failed += 1
+            if self.first_error is None:
+                self.first_error = failure_error(failures[0])
+
+
+def failure_error(reply: str) -> str:
+    """The error a failure marker carries, on one line, secrets masked (an error may quote the key it was sent:
+    :func:`scifig_tasks.core.secrets.mask_credentials` with the labels of the process's secrets): lmms-eval's
+    ``[LMMS_EVAL_REQUEST_FAILED after N retries] ERROR`` gives ``ERROR``; any other marker (VLMEvalKit's, which
+    carries none) is given whole."""
+    from scifig_tasks.core import settings
+    from scifig_tasks.core.secrets import mask_credentials
+
+    text = reply.strip()
+    if text.startswith(REQUEST_FAILED_MARKER) and "]" in text:
+        text = text.split("]", 1)[1].strip() or text
+    return mask_credentials(" ".join(text.split()), settings.process_secrets())[:FIRST_ERROR_CHARS]
+
+
+def count_requests(tasks: Iterable[Any]) -> RequestCount:
+    """The requests of the built lmms-eval ``tasks`` (each instance's ``resps``: one reply per repeat), by task name,
+    the tasks in name order (so the first error is the same whatever order they were built in)."""
+    count = RequestCount()
+    named = sorted(((_task_name(task), task) for task in tasks), key=lambda item: item[0])
+    for name, task in named:
+        for instance in getattr(task, "instances", None) or []:
+            for reply in getattr(instance, "resps", None) or []:
+                count.add(name, reply)
+    return count
+
+
+def _task_name(task: Any) -> str:
+    return str(getattr(getattr(task, "config", None), "task", None) or type(task).__name__)
+
+
+def failed_requests_line(count: RequestCount, endpoint: str | None) -> str:
+    """What ``scifig eval`` and ``scifig vlmeval`` say of a run whose model requests failed (after ``FAILED:``): how
+    many of how many, the endpoint (credentials already masked) and the first error, what the scores are worth and
+    what to do."""
+    where = f"endpoint {endpoint}; " if endpoint else ""
+    return (
+        f"{count.failed} of {count.total} model requests failed ({where}first error: {count.first_error}) — the "
+        "scores count them as wrong answers; check that the model server is up, its address and its API key, then "
+        "run the same command again"
+    )
+
+
+def requests_entry(count: RequestCount, endpoint: str | None) -> dict[str, Any]:
+    """The results file's :data:`REQUESTS_KEY` entry: ``status`` (``failed`` when any request failed, else ``ok``),
+    the counts, overall and per task, the endpoint, the first error and the line (``None`` when nothing failed)."""
+    failed = count.failed > 0
+    return {
+        "status": "failed" if failed else "ok",
+        "failed": count.failed,
+        "total": count.total,
+        "endpoint": endpoint,
+        "first_error": count.first_error,
+        "tasks": count.tasks,
+        "message": failed_requests_line(count, endpoint) if failed else None,
+    }
+
+
+def failed_requests(results: Any) -> str | None:
+    """The line of a results dictionary whose :data:`REQUESTS_KEY` entry says requests failed (None otherwise)."""
+    entry = results.get(REQUESTS_KEY) if isinstance(results, dict) else None
+    if isinstance(entry, dict) and entry.get("status") == "failed":
+        return str(entry.get("message"))
+    return None
+
+
+class RunRequests:
+    """The model requests of the lmms-eval configuration that runs now: the tasks lmms-eval builds while
+    :meth:`noting` (noted by the data-loading patch, :func:`scifig_tasks.lmms_eval.plugin.noting_tasks`) and the
+    model's endpoint; :meth:`annotate` puts their count into the configuration's results."""
+
+    def __init__(self) -> None:
+        self.tasks: list[Any] = []
+        self.endpoint: str | None = None
+
+    @contextlib.contextmanager
+    def noting(self, endpoint: str | None) -> Iterator[None]:
+        """Within the block, the tasks built are this configuration's (the previous one's are forgotten)."""
+        from scifig_tasks.lmms_eval.plugin import noting_tasks
+
+        self.tasks, self.endpoint = [], endpoint
+        with noting_tasks(self.tasks):
+            yield
+
+    def annotate(self, results: Any) -> None:
+        """Add the :data:`REQUESTS_KEY` entry to ``results`` (lmms-eval's results dictionary), in place."""
+        if isinstance(results, dict):
+            results[REQUESTS_KEY] = requests_entry(count_requests(self.tasks), self.endpoint)

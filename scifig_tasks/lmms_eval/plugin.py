@@ -5,6 +5,7 @@ the environment block. Manual: docs/lmms-eval.md, "How lmms-eval finds the tasks
 from __future__ import annotations
 
 import collections
+import contextlib
 import functools
 import hashlib
 import importlib.abc
@@ -13,7 +14,7 @@ import json
 import os
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from functools import wraps
 from pathlib import Path
 from typing import Any
@@ -85,10 +86,13 @@ def wrap_initialize_tasks(find_tasks: Any) -> Any:
 
 
 def wrap_download(download: Any) -> Any:
-    """``ConfigurableTask.download`` that loads the data of scifig tasks with :func:`load_task_data`."""
+    """``ConfigurableTask.download`` that loads the data of scifig tasks with :func:`load_task_data`, and notes every
+    task built while :func:`noting_tasks` (called once per task, as lmms-eval builds it)."""
 
     @wraps(download)
     def download_scifig_source(self: Any, dataset_kwargs: Any = None) -> None:
+        if _noted is not None:
+            _noted.append(self)
         if scifig_source(self.config) is None:
             return download(self, dataset_kwargs)
         return load_task_data(self)
@@ -105,6 +109,23 @@ def wrap_get_task_and_group(index_folder: Any) -> Any:
         return kept_index(self, task_dir, index_folder)
 
     return get_task_and_group
+
+
+_noted: list[Any] | None = None
+"""Where :func:`wrap_download` notes the tasks built while :func:`noting_tasks` (None: nowhere)."""
+
+
+@contextlib.contextmanager
+def noting_tasks(into: list[Any]) -> Iterator[None]:
+    """Within the block, every lmms-eval task built (scifig's and any other) is appended to ``into``: what ``scifig
+    eval`` reads each request's reply from after the run (:func:`scifig_tasks.lmms_eval.output_folder.
+    count_requests`), so a run whose model requests failed is told without ``--log_samples``."""
+    global _noted
+    saved, _noted = _noted, into
+    try:
+        yield
+    finally:
+        _noted = saved
 
 
 INDEX_KIND = "lmms_eval_index"

@@ -6,7 +6,8 @@ lmms-eval's ``*_results.json`` (key ``breakdown,none``). lmms-eval prints every 
 and a dictionary printed there is one row thousands of characters wide. :func:`wrap_make_table` wraps lmms-eval's
 ``make_table`` so that, for this package's tasks and groups only, rows whose value is not a number are left out and
 one line under the table, :data:`NOTE`, says where they are; the results dictionary itself is never
-changed (the JSON keeps every breakdown in full).
+changed (the JSON keeps every breakdown in full). Under the table of a run whose model requests failed, one more line,
+:data:`FAILED_NOTE`, says how many, so the scores are never read without it.
 """
 
 from __future__ import annotations
@@ -17,9 +18,13 @@ from numbers import Number
 from typing import Any
 
 from scifig_tasks.lmms_eval import task_folders
+from scifig_tasks.lmms_eval.output_folder import failed_requests
 
 NOTE = "scifig: nested metrics ({names}) are in the *_results.json file, not printed; `scifig report` draws them"
 """Printed under a results table from which nested scifig metrics were left out."""
+FAILED_NOTE = "scifig: FAILED: {line}"
+"""Printed under the results table of a run whose model requests failed
+(:func:`scifig_tasks.lmms_eval.output_folder.failed_requests`): the scores above it count them as wrong answers."""
 
 _NAME_LINE = re.compile(r"^(?:task|group):\s*([A-Za-z0-9_.-]+)\s*$", re.MULTILINE)
 
@@ -73,6 +78,11 @@ def wrap_make_table(make_table: Any) -> Any:
     def make_scifig_table(result_dict: dict[str, Any], column: str = "results", *args: Any, **kwargs: Any) -> Any:
         shown, left_out = printable(result_dict, column)
         table = make_table(shown, column, *args, **kwargs)
-        return f"{table}\n{NOTE.format(names=', '.join(left_out))}\n" if left_out and column == "results" else table
+        if column != "results":
+            return table
+        notes = [NOTE.format(names=", ".join(left_out))] if left_out else []
+        failed = failed_requests(result_dict)
+        notes += [FAILED_NOTE.format(line=failed)] if failed else []
+        return "\n".join([table, *notes, ""]) if notes else table
 
     return make_scifig_table

@@ -2,7 +2,8 @@
 
 * A task of the user's ``--include_path`` named like one of ours keeps precedence, and one warning names both
   YAML files (``lmms-eval --include_path DIR``, ``scifig eval --include_path DIR`` and ``--include_path=DIR``).
-* A model server that echoes the API key in its 401 error: the key reaches neither stream nor any output file.
+* A model server that echoes the API key in its 401 error: the key reaches neither stream nor any output file, and
+  the run fails (exit status 1) with one line naming the failed request and its error, masked.
 * A judge answering HTTP 500: ``scifig eval`` exits 1 and its summary line counts the unjudged samples per task.
 """
 
@@ -75,7 +76,12 @@ def test_scifig_eval_masks_an_api_key_echoed_by_the_model_server(tmp_path: Path,
 
     run = run_cli("scifig", args, env, tmp_path / "out")
 
-    assert run.returncode == 0, run.output[-4000:]
+    assert run.returncode == 1, run.output[-4000:]  # its one model request failed: a failed run
+    failed = (
+        f"scifig eval: FAILED: 1 of 1 model requests failed (endpoint {model.base_url}; first error: Error code: "
+        "401 - Incorrect API key provided: Bearer <OPENAI_API_KEY>) — "
+    )
+    assert run.output.rstrip().splitlines()[-1].startswith(failed), run.output[-4000:]
     assert model.count == 1 and model.requests[0].headers["authorization"] == f"Bearer {key}"
     assert key not in run.output
     assert "Bearer <OPENAI_API_KEY>" in run.output  # the error was printed, masked

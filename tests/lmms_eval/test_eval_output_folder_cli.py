@@ -92,8 +92,8 @@ def test_a_folder_another_run_holds_is_refused_in_one_line(tmp_path: Path) -> No
         )
     assert completed.returncode == 1, completed.stdout[-3000:] + completed.stderr[-3000:]
     assert completed.stderr.splitlines() == [
-        f"scifig eval: the output folder {out} is in use by another scifig eval run (process {os.getpid()}) — wait "
-        "for it to end, or give another --output_path"
+        f"scifig eval: the output folder {out} is in use by another scifig run (process {os.getpid()}, lock file "
+        f"{out / LOCK}) — wait for it to end, or give another --output_path"
     ]
     assert sorted(path.name for path in out.iterdir()) == [LOCK]  # no cache folder, no results: lmms-eval never ran
 
