@@ -10,7 +10,6 @@ import base64
 import contextlib
 import logging
 import os
-import pickle
 import re
 import shutil
 import sys
@@ -22,6 +21,8 @@ from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 from urllib.parse import unquote
 from xml.sax.saxutils import escape
+
+from scifig_tasks.core.pickle_files import masked_pickle, removed_line
 
 SECRET_NAME = re.compile(r"(?:^|_)(?:KEY|TOKEN|SECRET|PASSWORD)$", re.IGNORECASE)
 MIN_SECRET_CHARS = 8
@@ -206,8 +207,9 @@ def mask_file(path: Path, secrets: Mapping[str, str]) -> bool:
     """Mask the secrets in the file ``path`` in place (written anew only when it changes); return whether it changed.
 
     A zip container (``.xlsx``, whose strings are compressed) is masked member by member, the labels XML-escaped in
-    ``.xml`` members; a pickle (``.pkl``, whose strings are length-prefixed) is loaded, masked (:func:`mask_value`)
-    and dumped again; any other file byte for byte (UTF-8). A link's target is masked."""
+    ``.xml`` members; a pickle (``.pkl``, whose strings are length-prefixed) is never loaded: its strings are masked
+    where they lie (:func:`scifig_tasks.core.pickle_files.masked_pickle`), and one holding a secret elsewhere (in its
+    bytes) is removed, with one line on stderr; any other file byte for byte (UTF-8). A link's target is masked."""
     if not secrets:
         return False
     path = path.resolve()
@@ -229,8 +231,12 @@ def mask_file(path: Path, secrets: Mapping[str, str]) -> bool:
     if not any(secret.encode() in data for secret in secrets):
         return False
     if path.suffix == ".pkl":
-        value = mask_value(pickle.loads(data), secrets)
-        _replace(path, lambda handle: pickle.dump(value, handle))
+        masked_data = masked_pickle(data, lambda text: mask(text, secrets))
+        if masked_data is None or any(secret.encode() in masked_data for secret in secrets):
+            path.unlink()
+            print(removed_line(path), file=sys.stderr)
+            return True
+        _replace(path, lambda handle: handle.write(masked_data))
         return True
     masked = _mask_bytes(data, secrets)
     _replace(path, lambda handle: handle.write(masked))  # a full disk leaves the file as it was, not cut
