@@ -28,7 +28,7 @@ from scifig_tasks.core.provenance import DATA, KEY, environment
 from scifig_tasks.core.run_files import RECORDS_SUFFIX, SCORES_SUFFIX
 from scifig_tasks.core.scoring_protocol import Protocol, in_force
 from scifig_tasks.core.secrets import mask_value
-from scifig_tasks.vlmeval import judging, names, tsv
+from scifig_tasks.vlmeval import judging, names, prediction_tables, tsv
 
 Message = list[dict[str, str]]
 SCORING_THREADS = 8
@@ -106,9 +106,11 @@ class SciFigDataset(ImageBaseDataset):
 
     def evaluate(self, eval_file: str, **judge_kwargs: Any) -> dict[str, Any]:
         """Score a prediction file with the judge VLMEvalKit's options or the environment choose; write the records
-        and the scores (naming the judge) beside it; return the metrics."""
+        and the scores (naming the judge) beside it; return the metrics. The prediction file is first made safe to
+        open in a spreadsheet (:func:`scifig_tasks.vlmeval.prediction_tables.make_formula_safe`)."""
         chosen = judging.chosen_judge(judge_kwargs, self.TYPE)
         self.judge = chosen.client
+        prediction_tables.make_formula_safe(Path(eval_file))  # a table people open: no cell read as a formula
         replies = read_predictions(eval_file)
         lines = [line for _, line in self.data.iterrows()]
         missing = [str(line["index"]) for line in lines if str(line["index"]) not in replies]
@@ -163,20 +165,10 @@ def served(benchmark: str, keep: Callable[[VlmevalDataset], bool]) -> tuple[str,
 
 
 def read_predictions(eval_file: str) -> dict[str, str | None]:
-    """``index -> reply`` from a VLMEvalKit prediction file (tsv, xlsx, json or pkl), replies as the exact text
-    (an empty cell is ``None``, which core scores as an empty output)."""
-    suffix = str(eval_file).rsplit(".", 1)[-1].lower()
-    if suffix == "tsv":
-        table = pd.read_csv(eval_file, sep="\t", dtype=str, keep_default_na=False)
-    elif suffix == "xlsx":
-        table = pd.read_excel(eval_file, dtype=str, keep_default_na=False)
-    elif suffix == "json":
-        with open(eval_file, encoding="utf-8") as handle:
-            table = pd.DataFrame(json.load(handle))
-    elif suffix == "pkl":
-        table = pd.read_pickle(eval_file)
-    else:
-        raise ValueError(f"{eval_file}: unsupported prediction file format {suffix!r}")
+    """``index -> reply`` from a VLMEvalKit prediction file (tsv, xlsx or json:
+    :func:`scifig_tasks.vlmeval.prediction_tables.read_table`; a pickle is refused, never loaded), replies as the
+    exact text (an empty cell is ``None``, which core scores as an empty output)."""
+    table = prediction_tables.read_table(Path(eval_file))
     for column in ("index", "prediction"):
         if column not in table.columns:
             raise ValueError(f"{eval_file}: missing column {column!r} (the file has: {', '.join(table.columns)})")

@@ -18,9 +18,12 @@ from scifig_tasks.core import judge, provenance
 from scifig_tasks.core.errors import DataError
 from scifig_tasks.core.run_files import RECORDS_SUFFIX, SCORES_SUFFIX, read_jsonl
 from scifig_tasks.core.sample_logs import check_ids
+from scifig_tasks.vlmeval import prediction_tables
 
-PREDICTION_SUFFIXES = ("tsv", "xlsx", "json", "pkl")
-"""The file types of VLMEvalKit prediction files."""
+PREDICTION_SUFFIXES = ("tsv", "xlsx", "json")
+"""The file types of VLMEvalKit prediction files that are read."""
+PICKLE_SUFFIX = "pkl"
+"""VLMEvalKit's fallback prediction file type, never loaded (:mod:`scifig_tasks.core.pickle_files`)."""
 
 
 def _vlmeval_names() -> list[str]:
@@ -32,18 +35,34 @@ def _vlmeval_names() -> list[str]:
 
 
 def prediction_files(work_dir: Path) -> list[tuple[Path, str, str]]:
-    """``(file, model, dataset)`` for every VLMEvalKit prediction file of a scifig dataset under ``work_dir``."""
+    """``(file, model, dataset)`` for every VLMEvalKit prediction file of a scifig dataset under ``work_dir``. A
+    pickle is never loaded: one beside a TSV, xlsx or JSON file of the same name is left for it, and one that is the
+    only copy of its predictions is refused (:func:`_only_pickles`)."""
     names = _vlmeval_names()
-    found = []
+    found, pickles = [], []
     for path in sorted(work_dir.rglob("*")):
-        if not path.is_file() or path.suffix.lstrip(".") not in PREDICTION_SUFFIXES:
+        suffix = path.suffix.lstrip(".")
+        if not path.is_file() or suffix not in (*PREDICTION_SUFFIXES, PICKLE_SUFFIX):
             continue
         stem = path.name[: -len(path.suffix)]
         for name in names:
             if stem.endswith(f"_{name}") and len(stem) > len(name) + 1:
-                found.append((path, stem[: -len(name) - 1], name))
+                (pickles if suffix == PICKLE_SUFFIX else found).append((path, stem[: -len(name) - 1], name))
                 break
+    refused = _only_pickles(pickles)
+    if refused:
+        raise rescoring.RescoreRefused("\n".join(prediction_tables.only_pickle(path) for path in refused))
     return found
+
+
+def _only_pickles(pickles: list[tuple[Path, str, str]]) -> list[Path]:
+    """The prediction pickles with no TSV, xlsx or JSON file of the same name; VLMEvalKit's per-rank inference
+    checkpoints (``<rank><world size>_<dataset>.pkl``: a number where the model's name would be) are not predictions."""
+    return [
+        path
+        for path, model, _ in pickles
+        if not model.isdigit() and not any(path.with_suffix(f".{kind}").is_file() for kind in PREDICTION_SUFFIXES)
+    ]
 
 
 def _dataset_class(name: str) -> type:
@@ -134,29 +153,17 @@ def rescore_vlmeval(
 def _prediction_rows(path: Path) -> list[tuple[str, dict[str, str]]]:
     """Every row of a VLMEvalKit prediction file as ``(index, row)``, repeated indices kept (the file read as
     :func:`scifig_tasks.vlmeval.datasets.read_predictions` reads it, which keeps one reply per index)."""
-    import pandas as pd
-
-    suffix = path.suffix.lstrip(".").lower()
-    if suffix == "tsv":
-        table = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
-    elif suffix == "xlsx":
-        table = pd.read_excel(path, dtype=str, keep_default_na=False)
-    elif suffix == "json":
-        table = pd.DataFrame(json.loads(path.read_text(encoding="utf-8")))
-    else:
-        table = pd.read_pickle(path)
+    table = prediction_tables.read_table(path)
     rows = table.to_dict("records") if "index" in table.columns else []
     return [(str(row["index"]), {str(key): str(value) for key, value in row.items()}) for row in rows]
 
 
 def _check_vlmeval_rows(path: Path, dataset: str, data: Any) -> None:
     """Refuse a prediction file whose questions are not the dataset's now (answers or indices differ)."""
-    import pandas as pd
-
     suffix = path.suffix.lstrip(".").lower()
     if suffix != "tsv":
         return
-    table = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
+    table = prediction_tables.read_table(path)
     if "answer" not in table.columns or "answer" not in data.columns:
         return
     expected = {str(index): str(answer) for index, answer in zip(data["index"], data["answer"], strict=True)}
