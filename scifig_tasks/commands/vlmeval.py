@@ -126,14 +126,27 @@ def _with_current_names(argv: list[str], folder: Path) -> list[str]:
     return argv
 
 
+def refuse_empty_data_folder(environ: Mapping[str, str]) -> None:
+    """A :class:`CommandError` when ``LMUData`` is set but empty (or blank): most likely a mistake, which VLMEvalKit
+    would answer by writing to ``~/LMUData`` without a word (its rule: ``$LMUData`` only when that path exists)."""
+    given = environ.get("LMUData")
+    if given is not None and not given.strip():
+        raise CommandError(
+            "LMUData is set but empty (VLMEvalKit would then write its data to ~/LMUData)",
+            "set LMUData to VLMEvalKit's data folder, or unset it to use ~/LMUData",
+        )
+
+
 def data_folder(command: str, environ: MutableMapping[str, str] | None = None) -> Path | None:
     """VLMEvalKit's data folder as ``$LMUData`` gives it (``~`` expanded), created when it does not exist yet, with
     one line on stderr saying so: VLMEvalKit reads ``$LMUData`` only when it exists and otherwise writes its TSV
-    files to ``~/LMUData``. None when ``LMUData`` is not set; a path that is a file, or cannot be created, is a
-    :class:`CommandError` naming it."""
+    files to ``~/LMUData``. None when ``LMUData`` is not set; set but empty (or blank), a path that is a file, or one
+    that cannot be created is a :class:`CommandError` naming it: an empty setting is most likely a mistake, which
+    VLMEvalKit would answer by writing to ``~/LMUData`` without a word."""
     environ = os.environ if environ is None else environ
+    refuse_empty_data_folder(environ)
     given = environ.get("LMUData")
-    if not given:
+    if given is None:
         return None
     folder = Path(given).expanduser()
     if folder.exists() and not folder.is_dir():
@@ -232,11 +245,13 @@ def judge_failures_since(work_dir: Path, started: float) -> dict[str, int]:
     return judge_counts_since(work_dir, started)[0]
 
 
-def run_vlmeval(argv: Sequence[str]) -> tuple[dict[str, int], dict[str, int]]:
+def run_vlmeval(argv: Sequence[str]) -> tuple[dict[str, int], dict[str, int], str | None]:
     """Register the scifig datasets and run VLMEvalKit's ``run.py`` main; raise :class:`VlmevalFailed` when a
-    requested dataset has no metrics, and :class:`~scifig_tasks.core.errors.CommandError` before VLMEvalKit runs when
-    a requested dataset cannot be scored without the LLM judge and none is chosen. Returns the samples the judge could
-    not score and the outputs that needed it when none was configured, per task (:func:`judge_counts_since`)."""
+    requested dataset has no metrics (with the failed requests' line, when any failed), and
+    :class:`~scifig_tasks.core.errors.CommandError` before VLMEvalKit runs when a requested dataset cannot be scored
+    without the LLM judge and none is chosen. Returns the samples the judge could not score and the outputs that
+    needed it when none was configured, per task (:func:`judge_counts_since`), and the line of the model requests that
+    failed (:func:`failed_requests_since`; None when none did)."""
     from scifig_tasks.vlmeval import register
 
     _refuse_without_judge(list(argv))
@@ -269,9 +284,110 @@ def run_vlmeval(argv: Sequence[str]) -> tuple[dict[str, int], dict[str, int]]:
         models, datasets = _requested(args)
     work_dir = _work_dir(args)
     problems = _check(work_dir, models, datasets, args.mode)
+    requests = failed_requests_since(work_dir, models, datasets, _model_endpoints(argv, args, masked), started)
     if problems:
-        raise VlmevalFailed("; ".join(problems))
-    return judge_counts_since(work_dir, started)
+        raise VlmevalFailed("; ".join([*problems, *([requests] if requests else [])]))
+    return (*judge_counts_since(work_dir, started), requests)
+
+
+ENDPOINT_ENTRIES = ("api_base", "base_url")
+"""The entries of a ``--config`` model that name the server its requests go to."""
+
+
+def _model_endpoints(argv: Sequence[str], args: Any, secrets: Mapping[str, str]) -> dict[str, str | None]:
+    """Where each model's requests go, credentials masked (:func:`scifig_tasks.core.secrets.mask_credentials`): a
+    ``--config`` model's ``api_base`` / ``base_url``; for ``--model`` names, ``--base-url`` (VLMEvalKit posts to its
+    ``/chat/completions``), else ``OPENAI_API_BASE`` when set; None when none of these says."""
+    from scifig_tasks.core.secrets import mask_credentials
+
+    found: dict[str, str | None] = {}
+    for name in _values(list(argv), "--config"):
+        if Path(name).is_file():
+            models = json.loads(Path(name).read_text()).get("model")
+            for model, entry in (models if isinstance(models, dict) else {}).items():
+                urls = [entry.get(key) for key in ENDPOINT_ENTRIES] if isinstance(entry, dict) else []
+                found[str(model)] = next((str(url) for url in urls if url), None)
+    base = getattr(args, "base_url", None)
+    default = f"{base.rstrip('/')}/chat/completions" if base else os.environ.get("OPENAI_API_BASE") or None
+    for model in _requested(args)[0]:
+        found.setdefault(model, default)
+    return {model: None if url is None else mask_credentials(url, secrets) for model, url in found.items()}
+
+
+def failed_requests_since(
+    work_dir: Path, models: list[str], datasets: list[str], endpoints: Mapping[str, str | None], started: float
+) -> str | None:
+    """The line of the model requests that failed in the prediction files this run wrote (each ``status.json``
+    entry's ``prediction_file``; a reply that is VLMEvalKit's failure message is a failed request,
+    :class:`~scifig_tasks.lmms_eval.output_folder.RequestCount`): how many of how many, the endpoint of the first
+    model with a failure and the first error; None when none failed. Each dataset's scifig scores file gets the
+    dataset's count as its ``scifig_model_requests`` entry, as ``scifig eval``'s results file does."""
+    from scifig_tasks.lmms_eval.output_folder import RequestCount, failed_requests_line
+
+    total, endpoint = RequestCount(), None
+    for model in models:
+        for name, path in _prediction_files(work_dir, model, datasets, started).items():
+            count = _count_predictions(name, path)
+            if count is None:
+                continue
+            _note_requests(path, count, endpoints.get(model))
+            total.failed, total.total = total.failed + count.failed, total.total + count.total
+            total.tasks[f"{model} x {name}"] = {"failed": count.failed, "total": count.total}
+            if count.failed and total.first_error is None:
+                total.first_error, endpoint = count.first_error, endpoints.get(model)
+    return failed_requests_line(total, endpoint) if total.failed else None
+
+
+def _prediction_files(work_dir: Path, model: str, datasets: list[str], started: float) -> dict[str, Path]:
+    """Each requested dataset's prediction file, as the model's latest ``status.json`` names it (relative to that
+    file's folder when under it, else as written: VLMEvalKit's rule), when this run wrote it (modified since
+    ``started``)."""
+    files = sorted((work_dir / model).rglob("status.json"), key=lambda path: path.stat().st_mtime)
+    status = json.loads(files[-1].read_text()).get("datasets", {}) if files else {}
+    found = {}
+    for name in datasets:
+        given = (status.get(name) or {}).get("prediction_file")
+        if not given:
+            continue
+        path = files[-1].parent / given  # an absolute path stays as it is
+        path = path if path.is_file() else Path(given)
+        if path.is_file() and path.stat().st_mtime >= started:
+            found[name] = path
+    return found
+
+
+def _count_predictions(dataset: str, path: Path) -> Any:
+    """The :class:`~scifig_tasks.lmms_eval.output_folder.RequestCount` of one prediction file (None when it cannot
+    be read as one: a format VLMEvalKit's datasets write otherwise)."""
+    from scifig_tasks.lmms_eval.output_folder import RequestCount
+    from scifig_tasks.vlmeval.datasets import read_predictions
+
+    try:
+        replies = read_predictions(str(path))
+    except (OSError, ValueError):
+        return None
+    count = RequestCount()
+    for reply in replies.values():
+        count.add(dataset, reply)
+    return count
+
+
+def _note_requests(prediction: Path, count: Any, endpoint: str | None) -> None:
+    """Add the dataset's ``scifig_model_requests`` entry (:func:`~scifig_tasks.lmms_eval.output_folder.
+    requests_entry`) to the scifig scores file beside its prediction file, when there is one; written whole (a
+    temporary file renamed onto it)."""
+    from scifig_tasks.lmms_eval.output_folder import REQUESTS_KEY, requests_entry
+
+    scores = Path(f"{str(prediction).rsplit('.', 1)[0]}{SCORES_SUFFIX}")
+    if not scores.is_file():
+        return
+    data = json.loads(scores.read_text(encoding="utf-8"))
+    if not isinstance(data, dict):
+        return
+    data[REQUESTS_KEY] = requests_entry(count, endpoint)
+    temporary = scores.with_name(f".{scores.name}.partial")
+    temporary.write_text(json.dumps(data, indent=1), encoding="utf-8")
+    os.replace(temporary, scores)
 
 
 def _requested_data(argv: list[str]) -> list[str]:
@@ -315,20 +431,39 @@ def _refuse_without_judge(argv: list[str]) -> None:
         raise CommandError(refused.what, refused.todo, status=1)
 
 
+def work_dir_given(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> Path:
+    """The work dir VLMEvalKit's runner writes into, read from ``argv`` before VLMEvalKit is imported, by its rule:
+    ``MMEVAL_ROOT`` when that variable is set, else the last ``--work-dir``, else its default ``./outputs``."""
+    environ = os.environ if environ is None else environ
+    if "MMEVAL_ROOT" in environ:
+        return Path(environ["MMEVAL_ROOT"])
+    given = _values(list(argv), "--work-dir")
+    return Path(given[-1] if given else "./outputs")
+
+
 def _vlmeval(args: argparse.Namespace) -> int:
-    data_folder("vlmeval")
-    try:
-        failed, absent = run_vlmeval(args.rest)
-    except VlmevalFailed as exc:
-        print(f"scifig vlmeval: FAILED: {exc}", file=sys.stderr)
-        return 1
+    """``scifig vlmeval``: the data folder checked, the work dir held (``run_lock``, as ``scifig eval`` holds its
+    output folder: a work dir another scifig run holds is refused in one line before VLMEvalKit is imported), then
+    the run; 1 when it failed, any model request failed or any sample could not be judged."""
+    from scifig_tasks.lmms_eval.output_folder import run_lock
+
+    refuse_empty_data_folder(os.environ)  # before anything is written
+    with run_lock(work_dir_given(args.rest), "work dir", "--work-dir"):
+        data_folder("vlmeval")
+        try:
+            failed, absent, requests = run_vlmeval(args.rest)
+        except VlmevalFailed as exc:
+            print(f"scifig vlmeval: FAILED: {exc}", file=sys.stderr)
+            return 1
     from scifig_tasks.core.judge import absent_summary, failure_summary
 
     if absent:
         print(absent_summary("scifig vlmeval", absent), file=sys.stderr)
     if failed:
         print(failure_summary("scifig vlmeval", failed), file=sys.stderr)
-    return 1 if failed or absent else 0
+    if requests is not None:  # last: the cause of everything above
+        print(f"scifig vlmeval: FAILED: {requests}", file=sys.stderr)
+    return 1 if failed or absent or requests is not None else 0
 
 
 def _export(args: argparse.Namespace) -> int:

@@ -119,7 +119,13 @@ def test_mmsci_in_vlmeval_matches_lmms_eval(tmp_path: Path, openai_server, lmms_
     vlm_model, vlm_judge = openai_server(model_policy), openai_server(judge_policy)
     env = {**common, "SCIFIG_JUDGE_BASE_URL": vlm_judge.base_url, "SCIFIG_JUDGE_CACHE": str(tmp_path / "jc-vlm")}
     completed, out = run_vlmeval(tmp_path, vlm_model.base_url, env, DATASETS)
-    assert completed.returncode == 0, (completed.stdout + completed.stderr)[-6000:]
+    # a matching question and a caption per prompt get a failed request: a failed run, its last line counts them
+    assert completed.returncode == 1, (completed.stdout + completed.stderr)[-6000:]
+    assert (
+        completed.stderr.rstrip()
+        .splitlines()[-1]
+        .startswith(f"scifig vlmeval: FAILED: 3 of {len(vlm_model.requests)} model requests failed ")
+    ), (completed.stdout + completed.stderr)[-6000:]
 
     lmms_model, lmms_judge = openai_server(model_policy), openai_server(judge_policy)
     env = {**common, "SCIFIG_JUDGE_BASE_URL": lmms_judge.base_url, "SCIFIG_JUDGE_CACHE": str(tmp_path / "jc-lmms")}

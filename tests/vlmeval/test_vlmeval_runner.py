@@ -8,7 +8,7 @@ The replies include the cases where VLMEvalKit's own evaluation would differ: an
 starts with the article "A" (``E) A plot of ...`` is E), outputs naming no option or two options (VLMEvalKit guesses a
 random option; here the judge is asked, and when it finds none they are wrong and counted as unresolved), request
 failures (VLMEvalKit's ``Failed to obtain answer via API.`` is wrong and flagged ``request_failed``, as lmms-eval's
-failure marker is).
+failure marker is; the run exits 1 with one line counting them, and each scores file counts its own).
 """
 
 from __future__ import annotations
@@ -287,7 +287,17 @@ def test_vlmeval_and_lmms_eval_give_the_same_numbers(tmp_path: Path, openai_serv
     vlm_env = {**lmms_env, **data_env, **judge_env, "SCIFIG_JUDGE_BASE_URL": vlm_judge.base_url}
     completed, out = run_vlmeval(tmp_path, vlm_server.base_url, vlm_env, VLMEVAL_DATASETS)
     output = completed.stdout + completed.stderr
-    assert completed.returncode == 0, output[-6000:]
+    # the replies include failed requests (one attempt each): a failed run, said in one line, last
+    failed = sum(policy(request) is FAILED for request in vlm_server.requests)
+    assert completed.returncode == 1, output[-6000:]
+    assert (
+        completed.stderr.rstrip()
+        .splitlines()[-1]
+        .startswith(
+            f"scifig vlmeval: FAILED: {failed} of {len(vlm_server.requests)} model requests failed (endpoint "
+            f"{vlm_server.base_url}/chat/completions; first error: Failed to obtain answer via API.) — "
+        )
+    ), output[-6000:]
 
     lmms_server, lmms_judge = openai_server(policy), openai_server(judge_policy)
     env = {**lmms_env, **data_env, "OPENAI_API_BASE": lmms_server.base_url, "OPENAI_API_KEY": "sk-test"}
@@ -325,6 +335,7 @@ def test_vlmeval_and_lmms_eval_give_the_same_numbers(tmp_path: Path, openai_serv
         assert grab["breakdown"]["task"][task]["correct"] == sum(cases)
         assert results["results"][subtask]["accuracy,none"] == sum(cases) / len(cases)
     assert grab["breakdown"]["flags"]["output_status"] == {"ok": 10, "request_failed": 1}
+    assert (grab["scifig_model_requests"]["failed"], grab["scifig_model_requests"]["total"]) == (1, 11)
     # no --judge option: the SCIFIG_JUDGE_* judge, named in the scores
     judge = {"model": "fake-judge", "base_url": vlm_judge.base_url, "from": "SCIFIG_JUDGE_* environment"}
     assert grab["judge"] == judge
