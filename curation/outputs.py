@@ -7,7 +7,6 @@ folder another command holds or a write failing mid-build). The manual: docs/cur
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import sys
 import tempfile
@@ -104,7 +103,7 @@ def held_folder(command: str, folder: Path | None, body: Callable[[], int]) -> i
         return body()
     lock = folder / LOCK_FILE
     try:
-        with run_lock(folder):  # body() says its own errors: a FolderInUse here is the lock's
+        with run_lock(folder, "output folder", "--out"):  # body() says its own errors: a FolderInUse is the lock's
             status = 1
             try:
                 status = body()
@@ -112,23 +111,8 @@ def held_folder(command: str, folder: Path | None, body: Callable[[], int]) -> i
                 if status != 0 and _holds_only(folder, lock):
                     lock.unlink(missing_ok=True)
             return status
-    except FolderInUse:
-        holder = _holder(lock)
-        by = f"process {holder}, " if holder else ""
-        return fail(
-            command,
-            f"the output folder {folder} is in use by another scifig command ({by}holding {lock}) — wait for it to "
-            "end, or give another --out",
-            1,
-        )
-
-
-def _holder(lock: Path) -> str:
-    """The process id the lock file holds ("" when it holds none, or cannot be read)."""
-    with contextlib.suppress(OSError):
-        text = lock.read_bytes()[:32].decode("ascii", errors="replace").strip()
-        return text if text.isdigit() else ""
-    return ""
+    except FolderInUse as exc:
+        return fail(command, f"{exc.what} — {exc.todo}", exc.status)
 
 
 def _holds_only(folder: Path, lock: Path) -> bool:

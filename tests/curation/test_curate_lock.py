@@ -49,8 +49,8 @@ def test_a_folder_another_command_holds_is_refused_in_one_line(tmp_path: Path) -
         )
     assert completed.returncode == 1, completed.stdout[-3000:] + completed.stderr[-3000:]
     assert completed.stderr.splitlines() == [
-        f"scifig curate grab: the output folder {out} is in use by another scifig command (process {os.getpid()}, "
-        f"holding {out / LOCK}) — wait for it to end, or give another --out"
+        f"scifig curate grab: the output folder {out} is in use by another scifig run (process {os.getpid()}, "
+        f"lock file {out / LOCK}) — wait for it to end, or give another --out"
     ]
     assert completed.stdout == ""
     assert sorted(path.name for path in out.iterdir()) == [LOCK]  # nothing built
