@@ -73,8 +73,9 @@ def _redo(label: str) -> str:
 def load_run(path: Path, label: str) -> Run:
     """The one run at ``path`` with its per-question records, or a :class:`CommandError`: several runs or none with
     records (status 2, a mistake on the command line, naming the files that lack them:
-    :func:`scifig_tasks.report.compare.no_records`); a damaged file, unreadable or an empty log the results file
-    counts samples of (status 1, naming the file; :func:`scifig_tasks.report.compare.empty_logs`)."""
+    :func:`scifig_tasks.report.compare.no_records`); a damaged file, unreadable, an empty log the results file
+    counts samples of (:func:`scifig_tasks.report.compare.empty_logs`) or a log lacking some of them
+    (:func:`incomplete_logs`) (status 1, naming the file)."""
     from scifig_tasks.report.compare import empty_logs, no_records, unreadable_log
     from scifig_tasks.report.runs import load_runs
 
@@ -85,12 +86,43 @@ def load_run(path: Path, label: str) -> Run:
     if len(found) != 1:
         models = ", ".join(run.model for run in found)
         raise CommandError(f"{path} holds {len(found)} runs ({models})", "name one model's folder or results file")
-    damaged = empty_logs(found[0])
+    damaged = empty_logs(found[0]) or incomplete_logs(found[0])
     if damaged:
         raise CommandError(f"{label} ({path}): {'; '.join(damaged.values())}", _redo(label), status=1)
     if not found[0].samples:
         raise CommandError(*no_records(found[0], path))
     return found[0]
+
+
+def incomplete_logs(run: Run) -> dict[str, str]:
+    """Rule: an lmms-eval sample log holds a line for every document its results file says the run scored
+    (``n-samples``' ``effective`` from the run's ``offset``: :func:`scifig_tasks.core.sample_logs.run_doc_ids`) and
+    none other; a doc id missing (a line deleted or lost) or one the run did not score makes the log damaged, never a
+    task answered on other questions: task -> the words naming the log, the doc ids and what the results file
+    counts. A task ``scifig rescore --allow-partial`` scored from its log as it is (recorded in the results file, and
+    said by the report) is left to the pairing, as is a line logged twice (the pairing refuses that task)."""
+    from scifig_tasks.core.run_files import RESULTS_SUFFIX, read_results, samples_file_beside
+    from scifig_tasks.core.sample_logs import check_log
+
+    found: dict[str, str] = {}
+    read: dict[Path, dict[str, Any]] = {}
+    for task, samples in sorted(run.samples.items()):
+        results = run.task_files.get(task)
+        if results is None or not results.name.endswith(RESULTS_SUFFIX) or not samples:
+            continue
+        if results not in read:
+            read[results] = read_results(results)
+        rescored = read[results].get("scifig_rescore")
+        if isinstance(rescored, dict) and task in (rescored.get("partial") or {}):
+            continue
+        log = samples_file_beside(results, task)
+        check = check_log(task, samples, read[results], log.name)
+        if check.gaps():
+            found[task] = (
+                f"the sample log {log} is damaged ({check.gaps()}: {check.logged} of the {check.expected} samples) "
+                f"while its results file {results.name} counts {check.expected} samples of {task}"
+            )
+    return found
 
 
 def run_data(run: Run) -> dict[str, Any]:

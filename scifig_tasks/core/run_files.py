@@ -29,6 +29,11 @@ def samples_file_name(date_id: str, task: str) -> str:
     return f"{date_id}_samples_{task}.jsonl"
 
 
+def samples_file_beside(results: Path, task: str) -> Path:
+    """The samples file of ``task`` beside the lmms-eval results file ``results`` (``<date>_results.json``)."""
+    return results.with_name(samples_file_name(results.name[: -len(RESULTS_SUFFIX)], task))
+
+
 _RUN_FILE = re.compile(
     "(?:"
     + "|".join(
@@ -45,10 +50,24 @@ def is_run_file(origin: str) -> bool:
     return _RUN_FILE.search(origin) is not None
 
 
+def read_text(path: Path, expected: str) -> str:
+    """The text of the run file ``path``, read as UTF-8 (as lmms-eval, VLMEvalKit and scifig write them); a
+    :class:`DataError` naming the file, the line (its 0-based row) and the byte offset of the first byte that does
+    not decode, and what was ``expected``, when it is not UTF-8 (a disk error, a file from another tool)."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start)
+        problem = f"not UTF-8: byte 0x{data[exc.start]:02x} at byte offset {exc.start} does not decode; {expected}"
+        raise DataError(str(path), line, None, problem) from None
+
+
 def read_results(path: Path) -> dict[str, Any]:
     """An lmms-eval results file (a :class:`DataError` naming it when it is not one)."""
+    text = read_text(path, "expected UTF-8 JSON, as lmms-eval writes it")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise DataError(str(path), None, None, f"not valid JSON ({exc})") from None
     if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
@@ -57,9 +76,11 @@ def read_results(path: Path) -> dict[str, Any]:
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """One JSON object per non-empty line (a sample log or a records file)."""
+    """One JSON object per non-empty line (a sample log or a records file); a :class:`DataError` naming the file and
+    the line when one is not UTF-8 or not JSON."""
     rows = []
-    for line_number, line in enumerate(path.read_text(encoding="utf-8").splitlines()):
+    text = read_text(path, "expected UTF-8 text, one JSON object per line")
+    for line_number, line in enumerate(text.splitlines()):
         if line.strip():
             try:
                 rows.append(json.loads(line))

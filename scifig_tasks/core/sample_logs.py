@@ -55,18 +55,26 @@ class LogCheck:
         return tuple(_sorted([*self.duplicated, *self.conflicting]))
 
     def problems(self) -> str:
-        """What is wrong, in words (``doc_id 1, 3 missing; doc_id 0 logged twice``); empty when complete."""
+        """What is wrong, in words (``doc_id 0 logged twice; doc_id 1, 3 missing``); empty when complete."""
         parts = []
         if self.repeated:
             times = "twice" if self.copies == 2 else f"up to {self.copies} times"
             different = " with different contents" if self.conflicting else ""
             parts.append(f"{self.key} {id_list(self.repeated)} logged {times}{different}")
+        if self.gaps():
+            parts.append(self.gaps())
+        if self.expected is None:
+            parts.append("the results file records no n-samples for this task (its completeness is unknown)")
+        return "; ".join(parts)
+
+    def gaps(self) -> str:
+        """The documents the log lacks and those it holds but the run did not score, in words (``doc_id 3
+        missing``); empty when there are none."""
+        parts = []
         if self.missing:
             parts.append(f"{self.key} {id_list(self.missing)} missing")
         if self.foreign:
             parts.append(f"{self.key} {id_list(self.foreign)} not among the run's documents")
-        if self.expected is None:
-            parts.append("the results file records no n-samples for this task (its completeness is unknown)")
         return "; ".join(parts)
 
     def as_json(self) -> dict[str, Any]:
