@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import io
 import pickle
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -30,6 +31,8 @@ UNPICKLING_MODULES = {"pickle", "_pickle", "cPickle", "dill", "cloudpickle", "jo
 """Modules whose use means reading or writing pickles: none is imported."""
 UNPICKLING_NAMES = {"read_pickle", "Unpickler", "unsafe_load"}
 """Functions and classes that load a pickle (or run code from a file) whatever they are called on."""
+MAY_UNPICKLE = re.compile("|".join([*UNPICKLING_MODULES, *UNPICKLING_NAMES, r"\.load\(", "import load"]))
+"""Text that every finding of :func:`unpickling_calls` contains."""
 SECRET = "sk-payload-0123456789abcdef"
 
 
@@ -95,7 +98,9 @@ def test_no_module_calls_an_unpickler() -> None:
     found = []
     for package in PACKAGES:
         for path in sorted((REPO / package).rglob("*.py")):
-            found += unpickling_calls(path.read_text(encoding="utf-8"), str(path.relative_to(REPO)))
+            source = path.read_text(encoding="utf-8")
+            if MAY_UNPICKLE.search(source):  # only a module that names one of them is parsed
+                found += unpickling_calls(source, str(path.relative_to(REPO)))
     assert found == []
 
 
@@ -115,7 +120,7 @@ def test_the_scan_finds_every_way_to_unpickle() -> None:
         "import yaml\nyaml.unsafe_load(text)": ".unsafe_load(...)",
     }
     for source, what in forbidden.items():
-        assert any(finding.endswith(what) for finding in unpickling_calls(source, "m.py")), source
+        assert MAY_UNPICKLE.search(source) and any(f.endswith(what) for f in unpickling_calls(source, "m.py")), source
     allowed = "import torch\nimport numpy as np\ntorch.load(p, weights_only=True)\nnp.load(p)\nimport pickletools"
     assert unpickling_calls(allowed, "m.py") == []
 
@@ -203,6 +208,7 @@ def grab_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     return offline_env(root) | sample(root) | {"LMUData": str(root / "LMUData")}
 
 
+@pytest.mark.slow  # a scifig command line
 @pytest.mark.cli
 def test_rescore_refuses_a_pickle_that_is_the_only_copy_of_the_predictions(
     tmp_path: Path, grab_env: dict[str, str]
@@ -221,6 +227,7 @@ def test_rescore_refuses_a_pickle_that_is_the_only_copy_of_the_predictions(
     )
 
 
+@pytest.mark.slow  # a scifig command line
 @pytest.mark.cli
 def test_vlmeval_refuses_a_work_dir_holding_a_pickle_that_runs_code(tmp_path: Path, grab_env: dict[str, str]) -> None:
     marker = tmp_path / "marker"
