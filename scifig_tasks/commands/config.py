@@ -2,7 +2,8 @@
 
 Rule implemented: what scifig will use is shown from the same :class:`~scifig_tasks.core.settings.Settings` value
 scoring reads (:mod:`scifig_tasks.core.settings`), never from a second reading of the environment. A secret (an API
-key) is shown as ``<set>`` / ``<unset>``, never its value, in both forms; every other value is shown whole: one too
+key) is shown as ``<set>`` / ``<unset>``, never its value, in both forms; every other value is shown whole, its
+credentials masked (a URL's ``user:password@`` as a label naming the variable: ``Settings.masked``): one too
 long for its column is wrapped at its spaces onto the lines below, within the column, and a word longer than the
 column (a path, a URL) gets a line of its own, whole, starting at the column, the only kind of line wider than
 :data:`WIDTH` columns. ``--json`` gives every setting with its type, default, documentation and source, for
@@ -79,25 +80,28 @@ def table(given: Settings, width: int = WIDTH) -> list[str]:
 
 
 def problems(given: Settings, environ: Mapping[str, str]) -> list[str]:
-    """One line per value that does not parse and per unknown ``SCIFIG_*`` variable of ``environ``."""
-    found = list(given.errors.values())
+    """One line per value that does not parse (credentials masked, :meth:`Settings.masked`) and per unknown
+    ``SCIFIG_*`` variable of ``environ``."""
+    found = [given.masked(error) for error in given.errors.values()]
     for name, close in settings.unknown(environ):
         found.append(settings.unknown_message(name, close, prefix="", listing=False))
     return found
 
 
 def as_json(given: Settings, environ: Mapping[str, str]) -> dict[str, Any]:
-    """Every setting for machines: value (``null`` for a secret, with ``set``), source, default, type, doc."""
+    """Every setting for machines: value (``null`` for a secret, with ``set``; any other text with its credentials
+    masked, as the table shows it), source, default, type, doc."""
     entries = []
     for name, setting in listed().items():
         entry: dict[str, Any] = {"name": name, "group": setting.group, "source": given.source(setting)}
         if setting.secret:
             entry |= {"secret": True, "value": None, "set": name in given.raw}
         elif name in given.errors:
-            entry |= {"value": given.raw[name], "error": given.errors[name]}
+            entry |= {"value": given.masked(given.raw[name]), "error": given.masked(given.errors[name])}
         else:
             value = given.get(setting)
-            entry["value"] = str(value) if value is not None and not isinstance(value, (int, float, str)) else value
+            text = value is not None and not isinstance(value, (bool, int, float))
+            entry["value"] = given.masked(str(value)) if text else value
         entry |= {"default": setting.describe_default(), "accepts": setting.accepts, "doc": setting.doc}
         if setting.deprecated:
             entry["deprecated"] = f"use {setting.deprecated}"

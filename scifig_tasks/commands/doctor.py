@@ -306,11 +306,10 @@ def check_data(probe: Probe) -> Iterator[Check]:
         if local is not None:
             where = f"{source.env_var}={probe.environ[source.env_var]}"
             if local.exists():
-                yield Check("ok", label, f"{where} (local)")
+                yield Check("ok", label, _without_secrets(f"{where} (local)", probe.environ))
             else:
-                yield Check(
-                    "FAIL", label, f"{where}: {local} does not exist — point it at the data{built}, or unset it"
-                )
+                missing = f"{where}: {local} does not exist — point it at the data{built}, or unset it"
+                yield Check("FAIL", label, _without_secrets(missing, probe.environ))
         elif source.hub_path:
             yield hub_data_check(probe, label, source)
         elif source.default_data is not None:
@@ -452,9 +451,11 @@ CHECKS = (
 
 
 def _without_secrets(text: str, environ: Mapping[str, str]) -> str:
-    from scifig_tasks.core.secrets import mask, secrets_of
+    """``text`` as doctor may print it: the environment's secrets replaced by labels, then any credential left by its
+    shape (:func:`scifig_tasks.core.secrets.mask_credentials`, as ``scifig config`` shows a setting)."""
+    from scifig_tasks.core.secrets import mask_credentials, secrets_of
 
-    return mask(text, secrets_of(environ))
+    return mask_credentials(text, secrets_of(environ))
 
 
 def run_checks(probe: Probe | None = None) -> list[Check]:

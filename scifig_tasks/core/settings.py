@@ -516,15 +516,31 @@ class Settings:
             raise SettingError(message)
 
     def shown(self, setting: Setting[Any] | str) -> str:
-        """The value as it may be printed: secrets as ``<set>`` / ``<unset>``, an unset value as ``unset``."""
+        """The value as it may be printed: secrets as ``<set>`` / ``<unset>``, an unset value as ``unset``, any other
+        value with the credentials in it masked (:meth:`masked`: a URL's ``user:password@`` shown as a label)."""
         declared = lookup(setting) if isinstance(setting, str) else setting
         if declared.secret:
             return "<set>" if declared.name in self.raw else "<unset>"
         if declared.name in self.errors:
-            return f"{self.raw[declared.name]!r} (invalid)"
+            return f"{self.masked(self.raw[declared.name])!r} (invalid)"
         if declared.name in self.raw:
-            return self.raw[declared.name]
+            return self.masked(self.raw[declared.name])
         return declared.describe_default()
+
+    def masked(self, text: str) -> str:
+        """``text`` as it may be printed (a value, an error quoting one), by the rule every printed setting follows
+        (:func:`scifig_tasks.core.secrets.mask_credentials`): the value of a secret setting given replaced by its
+        name (``<SCIFIG_JUDGE_API_KEY>``), then every credential recognised by its shape replaced by
+        ``<credential>`` (a URL's ``user:password@``: ``http://<credential>@host/v1``, one word, as the table keeps a
+        URL)."""
+        from scifig_tasks.core.secrets import MIN_SECRET_CHARS, mask_credentials
+
+        keys = {
+            value: f"<{name}>"
+            for name, value in self.raw.items()
+            if lookup(name).secret and len(value) >= MIN_SECRET_CHARS
+        }
+        return mask_credentials(text, dict(sorted(keys.items(), key=lambda item: -len(item[0]))))
 
     def __repr__(self) -> str:
         given = ", ".join(f"{name}={self.shown(name)}" for name in self.raw)
