@@ -128,7 +128,8 @@ def register(commands: Any) -> None:
         help=HELP["config"],
         description=(
             "Every setting scifig reads, one row each: its variable, the value in effect (the documented default "
-            "when it is not set; API keys only as <set> or <unset>) and where it came from; a long value is shown "
+            "when it is not set; API keys only as <set> or <unset>, a URL's user:password@ as <credential>) and "
+            "where it came from; a long value is shown "
             "whole, on the lines below. Values that do not parse and unknown SCIFIG_* variables are listed after "
             "the table; exit status 1 when a value does not parse."
         ),

@@ -531,7 +531,9 @@ SCIFIG_JUDGE_*).
 Differences from running VLMEvalKit's run.py: predictions are written as TSV (exact text, no spreadsheet
 conversions) unless PRED_FORMAT is set; API keys and the credentials of URLs (user:password@) are masked in its logs
 and in every file it writes under the work dir (predictions, records, scores, status); the exit status is 1 when a
-requested dataset ends without metrics (VLMEvalKit exits 0) or any sample could not be judged."""
+requested dataset ends without metrics (VLMEvalKit exits 0), any request to the model failed (the last line says how
+many, the endpoint and the first error) or any sample could not be judged. One run at a time per work dir: a second
+one is refused."""
 
 _VLMEVAL_EPILOG = """\
 examples:
