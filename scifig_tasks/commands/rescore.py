@@ -124,6 +124,18 @@ def _quiet_lmms_eval() -> None:
     logger.add(sys.stderr, level="WARNING")
 
 
+def _refusal_lines(exc: Exception) -> list[str]:
+    """The lines of a refusal: a damaged run file (a :class:`DataError` naming a results, samples, scores or records
+    file) says what to do as every command does (:func:`scifig_tasks.commands.format.error_line`); a refusal of
+    re-scoring says it itself."""
+    from scifig_tasks.commands.format import error_line
+    from scifig_tasks.core.run_files import is_run_file
+
+    if isinstance(exc, DataError) and is_run_file(exc.origin):
+        return [error_line("rescore", exc)[0].removeprefix("scifig rescore: ")]
+    return str(exc).splitlines()
+
+
 def _command(args: argparse.Namespace) -> int:
     with masked_output(settings.process_secrets(), args.out):  # the logs it copies may hold a key a server echoed
         return _rescore_command(args)
@@ -138,7 +150,7 @@ def _rescore_command(args: argparse.Namespace) -> int:
     try:
         runs = rescore(args.runs, args.out or Path("."), args.protocol, tasks, args.allow_partial, dry=args.dry_run)
     except (RescoreRefused, DataError) as exc:
-        for line in str(exc).splitlines():
+        for line in _refusal_lines(exc):
             print(f"scifig rescore: REFUSED: {line}", file=sys.stderr)
         return 1
     if args.dry_run:

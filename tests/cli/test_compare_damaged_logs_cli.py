@@ -76,6 +76,7 @@ def test_a_log_that_is_not_utf8_is_refused_naming_the_file_line_and_byte(
         assert main(command) == 1
         (line,) = capsys.readouterr().err.splitlines()
         assert line.startswith(prefix + named), line
+        assert line.endswith(" — run the evaluation again, or restore the file from a copy of the run"), line
 
 
 def test_a_log_missing_a_line_is_refused_naming_the_missing_doc_id(runs: tuple[Path, Path, dict[str, str]]) -> None:
