@@ -1,8 +1,9 @@
 """GRAB answer strings: the one implementation of the answer formats and of the rounding convention.
 
 GRAB paper: answers in the precision the question states (integer, 1 d.p., nearest 10, a list, an equation); the
-rounding rule, half away from zero, is ours (the paper states none). Manual: tasks/README.md, 'Answer formats and
-rounding'.
+rounding rule, half away from zero, is ours (the paper states none). An answer is written in ASCII digits and the
+ASCII minus: the patterns below read no other (``re.ASCII``: a bare digit class would match the digits of every script).
+Manual: tasks/README.md, 'Answer formats and rounding'.
 """
 
 from __future__ import annotations
@@ -113,14 +114,14 @@ def format_equation(kind: EquationKind, coefficients: Sequence[int]) -> str:
 def _equation_pattern(kind: EquationKind) -> re.Pattern[str]:
     first, later = r"(-?\d+)", r"([+-]) (\d+)"
     if kind == "sine":
-        return re.compile(rf"y = {first}sin\({first}x {later}\) {later}")
+        return re.compile(rf"y = {first}sin\({first}x {later}\) {later}", re.ASCII)
     degree = {"linear": 1, "quadratic": 2, "cubic": 3, "quartic": 4}[kind]
     parts = []
     for index in range(degree + 1):
         power = degree - index
         variable = "" if power == 0 else "x" if power == 1 else rf"x\^{power}"
         parts.append((first if index == 0 else later) + variable)
-    return re.compile(" ".join(["y ="] + parts))
+    return re.compile(" ".join(["y ="] + parts), re.ASCII)
 
 
 def equation_kind(question: str) -> EquationKind:
@@ -150,18 +151,19 @@ def parse_equation(answer: str, kind: EquationKind) -> list[int]:
 
 def parse_list(answer: str) -> list[int]:
     """The two integers of a ``[x1, x2]`` answer."""
-    match = re.fullmatch(r"\[(-?\d+), (-?\d+)\]", answer.strip())
+    match = re.fullmatch(r"\[(-?\d+), (-?\d+)\]", answer.strip(), re.ASCII)
     if match is None:
         raise ValueError(f"{answer!r} is not a [x1, x2] answer")
     return [int(match.group(1)), int(match.group(2))]
 
 
 ANSWER_PATTERNS: dict[str, re.Pattern[str]] = {
-    "integer": re.compile(r"-?\d+"),
-    "1dp": re.compile(r"-?\d+\.\d"),
-    "nearest10": re.compile(r"-?\d*0"),
-    "list": re.compile(r"\[-?\d+, -?\d+\]"),
+    "integer": re.compile(r"-?\d+", re.ASCII),
+    "1dp": re.compile(r"-?\d+\.\d", re.ASCII),
+    "nearest10": re.compile(r"-?\d*0", re.ASCII),
+    "list": re.compile(r"\[-?\d+, -?\d+\]", re.ASCII),
 }
+"""Each scalar and list format, in ASCII digits."""
 
 
 def matches_format(answer: str, question: str) -> bool:

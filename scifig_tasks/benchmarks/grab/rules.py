@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from scifig_tasks.core.judge.replies import ascii_numerals
 from scifig_tasks.core.raw_outputs import OutputStatus, output_status
 from scifig_tasks.core.stats import Tally
 
@@ -173,13 +174,15 @@ def score_extracted(
     """Score one output with the LLM-extraction protocol given the judge's reply (``None`` when it failed).
 
     A failed or disabled judge leaves the question wrong and flagged: the raw output is never scored in its place.
+    The reply is read in ASCII numerals (:func:`ascii_numerals`), as :func:`extraction_reply_readable` reads it.
     """
     status = output_status(output)
     if status != "ok":
         return GrabScore(correct=False, output_status=status, rule="llm_extraction")
     if judge_status != "judged" or judge_text is None:
         return GrabScore(correct=False, output_status=status, judge=judge_status, rule="llm_extraction")
-    extracted = judge_text.strip()  # scored as the authors' code scores the reply (README: strip, truncate, ==)
+    # scored as the authors' code scores the reply (README: strip, truncate, ==), its numbers in ASCII
+    extracted = ascii_numerals(judge_text).strip()
     correct = extracted != "None" and exact_match(extracted, answer)
     return GrabScore(correct, status, "judged", extracted, rule="llm_extraction")
 
@@ -220,13 +223,15 @@ def extraction_shape(answer_format: Precision) -> re.Pattern[str]:
 
 def extraction_reply_readable(reply: str, answer_format: Precision) -> bool:
     """Whether a judge reply answers the extraction prompt: once read (:func:`read_extraction`), it is the answer
-    alone in the question's answer format (:func:`extraction_shape`), or the prompt's "None" (no answer given).
+    alone in the question's answer format (:func:`extraction_shape`), or the prompt's "None" (no answer given). Its
+    numbers are read in ASCII first (:func:`ascii_numerals`: ``٢``, ``１`` and ``−3`` are ``2``, ``1`` and ``-3``), as
+    :func:`score_extracted` reads them, so that the check and the score read the same text.
 
     Anything else -- an error text holding a status code, a refusal, an answer with words or units around it, a
     number where a list or an equation is asked -- is not an extraction: asked again, never cached, and when retries
     run out the question is ``judge_failed``. A bare number is a number: a reply of ``500`` to a numeric question
     cannot be told from an extraction."""
-    text = read_extraction(reply)
+    text = read_extraction(ascii_numerals(reply))
     return text.lower() == "none" or extraction_shape(answer_format).fullmatch(text) is not None
 
 

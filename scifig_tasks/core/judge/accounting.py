@@ -10,7 +10,7 @@ import contextlib
 import contextvars
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 NO_TASK = "(no task)"
@@ -21,6 +21,12 @@ USAGE_COUNTS = ("calls", "requests", "cache_hits", "shared", "judged", "failed",
 (+ ``would_send`` under :func:`dry_run`); ``requests`` counts HTTP requests sent, retries included."""
 USAGE_TOKENS = ("prompt_tokens", "completion_tokens")
 """Token counters, summed from each reply's ``usage`` (a reply without one adds nothing)."""
+USAGE_NOTES = ("other_model", "refused_form", "redirected", "timed_out")
+"""Per-task counters a row holds only when not 0: ``other_model`` (replies naming another model than the configured
+one), and of the ``failed`` calls, ``refused_form`` (every reply refused for its form), ``redirected`` (answered with
+a redirect, not followed) and ``timed_out`` (no complete reply within the deadline)."""
+_FAILURE_COUNTER = {"form": "refused_form", "redirect": "redirected", "timeout": "timed_out"}
+"""The :data:`USAGE_NOTES` counter of each kind of failure that has one."""
 
 _task: contextvars.ContextVar[str | None] = contextvars.ContextVar("scifig_judge_task", default=None)
 _UNCHECKED = object()
@@ -87,6 +93,9 @@ class Ledger:
         self._stats = dict.fromkeys(self.STATS, 0)
         self._usage: dict[str, dict[str, float]] = {}
         self._active: dict[str, tuple[int, float]] = {}  # task -> (calls waiting on the judge, since when)
+        self._causes: dict[str, tuple[int, str]] = {}  # failure kind -> (calls, the first one's example)
+        self._answered_as: dict[str, int] = {}  # model named by replies, when not the configured one -> replies
+        self._models_said: set[str] = set()
 
     @property
     def stats(self) -> dict[str, int]:
@@ -110,6 +119,44 @@ class Ledger:
                 if isinstance(value, int) and not isinstance(value, bool) and value > 0:
                     self._charge(task, name, value)
 
+    def failed_because(self, kind: str, example: str) -> None:
+        """One failed call of the current task, and why (a :data:`~scifig_tasks.core.judge.replies.FailureKind`):
+        counted in its :data:`USAGE_NOTES` counter, if the kind has one, and in :meth:`causes` (never drained: the
+        closing line of a command names them)."""
+        with self._lock:
+            counter = _FAILURE_COUNTER.get(kind)
+            if counter is not None:
+                self._charge(current_task(), counter, 1)
+            calls, first = self._causes.get(kind, (0, example))
+            self._causes[kind] = (calls + 1, first)
+
+    def causes(self) -> dict[str, tuple[int, str]]:
+        """Each kind of failure of the client's life -> (failed calls, the first one's example)."""
+        with self._lock:
+            return dict(self._causes)
+
+    def answered_by(self, model: str) -> None:
+        """A reply naming ``model``, not the configured one: counted for the current task (``other_model``) and for
+        the judge (:meth:`answered_as`)."""
+        with self._lock:
+            self._charge(current_task(), "other_model", 1)
+            self._answered_as[model] = self._answered_as.get(model, 0) + 1
+
+    def answered_as(self, *, drain: bool = False) -> dict[str, int]:
+        """The models replies named, when not the configured one -> replies (since the last drain)."""
+        with self._lock:
+            found = dict(self._answered_as)
+            if drain:
+                self._answered_as.clear()
+        return found
+
+    def first_said(self, models: Iterable[str]) -> list[str]:
+        """Those of ``models`` not said before, now taken as said (one console line per model per client)."""
+        with self._lock:
+            fresh = [model for model in models if model not in self._models_said]
+            self._models_said.update(fresh)
+        return fresh
+
     @contextlib.contextmanager
     def call(self) -> Iterator[None]:
         """One call of the current task: counted, and its time waiting on the judge added to the task's ``wall_s``
@@ -131,8 +178,8 @@ class Ledger:
                     self._active[task] = (waiting - 1, since)
 
     def usage(self, *, drain: bool = False) -> dict[str, dict[str, float]]:
-        """Per task: the counters of :data:`USAGE_COUNTS`, the tokens and ``wall_s``; ``drain`` starts them afresh
-        (each results file reports what was spent since the last one)."""
+        """Per task: the counters of :data:`USAGE_COUNTS`, the tokens, ``wall_s`` and those of :data:`USAGE_NOTES`
+        that are not 0; ``drain`` starts them afresh (each results file reports what was spent since the last one)."""
         with self._lock:
             found = {task: dict(usage) for task, usage in self._usage.items()}
             if drain:
@@ -144,4 +191,4 @@ class Ledger:
         usage = self._usage.get(task)
         if usage is None:
             usage = self._usage[task] = dict.fromkeys((*USAGE_COUNTS, *USAGE_TOKENS, "wall_s"), 0)
-        usage[name] += amount
+        usage[name] = usage.get(name, 0) + amount

@@ -1,5 +1,5 @@
 """The judge's circuit breaker and slow-judge notice: a judge that cannot answer stops being asked, a slow one is
-named once. See docs/judge.md for when the breaker opens.
+named once, and so is one whose replies keep coming out of shape. See docs/judge.md for when the breaker opens.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import threading
 from collections.abc import Iterator
 
 from scifig_tasks.core.judge.config import JudgeConfig, _endpoint
-from scifig_tasks.core.judge.replies import Failure, scrub
+from scifig_tasks.core.judge.replies import Answer, Failure, scrub
 
 logger = logging.getLogger("scifig.judge")
 
@@ -45,14 +45,22 @@ def unreachable(exc: BaseException) -> str | None:
 class Breaker:
     """The circuit breaker of one client (thread-safe): :attr:`reason` is why it opened, ``None`` while closed. It
     opens at once on :meth:`trip` (an unreachable endpoint), after :data:`SILENT_TIMEOUTS` requests in a row time out
-    (:meth:`timed_out`, reset by :meth:`answered`), or after ``config.breaker_threshold`` consecutive failed calls
-    (:meth:`settle`); once open it stays open for the life of the client."""
+    (:meth:`timed_out`, reset by :meth:`answered`), or after ``config.breaker_threshold`` consecutive calls failed by
+    the endpoint (:meth:`settle`); once open it stays open for the life of the client.
+
+    Only failures of the endpoint count: no connection, a 5xx or a status about the endpoint, no complete reply by
+    the deadline, a reply that is no chat completion. A reply that came but that the caller's check refused for its
+    form, a redirect (never followed) and a status about one prompt do not: the endpoint answers, so every later
+    call is still asked and flagged on its own. As many calls in a row refused for their form give one WARNING line.
+    """
 
     def __init__(self, config: JudgeConfig) -> None:
         self.config = config
         self._lock = threading.Lock()
         self._reason: str | None = None
         self._consecutive_failures = 0
+        self._refused_in_a_row = 0  # calls in a row whose replies were all refused for their form
+        self._refusals_noted = False
         self._silent_timeouts = 0  # requests in a row that timed out with no reply of any kind in between
         self._slow_noted = False
         self._slow_after = min(SLOW_NOTICE_S, config.timeout_s / 2)
@@ -93,12 +101,15 @@ class Breaker:
                 "(SCIFIG_JUDGE_TIMEOUT_S sets the timeout)"
             )
 
-    def settle(self, reply: str | Failure) -> None:
-        """A finished call resets, or adds to, the run of consecutive failures that opens the breaker."""
-        if isinstance(reply, str):
+    def settle(self, reply: Answer | Failure) -> None:
+        """A finished call resets, or adds to, the run of consecutive failures that opens the breaker (only failures
+        that count, those of the endpoint), and the run of calls refused for their form (:meth:`_refused`)."""
+        if isinstance(reply, Answer):
             with self._lock:
-                self._consecutive_failures = 0
+                self._consecutive_failures = self._refused_in_a_row = 0
             return
+        if reply.kind == "form":
+            self._refused(reply)
         if not reply.counts:
             return
         with self._lock:
@@ -108,6 +119,25 @@ class Breaker:
             logger.warning("judge call to %s failed: %s", _endpoint(self.config.base_url), reply.error)
         if run >= self.config.breaker_threshold:
             self.trip(f"{run} consecutive judge calls failed, the last with {reply.error}")
+
+    def _refused(self, reply: Failure) -> None:
+        """One more call in a row whose replies were refused for their form: at ``breaker_threshold`` in a row, one
+        WARNING line (once per client) says the judge answers out of shape; the breaker stays closed."""
+        with self._lock:
+            self._refused_in_a_row += 1
+            run = self._refused_in_a_row
+            say = run >= self.config.breaker_threshold and not self._refusals_noted
+            self._refusals_noted = self._refusals_noted or say
+        if say:
+            logger.warning(
+                "LLM judge at %s: %d judge calls in a row got replies refused for their form (the last: %s): the judge "
+                "answers, but not in the shape its prompt asks for. The circuit breaker stays closed: every question "
+                "is still asked (and asked again up to SCIFIG_JUDGE_MAX_RETRIES times), and one never answered in "
+                "shape is flagged judge_failed. Check that SCIFIG_JUDGE_MODEL is a model that follows the prompt.",
+                _endpoint(self.config.base_url),
+                run,
+                reply.detail or reply.error,
+            )
 
     def trip(self, reason: str) -> None:
         """Open the breaker (once): one ERROR line naming the endpoint and what to check."""

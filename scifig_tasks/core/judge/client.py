@@ -173,6 +173,8 @@ class JudgeClient:
                 return shared
             if shared.status != "judged":
                 self.ledger.count("shared" if self.dry_run else "failed")
+                if not self.dry_run and shared.failure is not None:
+                    self.ledger.failed_because(shared.failure, shared.error or "")
                 return shared
             return self._complete(entry, stored, path, accept)  # read by another check: ask for this one
         try:
@@ -188,7 +190,9 @@ class JudgeClient:
                 self._in_flight.pop(path, None)
 
     def _complete(self, entry: dict[str, Any], stored: dict[str, Any], path: Path, accept: Accept) -> JudgeResult:
-        """Send one request for a cache miss; cache the reply when it is an answer."""
+        """Send one request for a cache miss; cache the reply when it is an answer (only the sender's
+        :class:`~scifig_tasks.core.judge.replies.Answer`, a reply ``accept`` read, ever is), under the request's
+        fields, with the model it named when that is not the configured one (``answered_by``)."""
         messages = [{"role": "system", "content": entry["system"]}] if entry["system"] is not None else []
         body: dict[str, Any] = {
             "model": self.config.model,
@@ -201,8 +205,11 @@ class JudgeClient:
         if self.dry_run:
             return self._not_sent(path)
         result = self._send(body, accept)
-        if result.text is not None:
-            self.cache.put(path, {**stored, "text": mask(result.text, self._secrets())})
+        if result.status == "judged" and result.text is not None:
+            record = {**stored, "text": mask(result.text, self._secrets())}
+            if result.answered_by is not None:
+                record["answered_by"] = result.answered_by
+            self.cache.put(path, record)
         return result
 
     def complete_many(
@@ -264,9 +271,10 @@ class JudgeClient:
         reply = self.sender.ask(body, accept, self._secrets())
         if isinstance(reply, Failure):
             self.ledger.count("failed")
-            return JudgeResult(status="judge_failed", text=None, error=reply.error)
+            self.ledger.failed_because(reply.kind, reply.detail or reply.error)
+            return JudgeResult(status="judge_failed", text=None, error=reply.error, failure=reply.kind)
         self.ledger.count("judged")
-        return JudgeResult(status="judged", text=reply)
+        return JudgeResult(status="judged", text=reply.text, answered_by=reply.model)
 
     def _not_sent(self, path: Path | None) -> JudgeResult:
         """A dry run's cache miss: counted once per distinct request (a sampled one every time), never sent."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import re
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
@@ -18,23 +19,44 @@ Accept = Callable[[str], bool]
 """A caller's check that a reply is the answer it asked for (see :func:`has_text`)."""
 
 
+FailureKind = Literal["endpoint", "timeout", "redirect", "malformed", "form", "request", "breaker"]
+"""Why a call brought no answer: the endpoint failed (no connection, a 5xx, a status about the endpoint such as 401),
+no complete reply came within the deadline (``timeout``), the endpoint answered with a redirect, its reply was not a
+chat completion (``malformed``), every reply came but the caller's check refused it for its form (``form``), the
+endpoint refused this one request (``request``: a 400, 413, 422), or the circuit breaker was open (``breaker``)."""
+
+
 @dataclass(frozen=True)
 class JudgeResult:
-    """Outcome of one judge call; ``text`` is the judge's reply when ``status == "judged"``."""
+    """Outcome of one judge call; ``text`` is the judge's reply when ``status == "judged"``, ``failure`` why there is
+    none when ``judge_failed``, ``answered_by`` the model the reply names when it is not the configured one."""
 
     status: Literal["judged", "judge_failed", "judge_off"]
     text: str | None
     cached: bool = False
     error: str | None = None  # short reason, never containing the API key
+    failure: FailureKind | None = None
+    answered_by: str | None = None
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A reply the caller's check accepts; ``model`` is the model it names when that is not the configured one."""
+
+    text: str
+    model: str | None = None
 
 
 @dataclass(frozen=True)
 class Failure:
-    """Why one request (with its retries) brought no answer; ``error`` never holds the API key (:func:`scrub`)."""
+    """Why one request (with its retries) brought no answer; ``error`` never holds the API key (:func:`scrub`).
+    ``detail`` is the example a closing line shows (the refused reply, where a redirect pointed)."""
 
     error: str
     counts: bool = True  # towards the circuit breaker: the endpoint's fault rather than one prompt's
     malformed: bool = False  # a reply came that is not an answer: asked again
+    kind: FailureKind = "endpoint"
+    detail: str = ""
 
 
 def scrub(error: str, api_key: str | None) -> str:
@@ -81,6 +103,26 @@ def says_something(reply: str) -> bool:
     is asked again and never cached -- their readers would take a label or a digit from it (``ERROR: B`` holds
     ``R:``, G-Eval read ``Error 503: upstream overloaded`` as 3)."""
     return has_text(reply) and not plainly_not_an_answer(reply)
+
+
+_MINUS_SIGNS = {"\u2212": "-", "\ufe63": "-", "\uff0d": "-"}
+"""The minus sign, the small and the full-width hyphen-minus: each is the ASCII ``-`` of a number."""
+
+
+def ascii_numerals(text: str) -> str:
+    """``text`` with its numbers written in ASCII: every decimal digit of any script (Unicode category ``Nd``:
+    ``٢``, ``۲``, ``１``, ``𝟑``) as the ASCII digit of its value, and the minus sign U+2212 (and the small and
+    full-width hyphen-minus) as ``-``. Everything else is kept: superscripts (``²``), fractions (``½``), Roman
+    numerals, dashes (``–``) and decimal or thousands separators of other scripts are not decimal digits, so a reader
+    of ASCII numbers refuses them. A reader of judge replies that reads numbers calls it once, on the reply, before
+    its check and its score read it, so that the two read the same text."""
+    if text.isascii():
+        return text
+    out = []
+    for char in text:
+        value = unicodedata.decimal(char, None) if not char.isascii() else None
+        out.append(str(value) if value is not None else _MINUS_SIGNS.get(char, char))
+    return "".join(out)
 
 
 def readable(text: str, accept: Accept) -> bool:

@@ -1,8 +1,9 @@
-"""Sending judge requests through the ``openai`` SDK: the concurrency bound and the one retry loop.
+"""Sending judge requests through the ``openai`` SDK: the concurrency bound, the deadline and the one retry loop.
 
-:class:`Sender` masks what it sends, keeps at most ``max_concurrency`` requests in flight and retries, with scifig's
-back-off, both failed requests and replies that are not answers; the SDK sends each attempt once (its own retries are
-off). The SDK is imported when a sender is made, not with this module. See docs/judge.md.
+:class:`Sender` masks what it sends, keeps at most ``max_concurrency`` requests in flight, gives each request one
+deadline for the whole exchange (:mod:`scifig_tasks.core.judge.deadline`), never follows a redirect, and retries, with
+scifig's back-off, both failed requests and replies that are not answers; the SDK sends each attempt once (its own
+retries are off). The SDK is imported when a sender is made, not with this module. See docs/judge.md.
 """
 
 from __future__ import annotations
@@ -17,11 +18,13 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urljoin, urlsplit
 
+from scifig_tasks.core.judge import deadline
 from scifig_tasks.core.judge.accounting import Ledger
 from scifig_tasks.core.judge.breaker import ENDPOINT_STATUSES, Breaker, unreachable
-from scifig_tasks.core.judge.config import JudgeConfig, _is_loopback
-from scifig_tasks.core.judge.replies import Accept, Failure, readable, scrub
+from scifig_tasks.core.judge.config import JudgeConfig, _endpoint, _is_loopback
+from scifig_tasks.core.judge.replies import Accept, Answer, Failure, readable, scrub
 from scifig_tasks.core.secrets import mask_credentials
 
 logger = logging.getLogger("scifig.judge")
@@ -97,11 +100,28 @@ def _httpx_module() -> Any:
     return importlib.import_module("httpx")
 
 
+def redirect_target(location: str | None, request_url: str) -> str:
+    """Where a redirect's ``Location`` points, fit for a message: resolved against the request's URL, without its
+    ``user:password@``, query or fragment."""
+    if not location:
+        return "no Location header"
+    target = urljoin(request_url, location.strip())
+    return _endpoint(target) if urlsplit(target).scheme in ("http", "https") else target[:120]
+
+
+def deadline_text(timeout_s: float) -> str:
+    """What a request that outlived its deadline says: the limit and the setting."""
+    return (
+        f"no complete reply within {timeout_s:g}s (SCIFIG_JUDGE_TIMEOUT_S, the time limit of a whole request: "
+        "connecting, the headers and the body)"
+    )
+
+
 @dataclass(frozen=True)
 class _Attempt:
     """One HTTP request's outcome: the reply or why there is none, and whether the request is worth sending again."""
 
-    reply: str | Failure
+    reply: Answer | Failure
     retry: bool = False
     note: str = ""  # what failed, for the retry warning
     wait: float | None = None  # what Retry-After asked for
@@ -123,25 +143,46 @@ class Sender:
         self._ledger = ledger
         self._slots = threading.BoundedSemaphore(config.max_concurrency)
         limits = _httpx_module().Limits(max_connections=None, max_keepalive_connections=config.max_concurrency)
+        http_client = openai.DefaultHttpxClient(
+            timeout=config.timeout_s,
+            # the semaphore is the bound: waiting for a slot must never count against the request timeout
+            limits=limits,
+            trust_env=not _is_loopback(config.base_url),  # never route a local judge through an env proxy
+            follow_redirects=False,  # a prompt goes to the configured endpoint or nowhere (redirected())
+        )
+        self._deadline_held = self._hold_deadline(http_client)
         self._sdk = openai.OpenAI(
             # the SDK insists on a key (else it reads OPENAI_API_KEY); with none configured no header is sent
             api_key=config.api_key or "unused",
             base_url=config.base_url,
             timeout=config.timeout_s,
             max_retries=0,  # the retries are ask()'s
-            http_client=openai.DefaultHttpxClient(
-                timeout=config.timeout_s,
-                # the semaphore is the bound: waiting for a slot must never count against the request timeout
-                limits=limits,
-                trust_env=not _is_loopback(config.base_url),  # never route a local judge through an env proxy
-            ),
+            http_client=http_client,
         )
         self._headers: dict[str, Any] = {} if config.api_key else {"Authorization": openai.omit}
+        self._said: set[str] = set()  # the one-time notices given (a redirect)
+        self._said_lock = threading.Lock()
+
+    @staticmethod
+    def _hold_deadline(http_client: Any) -> bool:
+        """Give ``http_client`` the whole-request deadline (:func:`deadline.bound`); False, and one WARNING line, where
+        its HTTP library is not one the deadline knows: then a reply finished after the deadline is still refused, but
+        the wait for it is bounded per read only."""
+        try:
+            deadline.bound(http_client)
+        except deadline.DeadlineUnsupported as exc:
+            logger.warning(
+                "the judge's deadline (SCIFIG_JUDGE_TIMEOUT_S) cannot bound a whole request with this HTTP library "
+                "(%s): it bounds each read, and a reply finished after it is refused",
+                exc,
+            )
+            return False
+        return True
 
     def close(self) -> None:
         self._sdk.close()
 
-    def ask(self, body: Mapping[str, Any], accept: Accept, secrets: Mapping[str, str]) -> str | Failure:
+    def ask(self, body: Mapping[str, Any], accept: Accept, secrets: Mapping[str, str]) -> Answer | Failure:
         """The reply to ``body`` that ``accept`` reads, or why there is none; the one retry loop.
 
         The texts of ``body`` are masked (:func:`masked_body`) before the first attempt. A failed request worth
@@ -151,15 +192,15 @@ class Sender:
         """
         reason = self._breaker.reason
         if reason is not None:
-            return Failure(f"not sent: the judge's circuit breaker is open ({reason})", counts=False)
+            return Failure(f"not sent: the judge's circuit breaker is open ({reason})", counts=False, kind="breaker")
         body = masked_body(body, secrets)
         max_retries = self.config.max_retries
         asked, retries = 1, 0  # replies that were not answers, plus one; failed requests since the last reply
         while True:
             attempt = self._attempt(body, retries)
             reply = attempt.reply
-            if isinstance(reply, str) and not readable(reply, accept):
-                reply = Failure(self._scrub(f"reply is not the answer asked for: {reply[:60]!r}"), malformed=True)
+            if isinstance(reply, Answer) and not readable(reply.text, accept):
+                reply = self._refused(reply.text)
             if attempt.retry and retries < max_retries:
                 retries += 1
                 delay = 0.0  # an open breaker: the next attempt is refused at once
@@ -195,29 +236,90 @@ class Sender:
         return min(max(delay, wait or 0.0), self.config.backoff_max_s)
 
     def _attempt(self, body: Mapping[str, Any], retries: int) -> _Attempt:
-        """One HTTP request, within the bound and counted; ``retries``: failed requests before it since the last
-        reply (sent as the SDK numbers its retries)."""
+        """One HTTP request, within the bound and counted, done by its deadline (``timeout_s`` for the whole
+        exchange); ``retries``: failed requests before it since the last reply (sent as the SDK numbers its
+        retries)."""
         reason = self._breaker.reason
         if reason is not None:  # opened while this call waited to retry
-            return _Attempt(Failure(self._scrub(f"circuit breaker open ({reason})")))
+            return _Attempt(Failure(self._scrub(f"circuit breaker open ({reason})"), counts=False, kind="breaker"))
         headers = {**self._headers, "x-stainless-retry-count": str(retries)}
         with self._slots:
             self._ledger.count("requests")
-            with self._breaker.watching():
+            started = time.monotonic()
+            with self._breaker.watching(), deadline.within(self.config.timeout_s):
                 try:
                     completion = self._sdk.chat.completions.create(**body, extra_headers=headers)
                 except Exception as exc:  # anything the SDK raises is a failed judge call, never a crashed run
                     return self._failed(exc)
+        if not self._deadline_held and time.monotonic() - started > self.config.timeout_s:
+            return self._timed_out()
         self._breaker.answered()
+        return self._read(completion)
+
+    def _read(self, completion: Any) -> _Attempt:
+        """The answer a chat completion holds, with the model it names when that is not the configured one (counted,
+        never refused: the endpoint chose it); a completion without a string content is malformed."""
         try:
             content = completion.choices[0].message.content
         except (AttributeError, LookupError, TypeError):
-            return _Attempt(Failure("malformed response: no choices[0].message.content", malformed=True))
+            return _Attempt(
+                Failure("malformed response: no choices[0].message.content", malformed=True, kind="malformed")
+            )
         self._ledger.tokens(getattr(completion, "usage", None))
         if not isinstance(content, str):
             kind = type(content).__name__
-            return _Attempt(Failure(f"malformed response: content is {kind}, not a string", malformed=True))
-        return _Attempt(content)
+            failure = Failure(f"malformed response: content is {kind}, not a string", malformed=True, kind="malformed")
+            return _Attempt(failure)
+        named = getattr(completion, "model", None)
+        other = named if isinstance(named, str) and named.strip() and named != self.config.model else None
+        if other is not None:
+            other = self._scrub(other)[:100]
+            self._ledger.answered_by(other)
+        return _Attempt(Answer(content, other))
+
+    def _refused(self, text: str) -> Failure:
+        """A reply that came but is not the answer the caller's check asks for: asked again, never counted towards
+        the breaker (the endpoint works; its reply is out of shape)."""
+        shown = self._scrub(repr(text[:60]))
+        return Failure(
+            f"reply is not the answer asked for: {shown}", counts=False, malformed=True, kind="form", detail=shown
+        )
+
+    def _timed_out(self) -> _Attempt:
+        """A request with no complete reply by its deadline: retried; two in a row with no reply between open the
+        breaker (:meth:`Breaker.timed_out`)."""
+        self._breaker.timed_out()
+        text = deadline_text(self.config.timeout_s)
+        return _Attempt(Failure(f"timeout: {text}", kind="timeout", detail=text), retry=True, note="timeout")
+
+    def _redirected(self, exc: Any) -> _Attempt:
+        """A 3xx reply: never followed, so a prompt reaches the configured endpoint or nowhere. The call fails at
+        once, naming where the redirect pointed; not a malformed reply (not asked again), and not the endpoint being
+        down (it answered): the breaker is not told. One WARNING line says it, the first time."""
+        response = exc.response
+        request = getattr(response, "request", None)
+        target = redirect_target(response.headers.get("location"), str(getattr(request, "url", "")))
+        where = self._scrub(mask_credentials(target))
+        status = exc.status_code
+        if self._first("redirect"):
+            logger.warning(
+                "LLM judge at %s answered HTTP %d, a redirect to %s; a judge's redirects are not followed (the "
+                "request was not sent there) and the call fails: set SCIFIG_JUDGE_BASE_URL to the address that "
+                "answers, if you trust it",
+                _endpoint(self.config.base_url),
+                status,
+                where,
+            )
+        detail = f"HTTP {status} to {where}"
+        error = f"redirect not followed ({detail}): the request was not sent there"
+        return _Attempt(Failure(error, counts=False, kind="redirect", detail=detail))
+
+    def _first(self, notice: str) -> bool:
+        """True the first time ``notice`` is asked about (one line per client)."""
+        with self._said_lock:
+            first = notice not in self._said
+            self._said.add(notice)
+        return first
 
     def _failed(self, exc: Exception) -> _Attempt:
         """What the SDK's exception says: the failure (key scrubbed), whether to retry, the breaker told."""
@@ -229,19 +331,21 @@ class Sender:
                 self._breaker.trip(reason)
                 return _Attempt(Failure(self._scrub(f"{reason}{_because(exc.__cause__)}")))
             if isinstance(exc, openai.APITimeoutError):
-                self._breaker.timed_out()
-                return _Attempt(Failure(f"timeout after {self.config.timeout_s:g}s"), retry=True, note="timeout")
+                return self._timed_out()
             cause = exc.__cause__
             note = self._scrub(f"{type(cause).__name__}: {cause}" if cause is not None else "no usable reply")
             return _Attempt(Failure(self._scrub(f"{exc.message}{_because(cause)}")), retry=True, note=note)
         self._breaker.answered()
         if isinstance(exc, openai.APIStatusError):
             status, headers = exc.status_code, exc.response.headers
+            if 300 <= status < 400:
+                return self._redirected(exc)
             counts = status in ENDPOINT_STATUSES or status >= 500
-            failure = Failure(self._scrub(f"HTTP {status}: {exc.response.text[:200]}"), counts=counts)
+            error = self._scrub(f"HTTP {status}: {exc.response.text[:200]}")
+            failure = Failure(error, counts=counts, kind="endpoint" if counts else "request")
             return _Attempt(failure, retry=retryable(status, headers), note=f"HTTP {status}", wait=retry_after(headers))
         if isinstance(exc, (openai.APIResponseValidationError, ValueError)):
-            return _Attempt(Failure(f"malformed response: {type(exc).__name__}", malformed=True))
+            return _Attempt(Failure(f"malformed response: {type(exc).__name__}", malformed=True, kind="malformed"))
         return _Attempt(Failure(self._scrub(f"{type(exc).__name__}: {exc}")))
 
     def _scrub(self, error: str) -> str:

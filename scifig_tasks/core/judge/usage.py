@@ -6,17 +6,22 @@ outputs that needed an absent judge. Manual: docs/judge.md, 'Usage, failures and
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from scifig_tasks.core.judge.accounting import USAGE_COUNTS, USAGE_TOKENS
+from scifig_tasks.core import settings
+from scifig_tasks.core.judge.accounting import USAGE_COUNTS, USAGE_NOTES, USAGE_TOKENS
 from scifig_tasks.core.judge.client import JudgeClient, _all_clients
 from scifig_tasks.core.judge.config import JudgeConfig, endpoint_host
 from scifig_tasks.core.judged_hooks import JUDGE_SETTINGS
+from scifig_tasks.core.secrets import mask_credentials
+
+logger = logging.getLogger("scifig.judge")
 
 
 def _totals(rows: Iterable[Mapping[str, float]]) -> dict[str, float]:
-    total: dict[str, float] = dict.fromkeys((*USAGE_COUNTS, *USAGE_TOKENS, "wall_s"), 0)
+    total: dict[str, float] = dict.fromkeys((*USAGE_COUNTS, *USAGE_TOKENS, *USAGE_NOTES, "wall_s"), 0)
     for row in rows:
         for name in total:
             total[name] += row.get(name, 0)
@@ -24,8 +29,10 @@ def _totals(rows: Iterable[Mapping[str, float]]) -> dict[str, float]:
 
 
 def _row(usage: Mapping[str, float], cost: float | None) -> dict[str, Any]:
-    """One task's figures as results files record them: integers, seconds to 0.001, the cost (None: no price)."""
+    """One task's figures as results files record them: integers, seconds to 0.001, the cost (None: no price); the
+    counters of :data:`USAGE_NOTES` only when not 0."""
     row: dict[str, Any] = {name: int(usage.get(name, 0)) for name in (*USAGE_COUNTS, *USAGE_TOKENS)}
+    row |= {name: int(usage[name]) for name in USAGE_NOTES if usage.get(name)}
     if not row["would_send"]:
         del row["would_send"]
     row["wall_s"] = round(float(usage.get("wall_s", 0.0)), 3)
@@ -39,10 +46,12 @@ def usage_report(
     """What the judge did and cost, per task, over the process's clients (or ``clients``): ``None`` when nothing
     asked the judge. ``groups`` (group -> its tasks) adds each group's sums. ``drain`` starts the counts afresh.
 
-    Shape: ``{"judges": [{"model", "host", "price_per_million": {"input", "output"} | None}], "priced": bool,
-    "tasks": {task: row}, "groups": {group: row}, "total": row}``; a row has the counters of
-    :data:`USAGE_COUNTS` (``would_send`` only in a dry run), the tokens, ``wall_s`` and ``cost`` (``None`` when a
-    judge that was asked has no price).
+    Shape: ``{"judges": [{"model", "host", "price_per_million": {"input", "output"} | None, "answered_as"}],
+    "priced": bool, "tasks": {task: row}, "groups": {group: row}, "total": row}``; a row has the counters of
+    :data:`USAGE_COUNTS` (``would_send`` only in a dry run), the tokens, those of :data:`USAGE_NOTES` that are not 0,
+    ``wall_s`` and ``cost`` (``None`` when a judge that was asked has no price). ``answered_as`` (only when replies
+    named another model than the configured one: model -> replies) is also said in one WARNING line per model
+    (:func:`say_other_models`).
     """
     chosen = list(clients) or list(_all_clients)
     per_task: dict[str, list[tuple[JudgeConfig, Mapping[str, float]]]] = {}
@@ -57,7 +66,15 @@ def usage_report(
             if config.priced
             else None
         )
-        judge = {"model": config.model, "host": endpoint_host(config.base_url), "price_per_million": price}
+        judge: dict[str, Any] = {
+            "model": config.model,
+            "host": endpoint_host(config.base_url),
+            "price_per_million": price,
+        }
+        answered = client.ledger.answered_as(drain=drain)
+        if answered:
+            judge["answered_as"] = dict(sorted(answered.items()))
+            say_other_models(client, answered)
         if judge not in judges:
             judges.append(judge)
         for task, row in used.items():
@@ -100,13 +117,75 @@ def usage_words(row: Mapping[str, Any] | None, *, priced: bool | None = None) ->
     return ", ".join(parts)
 
 
-def failure_summary(command: str, failed: Mapping[str, int]) -> str:
-    """The last line of a command whose samples could not all be judged: how many, per task, and what to do."""
+def say_other_models(client: JudgeClient, answered: Mapping[str, int]) -> None:
+    """One WARNING line per model, the first time ``client``'s replies name it instead of the configured model: the
+    configured model, the one that answered and how many replies did."""
+    for model in client.ledger.first_said(answered):
+        logger.warning(
+            "LLM judge at %s: %d replies came from model %r, not the configured %r (SCIFIG_JUDGE_MODEL or the "
+            "SCIFIG_JUDGE preset); they are scored, and recorded in the results' judge_usage (answered_as)",
+            endpoint_host(client.config.base_url),
+            answered[model],
+            model,
+            client.config.model,
+        )
+
+
+_ENDPOINT_TODO = "check SCIFIG_JUDGE_BASE_URL, SCIFIG_JUDGE_MODEL and the judge's API key"
+
+
+def _calls(count: int, verb: str) -> str:
+    """``1 judge call was`` / ``3 judge calls were``, with ``verb`` ``was`` or ``got`` / ``failed``."""
+    plural = {"was": "were"}.get(verb, verb) if count != 1 else verb
+    return f"{count:,} judge call{'s' if count != 1 else ''} {plural}"
+
+
+def _cause_words(kind: str, count: int, example: str) -> str:
+    """One cause of failed judge calls in words, with its example and what to do."""
+    if kind == "form":
+        return (
+            f"{_calls(count, 'got')} replies refused for their form (e.g. {example}): the judge answered, but not "
+            "with the answer alone in the shape its prompt asks for — check that SCIFIG_JUDGE_MODEL is a model that "
+            "follows the prompt"
+        )
+    if kind == "redirect":
+        return (
+            f"{_calls(count, 'was')} answered with a redirect ({example}), which is not followed — set "
+            "SCIFIG_JUDGE_BASE_URL to the address that answers, if you trust it"
+        )
+    if kind == "timeout":
+        return f"{_calls(count, 'got')} {example}; raise it for a judge that answers slowly"
+    return f"{_calls(count, 'failed')} (e.g. {example}) — {_ENDPOINT_TODO}"
+
+
+def failure_causes(clients: Iterable[JudgeClient] | None = None) -> dict[str, tuple[int, str]]:
+    """Why judge calls failed, over the process's clients (or ``clients``): kind -> (failed calls, the first
+    example). Calls not sent because the breaker was open count with the endpoint's failures."""
+    found: dict[str, tuple[int, str]] = {}
+    for client in list(clients) if clients is not None else list(_all_clients):
+        for kind, (count, example) in client.ledger.causes().items():
+            kind = "endpoint" if kind in ("breaker", "malformed", "request") else kind
+            before, first = found.get(kind, (0, example))
+            found[kind] = (before + count, first)
+    return found
+
+
+def failure_summary(command: str, failed: Mapping[str, int], *, clients: Iterable[JudgeClient] | None = None) -> str:
+    """The last line of a command whose samples could not all be judged: how many, per task, why (each cause the
+    judge clients of the process -- or ``clients`` -- recorded, with an example) and what to do."""
     per_task = ", ".join(f"{task} {count}" for task, count in sorted(failed.items()))
+    causes = failure_causes(clients)
+    order = ("form", "redirect", "timeout", "endpoint")
+    secrets = settings.process_secrets()
+    words = [
+        _cause_words(kind, causes[kind][0], mask_credentials(causes[kind][1], secrets))
+        for kind in order
+        if kind in causes
+    ]
     return (
         f"{command}: {sum(failed.values())} samples could not be judged (judge_failed: {per_task}) — the scores that "
-        "need the judge are incomplete; check SCIFIG_JUDGE_BASE_URL, SCIFIG_JUDGE_MODEL and the judge's API key, then "
-        "rerun (judged replies are cached, so only these are asked again)"
+        f"need the judge are incomplete; {'; '.join(words) or _ENDPOINT_TODO}; then rerun (judged replies are cached, "
+        "so only these are asked again)"
     )
 
 
