@@ -284,7 +284,8 @@ def run_vlmeval(argv: Sequence[str]) -> tuple[dict[str, int], dict[str, int], st
         models, datasets = _requested(args)
     work_dir = _work_dir(args)
     problems = _check(work_dir, models, datasets, args.mode)
-    requests = failed_requests_since(work_dir, models, datasets, _model_endpoints(argv, args, masked), started)
+    endpoints = _model_endpoints(argv, models, getattr(args, "base_url", None), masked)
+    requests = failed_requests_since(work_dir, models, datasets, endpoints, started)
     if problems:
         raise VlmevalFailed("; ".join([*problems, *([requests] if requests else [])]))
     return (*judge_counts_since(work_dir, started), requests)
@@ -294,7 +295,9 @@ ENDPOINT_ENTRIES = ("api_base", "base_url")
 """The entries of a ``--config`` model that name the server its requests go to."""
 
 
-def _model_endpoints(argv: Sequence[str], args: Any, secrets: Mapping[str, str]) -> dict[str, str | None]:
+def _model_endpoints(
+    argv: Sequence[str], models: list[str], base_url: str | None, secrets: Mapping[str, str]
+) -> dict[str, str | None]:
     """Where each model's requests go, credentials masked (:func:`scifig_tasks.core.secrets.mask_credentials`): a
     ``--config`` model's ``api_base`` / ``base_url``; for ``--model`` names, ``--base-url`` (VLMEvalKit posts to its
     ``/chat/completions``), else ``OPENAI_API_BASE`` when set; None when none of these says."""
@@ -303,13 +306,12 @@ def _model_endpoints(argv: Sequence[str], args: Any, secrets: Mapping[str, str])
     found: dict[str, str | None] = {}
     for name in _values(list(argv), "--config"):
         if Path(name).is_file():
-            models = json.loads(Path(name).read_text()).get("model")
-            for model, entry in (models if isinstance(models, dict) else {}).items():
+            entries = json.loads(Path(name).read_text()).get("model")
+            for model, entry in (entries if isinstance(entries, dict) else {}).items():
                 urls = [entry.get(key) for key in ENDPOINT_ENTRIES] if isinstance(entry, dict) else []
                 found[str(model)] = next((str(url) for url in urls if url), None)
-    base = getattr(args, "base_url", None)
-    default = f"{base.rstrip('/')}/chat/completions" if base else os.environ.get("OPENAI_API_BASE") or None
-    for model in _requested(args)[0]:
+    default = f"{base_url.rstrip('/')}/chat/completions" if base_url else os.environ.get("OPENAI_API_BASE") or None
+    for model in models:
         found.setdefault(model, default)
     return {model: None if url is None else mask_credentials(url, secrets) for model, url in found.items()}
 
@@ -320,8 +322,9 @@ def failed_requests_since(
     """The line of the model requests that failed in the prediction files this run wrote (each ``status.json``
     entry's ``prediction_file``; a reply that is VLMEvalKit's failure message is a failed request,
     :class:`~scifig_tasks.lmms_eval.output_folder.RequestCount`): how many of how many, the endpoint of the first
-    model with a failure and the first error; None when none failed. Each dataset's scifig scores file gets the
-    dataset's count as its ``scifig_model_requests`` entry, as ``scifig eval``'s results file does."""
+    model with a failure and the first error; None when none failed. The scifig scores file of each dataset with a
+    failed request gets the dataset's count as its ``scifig_model_requests`` entry, as ``scifig eval``'s results file
+    does."""
     from scifig_tasks.lmms_eval.output_folder import RequestCount, failed_requests_line
 
     total, endpoint = RequestCount(), None
@@ -374,12 +377,13 @@ def _count_predictions(dataset: str, path: Path) -> Any:
 
 def _note_requests(prediction: Path, count: Any, endpoint: str | None) -> None:
     """Add the dataset's ``scifig_model_requests`` entry (:func:`~scifig_tasks.lmms_eval.output_folder.
-    requests_entry`) to the scifig scores file beside its prediction file, when there is one; written whole (a
-    temporary file renamed onto it)."""
+    requests_entry`) to the scifig scores file beside its prediction file, when any of its requests failed and there
+    is one (a dataset whose requests were all answered keeps the file ``evaluate`` wrote, which ``scifig rescore``
+    writes again identically); written whole (a temporary file renamed onto it)."""
     from scifig_tasks.lmms_eval.output_folder import REQUESTS_KEY, requests_entry
 
     scores = Path(f"{str(prediction).rsplit('.', 1)[0]}{SCORES_SUFFIX}")
-    if not scores.is_file():
+    if not count.failed or not scores.is_file():
         return
     data = json.loads(scores.read_text(encoding="utf-8"))
     if not isinstance(data, dict):

@@ -292,7 +292,9 @@ def vlmeval_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[st
         done, work = run_vlmeval(root, server.base_url, env, {"grab": "SciFigGRAB"})
     finally:
         server.stop()
-    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+    # the empty reply is VLMEvalKit's failure message ("Failed to obtain answer via API."): a failed request
+    assert done.returncode == 1, (done.stdout + done.stderr)[-4000:]
+    assert "scifig vlmeval: FAILED: 1 of 10 model requests failed " in done.stderr, done.stderr[-4000:]
     (scores,) = work.glob("*_grab_scifig_scores.json")
     assert json.loads(scores.read_text())["metrics"]["accuracy"] == 0.5
     return work, {**env, "LMUData": str(root / "LMUData")}

@@ -351,7 +351,10 @@ def test_vlmeval_judge_options_old_name_and_paper_twin(tmp_path: Path, openai_se
     judge_options = ["--judge", "cmdline-judge", "--judge-base-url", cmdline_judge.base_url, "--judge-key", JUDGE_KEY]
     completed, out = run_vlmeval(tmp_path, model.base_url, env, data, extra=judge_options)
     output_text = completed.stdout + completed.stderr
-    assert completed.returncode == 0, output_text[-6000:]
+    # one question of the split gets a failed request, in each of the two datasets: a failed run, said last
+    assert completed.returncode == 1, output_text[-6000:]
+    failed = f"scifig vlmeval: FAILED: 2 of {2 * len(cases)} model requests failed "
+    assert completed.stderr.rstrip().splitlines()[-1].startswith(failed), output_text[-6000:]
 
     # the old name ran as today's dataset, with exactly one deprecation line
     warning = "scifig: VLMEvalKit dataset SciFig_SciFIBench_CS_Figure2Caption is deprecated and goes in 0.3.0"
