@@ -111,6 +111,21 @@ def test_the_deadline_holds_for_every_request_on_a_reused_connection(tmp_path: P
         assert judge.complete("fast 3", accept=has_text).text == "7"
 
 
+def test_a_judge_past_the_deadline_twice_opens_the_breaker_and_the_closing_line_says_so(tmp_path: Path) -> None:
+    """Timeouts are failures of the endpoint: two in a row open the breaker. The call whose retry the breaker refused
+    failed for its timeout; the calls after it were not sent, and the closing line says both."""
+    with (
+        WireJudge(lambda request: Wire(text="15", endless=True)) as server,
+        JudgeClient(config_for(server.base_url, tmp_path, timeout_s=0.5, max_retries=2)) as judge,
+    ):
+        results = [judge.complete(f"prompt {i}", accept=has_text) for i in range(3)]
+        line = failure_summary("scifig eval", {"t": 3}, clients=[judge])
+    assert server.count == 2
+    assert [result.failure for result in results] == ["timeout", "breaker", "breaker"]
+    assert "1 judge call got no complete reply within 0.5s (SCIFIG_JUDGE_TIMEOUT_S" in line, line
+    assert "2 judge calls were not sent, the circuit breaker being open (2 requests in a row timed out" in line, line
+
+
 # ---- redirects -------------------------------------------------------------------------------------------------------
 
 

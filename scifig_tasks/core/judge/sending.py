@@ -16,7 +16,7 @@ import random
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
@@ -131,6 +131,14 @@ def _because(cause: BaseException | None) -> str:
     return f" ({type(cause).__name__}: {cause})" if cause is not None else ""
 
 
+def _after(before: Answer | Failure | None, now: Answer | Failure) -> Answer | Failure:
+    """A call's outcome once its attempt ``now`` is done: a retry the open circuit breaker refused leaves the call
+    failed for what failed ``before`` it (a timeout stays a timeout), the breaker named after it."""
+    if isinstance(before, Failure) and isinstance(now, Failure) and now.kind == "breaker":
+        return replace(before, error=f"{before.error}; not retried: the circuit breaker opened ({now.detail})"[:400])
+    return now
+
+
 class Sender:
     """Sends one client's chat-completion requests: the bound (``max_concurrency`` in flight, whatever the number
     of calling threads), the retries and back-off, each request counted in ``ledger`` and watched by ``breaker``."""
@@ -188,17 +196,20 @@ class Sender:
         The texts of ``body`` are masked (:func:`masked_body`) before the first attempt. A failed request worth
         sending again (:func:`retryable`, a timeout, a connection error) is retried up to ``max_retries`` times; a
         reply that is not an answer (no text, or one ``accept`` rejects) is asked again up to ``max_retries`` times,
-        each time with the request retries afresh. The wait before each is :meth:`backoff`'s.
+        each time with the request retries afresh. The wait before each is :meth:`backoff`'s. A retry the circuit
+        breaker refuses (it opened meanwhile) leaves the call failed for what failed before it.
         """
         reason = self._breaker.reason
         if reason is not None:
-            return Failure(f"not sent: the judge's circuit breaker is open ({reason})", counts=False, kind="breaker")
+            error = f"not sent: the judge's circuit breaker is open ({reason})"
+            return Failure(error, counts=False, kind="breaker", detail=reason)
         body = masked_body(body, secrets)
         max_retries = self.config.max_retries
         asked, retries = 1, 0  # replies that were not answers, plus one; failed requests since the last reply
+        reply: Answer | Failure | None = None
         while True:
             attempt = self._attempt(body, retries)
-            reply = attempt.reply
+            reply = _after(reply, attempt.reply)
             if isinstance(reply, Answer) and not readable(reply.text, accept):
                 reply = self._refused(reply.text)
             if attempt.retry and retries < max_retries:
@@ -241,7 +252,10 @@ class Sender:
         retries)."""
         reason = self._breaker.reason
         if reason is not None:  # opened while this call waited to retry
-            return _Attempt(Failure(self._scrub(f"circuit breaker open ({reason})"), counts=False, kind="breaker"))
+            failure = Failure(
+                self._scrub(f"circuit breaker open ({reason})"), counts=False, kind="breaker", detail=reason
+            )
+            return _Attempt(failure)
         headers = {**self._headers, "x-stainless-retry-count": str(retries)}
         with self._slots:
             self._ledger.count("requests")

@@ -155,16 +155,18 @@ def _cause_words(kind: str, count: int, example: str) -> str:
         )
     if kind == "timeout":
         return f"{_calls(count, 'got')} {example}; raise it for a judge that answers slowly"
+    if kind == "breaker":
+        return f"{_calls(count, 'was')} not sent, the circuit breaker being open ({example})"
     return f"{_calls(count, 'failed')} (e.g. {example}) — {_ENDPOINT_TODO}"
 
 
 def failure_causes(clients: Iterable[JudgeClient] | None = None) -> dict[str, tuple[int, str]]:
     """Why judge calls failed, over the process's clients (or ``clients``): kind -> (failed calls, the first
-    example). Calls not sent because the breaker was open count with the endpoint's failures."""
+    example). A reply that was no chat completion, and a request the endpoint refused, count with its failures."""
     found: dict[str, tuple[int, str]] = {}
     for client in list(clients) if clients is not None else list(_all_clients):
         for kind, (count, example) in client.ledger.causes().items():
-            kind = "endpoint" if kind in ("breaker", "malformed", "request") else kind
+            kind = "endpoint" if kind in ("malformed", "request") else kind
             before, first = found.get(kind, (0, example))
             found[kind] = (before + count, first)
     return found
@@ -175,7 +177,7 @@ def failure_summary(command: str, failed: Mapping[str, int], *, clients: Iterabl
     judge clients of the process -- or ``clients`` -- recorded, with an example) and what to do."""
     per_task = ", ".join(f"{task} {count}" for task, count in sorted(failed.items()))
     causes = failure_causes(clients)
-    order = ("form", "redirect", "timeout", "endpoint")
+    order = ("form", "redirect", "timeout", "endpoint", "breaker")
     secrets = settings.process_secrets()
     words = [
         _cause_words(kind, causes[kind][0], mask_credentials(causes[kind][1], secrets))
