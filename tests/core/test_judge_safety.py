@@ -68,6 +68,7 @@ def judge_lines(caplog: pytest.LogCaptureFixture, level: int = logging.WARNING) 
 # ---- the deadline of a whole request ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "wire",
     [Wire(text="15", bytes_per_s=4), Wire(text="15", endless=True, bytes_per_s=8)],
@@ -96,6 +97,7 @@ def test_a_reply_that_arrives_in_pieces_within_the_deadline_is_an_answer(tmp_pat
     assert result.status == "judged" and result.text == "15"
 
 
+@pytest.mark.slow
 def test_the_deadline_holds_for_every_request_on_a_reused_connection(tmp_path: Path) -> None:
     """Connections are kept alive between requests: the deadline is each request's own, not the connection's."""
 
@@ -111,6 +113,7 @@ def test_the_deadline_holds_for_every_request_on_a_reused_connection(tmp_path: P
         assert judge.complete("fast 3", accept=has_text).text == "7"
 
 
+@pytest.mark.slow
 def test_a_judge_past_the_deadline_twice_opens_the_breaker_and_the_closing_line_says_so(tmp_path: Path) -> None:
     """Timeouts are failures of the endpoint: two in a row open the breaker. The call whose retry the breaker refused
     failed for its timeout; the calls after it were not sent, and the closing line says both."""
