@@ -129,6 +129,17 @@ def test_a_judge_past_the_deadline_twice_opens_the_breaker_and_the_closing_line_
     assert "2 judge calls were not sent, the circuit breaker being open (2 requests in a row timed out" in line, line
 
 
+def test_the_http_client_of_this_installation_holds_the_deadline(tmp_path: Path) -> None:
+    """The deadline reaches the network through the HTTP core library's backend: an HTTP client built otherwise is
+    refused by name (the sender then says so in one WARNING line and refuses a reply finished late)."""
+    from scifig_tasks.core.judge import deadline
+
+    with JudgeClient(config_for("http://127.0.0.1:9/v1", tmp_path)) as judge:
+        assert judge.sender._deadline_held
+    with pytest.raises(deadline.DeadlineUnsupported, match="has no transport"):
+        deadline.bound(object())
+
+
 # ---- redirects -------------------------------------------------------------------------------------------------------
 
 

@@ -108,8 +108,11 @@ def bound(http_client: Any) -> None:
     """Put :class:`DeadlineBackend` in front of the network backend of every connection pool of ``http_client`` (an
     ``httpx`` / ``httpx2`` client: its transport and those mounted for proxies), before it has sent anything; raises
     :class:`DeadlineUnsupported` when a transport has no such pool."""
+    transport = getattr(http_client, "_transport", None)
+    if transport is None:
+        raise DeadlineUnsupported(f"{type(http_client).__module__}.{type(http_client).__qualname__} has no transport")
     mounted = getattr(http_client, "_mounts", None)
-    transports = [getattr(http_client, "_transport", None), *(mounted.values() if isinstance(mounted, dict) else ())]
+    transports = [transport, *(mounted.values() if isinstance(mounted, dict) else ())]
     for transport in transports:
         if transport is None:  # a mount without a proxy: the default transport serves it
             continue
