@@ -65,6 +65,32 @@ class OutputWriteError(CommandError):
         )
 
 
+class StagingWriteError(CommandError):
+    """A results or samples file lmms-eval could not write in its staging folder, under the temporary folder: the
+    line names that folder and the variable that chose it, not the output folder (exit status 1)."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        folder, variable = temporary_folder()
+        chosen = f"{variable}={folder}" if variable else f"{folder}, the system's temporary folder"
+        super().__init__(
+            f"could not write {path} completely: it is written first in the temporary folder ({chosen}), where the "
+            f"write failed ({reason}); nothing is left under its name",
+            f"free space in {folder}, or set TMPDIR to a folder with room, and run the same command again",
+            status=1,
+        )
+
+
+def temporary_folder() -> tuple[str, str | None]:
+    """The folder Python's ``tempfile`` writes in, and the variable that chose it (``TMPDIR``, ``TEMP`` or ``TMP``,
+    the first set to that folder; ``None``: none did, it is the system's)."""
+    folder = tempfile.gettempdir()
+    for variable in ("TMPDIR", "TEMP", "TMP"):
+        value = os.environ.get(variable)
+        if value and os.path.abspath(value) == os.path.abspath(folder):
+            return folder, variable
+    return folder, None
+
+
 def _rank() -> int:
     try:
         return int(os.environ.get("RANK", "0"))
@@ -135,12 +161,16 @@ def _written_aside(
 ) -> Iterator[None]:
     """Within the block ``tracker`` writes under a staging folder; afterwards its file ``name`` is checked with
     ``whole`` (the problem, or ``None``) and published (:func:`_publish`; its path appended to ``published``), or
-    :class:`OutputWriteError` is raised."""
+    :class:`StagingWriteError` (the staging folder, in the temporary folder, could not take it) or
+    :class:`OutputWriteError` (the output folder could not) is raised."""
     output_path = tracker.output_path
     if not output_path:
         yield
         return
-    staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX))
+    try:
+        staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX))
+    except OSError as exc:
+        raise StagingWriteError(Path(output_path) / name, repr(exc)) from exc
     logged: list[str] = []
     tracker.output_path = str(staging)
     try:
@@ -150,8 +180,8 @@ def _written_aside(
         subfolder = Path(getattr(tracker.general_config_tracker, "model_name_sanitized", None) or "")
         staged, final = staging / subfolder / name, folder / subfolder / name
         problem = whole(staged)
-        if problem is not None:
-            raise OutputWriteError(final, logged[-1] if logged else problem, folder)
+        if problem is not None:  # the write that failed is lmms-eval's, in the staging folder
+            raise StagingWriteError(final, logged[-1] if logged else problem)
         if staged.exists():
             _publish(staged, final, folder)
             if published is not None:

@@ -110,10 +110,10 @@ def test_a_file_that_cannot_be_written_completely_fails_the_run_naming_it(tmp_pa
     assert completed.returncode == 1, output[-4000:]
     (failed,) = lines_of(completed, "scifig eval: FAILED")
     assert re.fullmatch(
-        rf"scifig eval: FAILED: could not write {re.escape(str(out))}/\d{{8}}_\d{{6}}_results\.json completely "
-        r"\(OSError\(27, 'File too large'\)\); nothing is left under its name — free space under "
-        rf"{re.escape(str(out))} \(or make it writable\) and run the same command again, or give another "
-        r"--output_path",
+        rf"scifig eval: FAILED: could not write {re.escape(str(out))}/\d{{8}}_\d{{6}}_results\.json completely: it "
+        rf"is written first in the temporary folder \(TMPDIR={re.escape(str(staging))}\), where the write failed "
+        r"\(OSError\(27, 'File too large'\)\); nothing is left under its name — free space in "
+        rf"{re.escape(str(staging))}, or set TMPDIR to a folder with room, and run the same command again",
         failed,
     ), failed
     assert "Traceback" not in output and "Error during evaluation" not in output, output[-4000:]
