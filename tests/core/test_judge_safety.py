@@ -368,3 +368,12 @@ def test_grab_answer_patterns_read_ascii_digits_only() -> None:
         parse_list("[-٢, 3]")
     with pytest.raises(ValueError):
         parse_equation("y = ٢x + 1", "linear")
+
+
+def test_a_judge_address_refused_for_its_form_is_quoted_without_its_credentials() -> None:
+    from scifig_tasks.core.judge.config import JudgeConfig
+
+    with pytest.raises(ValueError) as refused:
+        JudgeConfig(base_url="ftp://user:hunter2-secret@judge.example/v1", model="m")
+
+    assert "hunter2-secret" not in str(refused.value) and "judge.example/v1" in str(refused.value)

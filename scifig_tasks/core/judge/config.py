@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 
 from scifig_tasks.core import settings
 from scifig_tasks.core.judge_presets import load_preset
+from scifig_tasks.core.secrets import mask_credentials
 from scifig_tasks.core.settings import Settings
 
 _OFF = settings.OFF_WORDS
@@ -49,7 +50,10 @@ def _normalise_base_url(base_url: str) -> str:
     url = base_url.strip().rstrip("/")
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ValueError(f"judge base_url must be an http(s) URL such as http://127.0.0.1:8000/v1, got {base_url!r}")
+        raise ValueError(
+            "judge base_url must be an http(s) URL such as http://127.0.0.1:8000/v1, "
+            f"got {mask_credentials(base_url)!r}"
+        )
     return url
 
 
