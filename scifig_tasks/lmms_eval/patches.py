@@ -106,7 +106,8 @@ PATCHES: tuple[Patch, ...] = (
         "lmms_eval.api.task.ConfigurableTask.download",
         {"": ("self", "dataset_kwargs")},
         "loads the data of tasks whose metadata names a scifig_source through scifig_tasks.core.data.load_benchmark "
-        "(SCIFIG_<BENCH>_DATA or the Hub, validated before any model call, images kept as bytes)",
+        "(SCIFIG_<BENCH>_DATA or the Hub, validated before any model call, images kept as bytes); notes every task "
+        "built, whose replies scifig eval counts for failed model requests",
         "a task YAML can only name a datasets.load_dataset path or load_from_disk; no custom loader hook, and "
         "datasets 4+ runs no loading scripts",
         make="scifig_tasks.lmms_eval.plugin:wrap_download",
