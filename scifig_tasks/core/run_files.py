@@ -7,9 +7,13 @@ lmms-eval's results and sample files, the VLMEvalKit datasets' scores and record
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from scifig_tasks.core.errors import DataError
 
@@ -87,3 +91,17 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
             except json.JSONDecodeError as exc:
                 raise DataError(str(path), line_number, None, f"not valid JSON ({exc})") from None
     return rows
+
+
+def replace_file(path: Path, write: Callable[[BinaryIO], None]) -> None:
+    """Replace ``path`` by what ``write`` writes to a file beside it (same permissions; never a half-written file: a
+    failed write, a full disk, leaves ``path`` as it was)."""
+    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            write(handle)
+        shutil.copymode(path, temporary)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise

@@ -9,11 +9,8 @@ from __future__ import annotations
 import base64
 import contextlib
 import logging
-import os
 import re
-import shutil
 import sys
-import tempfile
 import time
 import zipfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -23,6 +20,7 @@ from urllib.parse import unquote
 from xml.sax.saxutils import escape
 
 from scifig_tasks.core.pickle_files import masked_pickle, removed_line
+from scifig_tasks.core.run_files import replace_file
 
 SECRET_NAME = re.compile(r"(?:^|_)(?:KEY|TOKEN|SECRET|PASSWORD)$", re.IGNORECASE)
 MIN_SECRET_CHARS = 8
@@ -225,7 +223,7 @@ def mask_file(path: Path, secrets: Mapping[str, str]) -> bool:
                 for info, data in masked:
                     archive.writestr(info, data)
 
-        _replace(path, write_zip)
+        replace_file(path, write_zip)
         return True
     data = path.read_bytes()
     if not any(secret.encode() in data for secret in secrets):
@@ -236,10 +234,10 @@ def mask_file(path: Path, secrets: Mapping[str, str]) -> bool:
             path.unlink()
             print(removed_line(path), file=sys.stderr)
             return True
-        _replace(path, lambda handle: handle.write(masked_data))
+        replace_file(path, lambda handle: handle.write(masked_data))
         return True
     masked = _mask_bytes(data, secrets)
-    _replace(path, lambda handle: handle.write(masked))  # a full disk leaves the file as it was, not cut
+    replace_file(path, lambda handle: handle.write(masked))  # a full disk leaves the file as it was, not cut
     return True
 
 
@@ -247,19 +245,6 @@ def _mask_bytes(data: bytes, secrets: Mapping[str, str], xml: bool = False) -> b
     for secret, label in secrets.items():
         data = data.replace(secret.encode(), (escape(label) if xml else label).encode())
     return data
-
-
-def _replace(path: Path, write: Callable[[BinaryIO], None]) -> None:
-    """Replace ``path`` by what ``write`` writes (same permissions; never a half-written file)."""
-    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(descriptor, "wb") as handle:
-            write(handle)
-        shutil.copymode(path, temporary)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
 
 
 def mask_files(

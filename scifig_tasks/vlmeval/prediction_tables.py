@@ -15,14 +15,11 @@ from __future__ import annotations
 
 import csv
 import json
-import os
-import shutil
-import tempfile
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scifig_tasks.core.pickle_files import NOT_LOADED, PREDICTIONS_TODO
+from scifig_tasks.core.run_files import replace_file
 from scifig_tasks.core.spreadsheet_cells import MARKER_COLUMN, needs_quote, neutralise_row, restore_row
 
 if TYPE_CHECKING:
@@ -123,21 +120,8 @@ def make_formula_safe(path: Path) -> bool:
     rows = [neutralise_row(row, EXACT_COLUMNS) for row in table.to_dict("records")]
     safe = pd.DataFrame(rows, columns=[*table.columns, MARKER_COLUMN], dtype=object)
     if _suffix(path) == "tsv":  # as VLMEvalKit writes its TSV: every cell quoted
-        _replace(path, lambda target: safe.to_csv(target, sep="\t", index=False, quoting=csv.QUOTE_ALL))
+        replace_file(path, lambda handle: safe.to_csv(handle, sep="\t", index=False, quoting=csv.QUOTE_ALL))
     else:
         engine = {"options": XLSX_OPTIONS}
-        _replace(path, lambda target: safe.to_excel(target, index=False, engine="xlsxwriter", engine_kwargs=engine))
+        replace_file(path, lambda handle: safe.to_excel(handle, index=False, engine="xlsxwriter", engine_kwargs=engine))
     return True
-
-
-def _replace(path: Path, write: Callable[[str], None]) -> None:
-    """Replace ``path`` by what ``write`` writes to a file beside it (never a half-written file)."""
-    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=path.suffix)
-    os.close(descriptor)
-    try:
-        write(temporary)
-        shutil.copymode(path, temporary)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise

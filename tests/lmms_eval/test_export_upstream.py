@@ -152,7 +152,7 @@ def test_export_is_generated_from_the_package_and_self_contained(tmp_path: Path)
         "grab/scoring.py grab/whole_answer.py images.py judge/__init__.py judge/accounting.py judge/breaker.py "
         "judge/cache.py judge/client.py judge/config.py judge/deadline.py judge/replies.py judge/sending.py "
         "judge/usage.py judge_presets.py judged_hooks.py multiple_choice.py pickle_files.py raw_outputs.py "
-        "resources.py scoring_protocol.py secrets.py settings.py stats.py task_options.py"
+        "resources.py run_files.py scoring_protocol.py secrets.py settings.py stats.py task_options.py"
     )
     assert vendored == expected_modules.split()
     for name in vendored:  # each vendored module is the package's file with only the import roots renamed
