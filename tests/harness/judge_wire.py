@@ -14,13 +14,14 @@ between the bytes.
 from __future__ import annotations
 
 import json
-import socketserver
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.harness.local_server import LocalHTTPServer, LocalServer
 
 MAX_SEND_S = 120.0
 """A dripping or endless reply stops after this long (the server closes the connection), so no handler outlives a
@@ -78,14 +79,8 @@ def completion(text: str, model: str) -> bytes:
     ).encode()
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False
+class _Server(LocalHTTPServer):
     owner: WireJudge
-
-    def server_bind(self) -> None:  # no reverse-DNS lookup of the bind address
-        socketserver.TCPServer.server_bind(self)
-        self.server_name, self.server_port = "127.0.0.1", self.server_address[1]
 
 
 _REASONS = {200: "OK", 301: "Moved Permanently", 302: "Found", 307: "Temporary Redirect", 308: "Permanent Redirect"}
@@ -144,9 +139,9 @@ class _Handler(BaseHTTPRequestHandler):
     def _drip(self, data: bytes, rate: float) -> None:
         """Send ``data`` one byte every ``1 / rate`` seconds, until it is sent, the client goes away, the server
         stops or :data:`MAX_SEND_S` has passed."""
-        stopping, start = self.server.owner._stopping, time.monotonic()
+        owner, start = self.server.owner, time.monotonic()
         for index in range(len(data)):
-            if stopping.wait(1.0 / rate) or time.monotonic() - start > MAX_SEND_S:
+            if owner.wait_for_stop(1.0 / rate) or time.monotonic() - start > MAX_SEND_S:
                 break
             try:
                 self.wfile.write(data[index : index + 1])
@@ -156,53 +151,18 @@ class _Handler(BaseHTTPRequestHandler):
         self.close_connection = True
 
 
-class WireJudge:
+class WireJudge(LocalServer):
     """The server, driven by ``policy`` (reassignable while it runs); a context manager or start()/stop()."""
 
+    server_class = _Server
+    handler = _Handler
+    thread_name = "wire-judge"
+
     def __init__(self, policy: WirePolicy | None = None) -> None:
+        super().__init__()
         self.policy: WirePolicy = policy or (lambda request: Wire(text="1"))
         self._requests: list[WireRequest] = []
         self._lock = threading.Lock()
-        self._stopping = threading.Event()
-        self._httpd: _Server | None = None
-        self._thread: threading.Thread | None = None
-
-    def __enter__(self) -> WireJudge:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
-
-    def start(self) -> WireJudge:
-        if self._httpd is None:
-            self._stopping.clear()
-            self._httpd = _Server(("127.0.0.1", 0), _Handler)
-            self._httpd.owner = self
-            self._thread = threading.Thread(
-                target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="wire-judge", daemon=True
-            )
-            self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        httpd, thread = self._httpd, self._thread
-        if httpd is None or thread is None:
-            return
-        self._stopping.set()
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(timeout=5)
-        self._httpd = self._thread = None
-
-    @property
-    def port(self) -> int:
-        if self._httpd is None:
-            raise RuntimeError("server is not running")
-        return int(self._httpd.server_address[1])
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
 
     @property
     def chat_url(self) -> str:

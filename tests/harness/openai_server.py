@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import socketserver
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.harness.local_server import LocalHTTPServer, LocalServer
 
 
 @dataclass
@@ -148,15 +149,9 @@ def echoing_key(policy: Policy) -> Policy:
     return echo
 
 
-class _HTTPServer(ThreadingHTTPServer):
-    daemon_threads = True
+class _HTTPServer(LocalHTTPServer):
     request_queue_size = 128  # listen backlog (socketserver: 5); a fuller queue drops connects, which then stall
-    block_on_close = False  # stop() must not wait for idle keep-alive connections
     owner: FakeOpenAIServer
-
-    def server_bind(self) -> None:  # skip HTTPServer's reverse-DNS lookup of the bind address
-        socketserver.TCPServer.server_bind(self)
-        self.server_name, self.server_port = "127.0.0.1", self.server_address[1]
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -219,13 +214,18 @@ def _error_body(message: str, status: int) -> bytes:
     return json.dumps({"error": {"message": message, "type": "fake_server_error", "code": status}}).encode()
 
 
-class FakeOpenAIServer:
+class FakeOpenAIServer(LocalServer):
     """OpenAI-compatible server on 127.0.0.1 driven by ``policy``; use as a context manager or start()/stop().
 
     ``policy`` may be reassigned while the server runs.
     """
 
+    server_class = _HTTPServer
+    handler = _Handler
+    thread_name = "fake-openai"
+
     def __init__(self, policy: Policy | None = None, *, model: str = "fake-model", max_delay_s: float = 30.0) -> None:
+        super().__init__()
         self.policy: Policy = policy or (lambda request: Reply(text="ok"))
         self.model = model
         self.max_delay_s = max_delay_s
@@ -237,51 +237,6 @@ class FakeOpenAIServer:
         self._seen: dict[str, int] = {}
         self._in_flight = 0
         self._max_in_flight = 0
-        self._stopping = threading.Event()
-        self._httpd: _HTTPServer | None = None
-        self._thread: threading.Thread | None = None
-
-    def __enter__(self) -> FakeOpenAIServer:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
-
-    def start(self) -> FakeOpenAIServer:
-        if self._httpd is None:
-            self._stopping.clear()
-            self._httpd = _HTTPServer(("127.0.0.1", 0), _Handler)
-            self._httpd.owner = self
-            self._thread = threading.Thread(
-                target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-openai", daemon=True
-            )
-            self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop serving; handlers sleeping on a delay wake up at once."""
-        httpd, thread = self._httpd, self._thread
-        if httpd is None or thread is None:
-            return
-        self._stopping.set()
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(timeout=5)
-        self._httpd = self._thread = None
-
-    @property
-    def stopping(self) -> bool:
-        return self._stopping.is_set()
-
-    @property
-    def port(self) -> int:
-        if self._httpd is None:
-            raise RuntimeError("server is not running")
-        return int(self._httpd.server_address[1])
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
 
     @property
     def requests(self) -> list[ChatRequest]:
@@ -330,7 +285,7 @@ class FakeOpenAIServer:
                     self.errors.append(repr(exc))
                 reply = Reply(text=f"policy raised {exc!r}", status=500)
             if reply.delay_s > 0:
-                self._stopping.wait(min(reply.delay_s, self.max_delay_s))
+                self.wait_for_stop(min(reply.delay_s, self.max_delay_s))
         finally:
             with self._lock:  # counted out before the reply is written, so a client never sees it still in flight
                 self._in_flight -= 1
