@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,7 @@ from typing import Any
 import pytest
 
 from tests.harness.grab_data import Row, question_text, write_parquet
-from tests.harness.lmms import CLI_TIMEOUT_S, CliRun, offline_env, run
+from tests.harness.lmms import CliRun, offline_env, run, scifig
 from tests.harness.openai_server import FakeOpenAIServer, Reply, by_question
 
 # (row, reply, correct): half right in every subtask, so GRAB's accuracy is 0.5; grab_properties answers its doc ids
@@ -84,18 +83,6 @@ def doc_id(line: str) -> int:
     return json.loads(line)["doc_id"]
 
 
-def scifig(command: str, args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "scifig_tasks.commands.main", command, *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=CLI_TIMEOUT_S,
-        stdin=subprocess.DEVNULL,
-        cwd=cwd,
-    )
-
-
 def refusal(done: subprocess.CompletedProcess) -> str:
     """The one refusal line (exit 1)."""
     assert done.returncode == 1, done.stdout + done.stderr[-4000:]
@@ -125,7 +112,7 @@ def test_lines_dropped_a_duplicated_line_and_an_empty_file_are_refused_one_line_
     edit_lines(repeated, lambda lines: [lines[0], lines[0], *lines[1:]])
     emptied.write_bytes(b"")
 
-    done = scifig("rescore", [str(folder), "--out", str(tmp_path / "again")], grab_run[1], tmp_path)
+    done = scifig(["rescore", str(folder), "--out", str(tmp_path / "again")], grab_run[1], tmp_path)
 
     assert done.returncode == 1, done.stdout + done.stderr[-4000:]
     lines = [line for line in done.stderr.splitlines() if "REFUSED" in line]
@@ -150,7 +137,7 @@ def test_lines_dropped_a_duplicated_line_and_an_empty_file_are_refused_one_line_
         return [lines[0], json.dumps(other) + "\n", *lines[2:]]
 
     edit_lines(repeated, conflicting)
-    done = scifig("rescore", [str(folder), "--out", str(tmp_path / "b"), "--allow-partial"], grab_run[1], tmp_path)
+    done = scifig(["rescore", str(folder), "--out", str(tmp_path / "b"), "--allow-partial"], grab_run[1], tmp_path)
     assert refusal(done) == (
         f"scifig rescore: REFUSED: {repeated}: task grab_series: doc_id 0 logged twice with different contents: keep "
         "the right line of each (or run the model again)"
@@ -167,7 +154,7 @@ def test_allow_partial_scores_what_is_there_says_partial_everywhere_and_exits_1(
     edit_lines(samples, lambda lines: [line for line in lines if doc_id(line) not in (1, 3)])
     env, out = grab_run[1], tmp_path / "partial"
 
-    done = scifig("rescore", [str(folder), "--out", str(out), "--allow-partial"], env, tmp_path)
+    done = scifig(["rescore", str(folder), "--out", str(out), "--allow-partial"], env, tmp_path)
 
     assert done.returncode == 1, done.stdout + done.stderr[-4000:]
     assert "REFUSED" not in done.stderr
@@ -197,12 +184,12 @@ def test_allow_partial_scores_what_is_there_says_partial_everywhere_and_exits_1(
     assert rescored["n-samples"] == json.loads(results.read_text())["n-samples"]  # the run's counts are kept
 
     # the partially re-scored run is refused again without --allow-partial
-    again = scifig("rescore", [str(out), "--out", str(tmp_path / "again")], env, tmp_path)
+    again = scifig(["rescore", str(out), "--out", str(tmp_path / "again")], env, tmp_path)
     assert "task grab_properties: doc_id 1, 3 missing" in refusal(again)
 
     # scifig report says "partial" for the re-scored run and for the damaged one
     for name, source in (("rescored", out), ("damaged", folder)):
-        made = scifig("report", [str(source), "--out", str(tmp_path / f"report-{name}")], env, tmp_path)
+        made = scifig(["report", str(source), "--out", str(tmp_path / f"report-{name}")], env, tmp_path)
         assert made.returncode == 0, made.stdout + made.stderr[-4000:]
         text = (tmp_path / f"report-{name}" / "report.md").read_text()
         (note,) = [line for line in text.splitlines() if "grab_properties: partial" in line]
@@ -218,7 +205,7 @@ def test_allow_partial_on_a_complete_log_exits_0_and_identical_duplicates_count_
     run_done, env = grab_run
     _, folder = copied(grab_run, tmp_path)
 
-    done = scifig("rescore", [str(folder), "--out", str(tmp_path / "whole"), "--allow-partial"], env, tmp_path)
+    done = scifig(["rescore", str(folder), "--out", str(tmp_path / "whole"), "--allow-partial"], env, tmp_path)
 
     assert done.returncode == 0, done.stdout + done.stderr[-4000:]
     assert "PARTIAL" not in done.stderr and ", partial" not in done.stdout
@@ -227,7 +214,7 @@ def test_allow_partial_on_a_complete_log_exits_0_and_identical_duplicates_count_
 
     samples = samples_file(folder, "grab_series")
     edit_lines(samples, lambda lines: [*lines, lines[1]])
-    done = scifig("rescore", [str(folder), "--out", str(tmp_path / "dup"), "--allow-partial"], env, tmp_path)
+    done = scifig(["rescore", str(folder), "--out", str(tmp_path / "dup"), "--allow-partial"], env, tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr[-4000:]
     (warning,) = [line for line in done.stderr.splitlines() if "PARTIAL" in line]
     assert warning.startswith(f"scifig rescore: PARTIAL: {samples}: task grab_series: doc_id 1 logged twice"), warning
@@ -317,7 +304,7 @@ def test_vlmeval_prediction_file_without_rows_is_refused_and_allow_partial_marks
         "".join([header, *(row for row in rows if row.split("\t")[column] not in ('"1"', '"3"'))]), encoding="utf-8"
     )
 
-    done = scifig("rescore", [str(tmp_path / "work"), "--out", str(tmp_path / "again")], env, tmp_path)
+    done = scifig(["rescore", str(tmp_path / "work"), "--out", str(tmp_path / "again")], env, tmp_path)
 
     assert refusal(done) == (
         f"scifig rescore: REFUSED: {predictions}: task grab: index 1, 3 missing: the log holds 8 of the 10 "
@@ -325,7 +312,7 @@ def test_vlmeval_prediction_file_without_rows_is_refused_and_allow_partial_marks
     )
 
     out = tmp_path / "partial"
-    done = scifig("rescore", [str(tmp_path / "work"), "--out", str(out), "--allow-partial"], env, tmp_path)
+    done = scifig(["rescore", str(tmp_path / "work"), "--out", str(out), "--allow-partial"], env, tmp_path)
 
     assert done.returncode == 1, done.stdout + done.stderr[-4000:]
     (warning,) = [line for line in done.stderr.splitlines() if "PARTIAL" in line]

@@ -19,13 +19,11 @@ from __future__ import annotations
 
 import base64
 import json
-import subprocess
-import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from tests.harness.grab_data import Row, question_text, write_parquet
-from tests.harness.lmms import CLI_TIMEOUT_S, offline_env
+from tests.harness.lmms import offline_env, scifig
 from tests.harness.openai_server import ChatRequest, echoing_key
 from tests.harness.vlmeval import KEY as CONFIG_KEY
 from tests.harness.vlmeval import run_vlmeval
@@ -106,16 +104,9 @@ def test_scifig_eval_stores_no_url_credentials(tmp_path: Path, openai_server, lm
     assert sample["breakdown"]["extracted"] == "15"  # the judge read the answer, not the masked credential
 
 
-def scifig(args: list[str], env: dict[str, str]) -> tuple[int, str]:
+def run_scifig(args: list[str], env: dict[str, str]) -> tuple[int, str]:
     """Run ``scifig ARGS``; its exit status and output."""
-    completed = subprocess.run(
-        [sys.executable, "-m", "scifig_tasks.commands.main", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=CLI_TIMEOUT_S,
-        stdin=subprocess.DEVNULL,
-    )
+    completed = scifig(args, env)
     return completed.returncode, completed.stdout + completed.stderr
 
 
@@ -133,7 +124,7 @@ def test_scifig_report_and_rescore_of_a_plain_lmms_eval_run_hold_no_secret(
     assert set(leaks([lmms.output_path], secrets)) == {"model key"}
 
     out = tmp_path / "report"
-    returncode, output = scifig(["report", str(lmms.output_path), "--out", str(out)], env)
+    returncode, output = run_scifig(["report", str(lmms.output_path), "--out", str(out)], env)
     assert returncode == 0, output[-4000:]
     assert {path.name for path in out.iterdir()} >= {"report.md", "report.html", "samples.html"}
     assert leaks([out], secrets) == {}
@@ -142,7 +133,7 @@ def test_scifig_report_and_rescore_of_a_plain_lmms_eval_run_hold_no_secret(
     assert "15 (session <OPENAI_API_KEY>)" in page
 
     rescored = tmp_path / "rescored"  # scifig rescore copies the logs it scores: masked as it writes them
-    returncode, output = scifig(["rescore", str(lmms.output_path), "--out", str(rescored)], env)
+    returncode, output = run_scifig(["rescore", str(lmms.output_path), "--out", str(rescored)], env)
     assert returncode == 0, output[-4000:]
     assert list(rescored.rglob("*_samples_*.jsonl"))
     assert leaks([rescored], secrets) == {}
@@ -154,9 +145,7 @@ def test_scifig_vlmeval_work_dir_holds_no_secret(tmp_path: Path, openai_server, 
     env = grab_env(tmp_path, judge.base_url)
     env["OPENAI_API_BASE"] = f"http://{MODEL_USER}:{MODEL_PASSWORD}@127.0.0.1:9/v1"  # credentials of an unused URL
     data = {"grab": "SciFigGRAB", "grab_llm_extract": "SciFigGRAB"}
-    scifig = [sys.executable, "-m", "scifig_tasks.commands.main"]
-
-    completed, out = run_vlmeval(tmp_path, model.base_url, env, data, scifig)
+    completed, out = run_vlmeval(tmp_path, model.base_url, env, data)
 
     output = completed.stdout + completed.stderr
     assert completed.returncode == 0, output[-6000:]

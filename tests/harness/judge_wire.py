@@ -14,7 +14,6 @@ between the bytes.
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -151,7 +150,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.close_connection = True
 
 
-class WireJudge(LocalServer):
+class WireJudge(LocalServer[WireRequest]):
     """The server, driven by ``policy`` (reassignable while it runs); a context manager or start()/stop()."""
 
     server_class = _Server
@@ -161,23 +160,7 @@ class WireJudge(LocalServer):
     def __init__(self, policy: WirePolicy | None = None) -> None:
         super().__init__()
         self.policy: WirePolicy = policy or (lambda request: Wire(text="1"))
-        self._requests: list[WireRequest] = []
-        self._lock = threading.Lock()
 
     @property
     def chat_url(self) -> str:
         return f"{self.base_url}/chat/completions"
-
-    @property
-    def requests(self) -> list[WireRequest]:
-        with self._lock:
-            return list(self._requests)
-
-    @property
-    def count(self) -> int:
-        with self._lock:
-            return len(self._requests)
-
-    def _record(self, request: WireRequest) -> None:
-        with self._lock:
-            self._requests.append(request)

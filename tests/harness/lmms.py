@@ -53,6 +53,19 @@ def run(command: str, args: list[str], env: dict[str, str], output_path: Path) -
     return CliRun(completed.returncode, completed.stdout + completed.stderr, output_path)
 
 
+def scifig(args: list[str], env: Mapping[str, str], cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """Run ``scifig ARGS`` (this interpreter's ``-m scifig_tasks.commands.main``) in ``cwd``; output captured."""
+    return subprocess.run(
+        [sys.executable, "-m", "scifig_tasks.commands.main", *args],
+        env=dict(env),
+        capture_output=True,
+        text=True,
+        timeout=CLI_TIMEOUT_S,
+        stdin=subprocess.DEVNULL,
+        cwd=cwd,
+    )
+
+
 def offline_env(workdir: Path) -> dict[str, str]:
     """An offline environment for CLI subprocesses: no hub access, private HF caches, no inherited keys, no judge
     audit (``tests/core/test_judge_audit.py`` switches it on)."""

@@ -7,7 +7,9 @@ from __future__ import annotations
 import socketserver
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Self
+from typing import Any, Generic, Self, TypeVar
+
+Request = TypeVar("Request")
 
 
 class LocalHTTPServer(ThreadingHTTPServer):
@@ -22,15 +24,18 @@ class LocalHTTPServer(ThreadingHTTPServer):
         self.server_name, self.server_port = "127.0.0.1", self.server_address[1]
 
 
-class LocalServer:
+class LocalServer(Generic[Request]):
     """Serves ``handler`` with ``server_class`` (its ``owner`` is this object) while started; a context manager or
-    start()/stop(). ``thread_name`` names the serving thread."""
+    start()/stop(). ``thread_name`` names the serving thread; the handler records what it received with
+    :meth:`_record`."""
 
     server_class: type[LocalHTTPServer] = LocalHTTPServer
     handler: type[BaseHTTPRequestHandler]
     thread_name = "local-server"
 
     def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._requests: list[Request] = []
         self._stopping = threading.Event()
         self._httpd: LocalHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -80,3 +85,19 @@ class LocalServer:
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def requests(self) -> list[Request]:
+        """The requests received so far, in arrival order (a copy)."""
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def count(self) -> int:
+        """Number of requests received (including ones answered with faults)."""
+        with self._lock:
+            return len(self._requests)
+
+    def _record(self, request: Request) -> None:
+        with self._lock:
+            self._requests.append(request)

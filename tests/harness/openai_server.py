@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -214,7 +213,7 @@ def _error_body(message: str, status: int) -> bytes:
     return json.dumps({"error": {"message": message, "type": "fake_server_error", "code": status}}).encode()
 
 
-class FakeOpenAIServer(LocalServer):
+class FakeOpenAIServer(LocalServer[ChatRequest]):
     """OpenAI-compatible server on 127.0.0.1 driven by ``policy``; use as a context manager or start()/stop().
 
     ``policy`` may be reassigned while the server runs.
@@ -232,23 +231,9 @@ class FakeOpenAIServer(LocalServer):
         self.errors: list[str] = []  # exceptions raised by the policy (answered as HTTP 500)
         self.models_status = 200  # the status of GET /v1/models (e.g. 401 for a refused key)
         self.models_headers: list[dict[str, str]] = []  # the headers of every GET /v1/models, lower-case keys
-        self._lock = threading.Lock()
-        self._requests: list[ChatRequest] = []
         self._seen: dict[str, int] = {}
         self._in_flight = 0
         self._max_in_flight = 0
-
-    @property
-    def requests(self) -> list[ChatRequest]:
-        """The chat requests received so far, in arrival order (a copy)."""
-        with self._lock:
-            return list(self._requests)
-
-    @property
-    def count(self) -> int:
-        """Number of chat requests received (including ones answered with faults)."""
-        with self._lock:
-            return len(self._requests)
 
     @property
     def max_in_flight(self) -> int:

@@ -16,14 +16,13 @@ import io
 import pickle
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from scifig_tasks.core import pickle_files
 from scifig_tasks.core.secrets import mask_file
-from tests.harness.lmms import CLI_TIMEOUT_S, offline_env
+from tests.harness.lmms import offline_env, scifig
 from tests.harness.paths import REPO
 
 PACKAGES = ("scifig_tasks", "curation", "finetune")
@@ -187,16 +186,7 @@ def _scifig(args: list[str], env: dict[str, str], cwd: Path) -> tuple[subprocess
     import time
 
     started = time.monotonic()
-    done = subprocess.run(
-        [sys.executable, "-m", "scifig_tasks.commands.main", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=CLI_TIMEOUT_S,
-        stdin=subprocess.DEVNULL,
-        cwd=cwd,
-    )
-    return done, time.monotonic() - started
+    return scifig(args, env, cwd), time.monotonic() - started
 
 
 @pytest.fixture(scope="module")
