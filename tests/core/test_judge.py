@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from scifig_tasks.core import settings
 from scifig_tasks.core.judge import (
     JudgeClient,
     JudgeConfig,
@@ -22,6 +23,7 @@ from scifig_tasks.core.judge import (
 )
 from scifig_tasks.core.judge_presets import load_preset
 from tests.harness.fixtures import openai_server  # noqa: F401
+from tests.harness.judge_config import judge_config
 from tests.harness.openai_server import ChatRequest, FakeOpenAIServer, Reply, by_question, faulty, fixed_latency
 from tests.harness.paths import REPO
 
@@ -30,16 +32,8 @@ PRESETS = sorted(p.stem for p in (REPO / "model_configs" / "judges").glob("*.yam
 
 
 def config_for(server: FakeOpenAIServer, tmp_path: Path, **overrides: object) -> JudgeConfig:
-    settings: dict = {
-        "base_url": server.base_url,
-        "model": "judge-model",
-        "api_key": FAKE_KEY,
-        "timeout_s": 1.0,
-        "backoff_initial_s": 0.01,
-        "backoff_max_s": 0.05,
-        "cache_dir": tmp_path / "cache",
-    } | overrides
-    return JudgeConfig(**settings)
+    defaults = {"timeout_s": 1.0, "max_retries": settings.JUDGE_MAX_RETRIES.default}
+    return judge_config(server.base_url, tmp_path, FAKE_KEY, **(defaults | overrides))
 
 
 def answer(request: ChatRequest) -> str:

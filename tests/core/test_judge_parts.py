@@ -24,6 +24,7 @@ from scifig_tasks.core.judge.breaker import Breaker
 from scifig_tasks.core.judge.cache import ReplyCache
 from scifig_tasks.core.judge.sending import Sender, retryable
 from tests.harness.fixtures import openai_server  # noqa: F401
+from tests.harness.judge_config import judge_config
 from tests.harness.openai_server import ChatRequest, Reply
 from tests.harness.paths import REPO
 
@@ -31,17 +32,7 @@ KEY = "sk-scifig-parts-FAKE-5a1c-DO-NOT-LEAK"
 
 
 def config_for(base_url: str, tmp_path: Path, **overrides: object) -> JudgeConfig:
-    fields: dict = {
-        "base_url": base_url,
-        "model": "judge-model",
-        "api_key": KEY,
-        "timeout_s": 2.0,
-        "max_retries": 2,
-        "backoff_initial_s": 0.01,
-        "backoff_max_s": 0.05,
-        "cache_dir": tmp_path / "cache",
-    } | overrides
-    return JudgeConfig(**fields)
+    return judge_config(base_url, tmp_path, KEY, **({"max_retries": 2} | overrides))
 
 
 def in_turn(*replies: Reply) -> Callable[[ChatRequest], Reply]:

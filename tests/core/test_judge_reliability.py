@@ -29,23 +29,14 @@ from scifig_tasks.core.judge import (
     has_text,
 )
 from scifig_tasks.core.judge.breaker import unreachable
+from tests.harness.judge_config import judge_config
 from tests.harness.openai_server import ChatRequest, FakeOpenAIServer, Reply, fixed_latency
 
 KEY = "sk-scifig-breaker-FAKE-0e1d-DO-NOT-LEAK"
 
 
 def config_for(base_url: str, tmp_path: Path, **overrides: object) -> JudgeConfig:
-    settings: dict = {
-        "base_url": base_url,
-        "model": "judge-model",
-        "api_key": KEY,
-        "timeout_s": 2.0,
-        "max_retries": 0,
-        "backoff_initial_s": 0.01,
-        "backoff_max_s": 0.05,
-        "cache_dir": tmp_path / "cache",
-    } | overrides
-    return JudgeConfig(**settings)
+    return judge_config(base_url, tmp_path, KEY, **overrides)
 
 
 def breaker_lines(caplog: pytest.LogCaptureFixture) -> list[str]:

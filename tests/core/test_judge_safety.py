@@ -30,6 +30,7 @@ import pytest
 from scifig_tasks.benchmarks.grab import rules as grab
 from scifig_tasks.benchmarks.grab.scoring import score_doc
 from scifig_tasks.core.judge import JudgeClient, JudgeConfig, failure_summary, has_text, task_scope, usage_report
+from tests.harness.judge_config import judge_config
 from tests.harness.judge_wire import Wire, WireJudge, WireRequest
 from tests.harness.openai_server import FakeOpenAIServer, Reply
 
@@ -38,17 +39,7 @@ INTEGER = "What is the value of the y-intercept of the function? Give your answe
 
 
 def config_for(base_url: str, tmp_path: Path, **overrides: object) -> JudgeConfig:
-    settings: dict = {
-        "base_url": base_url,
-        "model": "judge-model",
-        "api_key": KEY,
-        "timeout_s": 1.0,
-        "max_retries": 0,
-        "backoff_initial_s": 0.01,
-        "backoff_max_s": 0.05,
-        "cache_dir": tmp_path / "cache",
-    } | overrides
-    return JudgeConfig(**settings)
+    return judge_config(base_url, tmp_path, KEY, **({"timeout_s": 1.0} | overrides))
 
 
 def ascii_numerals(text: str) -> str:
