@@ -18,10 +18,10 @@ from typing import Any
 from scifig_tasks.commands import HELP
 from scifig_tasks.core import registry
 from scifig_tasks.core.errors import CommandError, DataError
-from scifig_tasks.core.run_files import SCORES_SUFFIX
+from scifig_tasks.core.run_files import SCORES_SUFFIX, replace_file
 from scifig_tasks.core.secrets import declared, mask_files, mask_log_records, secrets_of
 from scifig_tasks.vlmeval import names, tsv
-from scifig_tasks.vlmeval.pickle_guard import refuse_code_pickles
+from scifig_tasks.vlmeval.pickle_guard import refuse_code_pickles, work_dir
 
 
 class VlmevalFailed(RuntimeError):
@@ -175,10 +175,6 @@ def _judge_options(args: argparse.Namespace) -> tuple[str | None, bool]:
     return model, any(getattr(args, name, None) for name in ("judge", "judge_base_url", "judge_key"))
 
 
-def _work_dir(args: argparse.Namespace) -> Path:
-    return Path(os.environ.get("MMEVAL_ROOT") or args.work_dir)
-
-
 def _requested(args: argparse.Namespace) -> tuple[list[str], list[str]]:
     if args.config:
         config = json.loads(Path(args.config).read_text())
@@ -280,15 +276,15 @@ def run_vlmeval(argv: Sequence[str]) -> tuple[dict[str, int], dict[str, int], st
         finally:
             sys.argv = saved
             if args is not None:  # every file the run wrote in its work dir: predictions, records, scores, logs
-                mask_files(_work_dir(args), masked, since=started)
+                mask_files(work_dir(argv), masked, since=started)
         models, datasets = _requested(args)
-    work_dir = _work_dir(args)
-    problems = _check(work_dir, models, datasets, args.mode)
+    out = work_dir(argv)
+    problems = _check(out, models, datasets, args.mode)
     endpoints = _model_endpoints(argv, models, getattr(args, "base_url", None), masked)
-    requests = failed_requests_since(work_dir, models, datasets, endpoints, started)
+    requests = failed_requests_since(out, models, datasets, endpoints, started)
     if problems:
         raise VlmevalFailed("; ".join([*problems, *([requests] if requests else [])]))
-    return (*judge_counts_since(work_dir, started), requests)
+    return (*judge_counts_since(out, started), requests)
 
 
 ENDPOINT_ENTRIES = ("api_base", "base_url")
@@ -379,7 +375,7 @@ def _note_requests(prediction: Path, count: Any, endpoint: str | None) -> None:
     """Add the dataset's ``scifig_model_requests`` entry (:func:`~scifig_tasks.lmms_eval.output_folder.
     requests_entry`) to the scifig scores file beside its prediction file, when any of its requests failed and there
     is one (a dataset whose requests were all answered keeps the file ``evaluate`` wrote, which ``scifig rescore``
-    writes again identically); written whole (a temporary file renamed onto it)."""
+    writes again identically); written whole (:func:`scifig_tasks.core.run_files.replace_file`)."""
     from scifig_tasks.lmms_eval.output_folder import REQUESTS_KEY, requests_entry
 
     scores = Path(f"{str(prediction).rsplit('.', 1)[0]}{SCORES_SUFFIX}")
@@ -389,9 +385,8 @@ def _note_requests(prediction: Path, count: Any, endpoint: str | None) -> None:
     if not isinstance(data, dict):
         return
     data[REQUESTS_KEY] = requests_entry(count, endpoint)
-    temporary = scores.with_name(f".{scores.name}.partial")
-    temporary.write_text(json.dumps(data, indent=1), encoding="utf-8")
-    os.replace(temporary, scores)
+    text = json.dumps(data, indent=1).encode("utf-8")
+    replace_file(scores, lambda handle: handle.write(text))
 
 
 def _requested_data(argv: list[str]) -> list[str]:
@@ -435,16 +430,6 @@ def _refuse_without_judge(argv: list[str]) -> None:
         raise CommandError(refused.what, refused.todo, status=1)
 
 
-def work_dir_given(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> Path:
-    """The work dir VLMEvalKit's runner writes into, read from ``argv`` before VLMEvalKit is imported, by its rule:
-    ``MMEVAL_ROOT`` when that variable is set, else the last ``--work-dir``, else its default ``./outputs``."""
-    environ = os.environ if environ is None else environ
-    if "MMEVAL_ROOT" in environ:
-        return Path(environ["MMEVAL_ROOT"])
-    given = _values(list(argv), "--work-dir")
-    return Path(given[-1] if given else "./outputs")
-
-
 def _vlmeval(args: argparse.Namespace) -> int:
     """``scifig vlmeval``: the data folder checked, the work dir held (``run_lock``, as ``scifig eval`` holds its
     output folder: a work dir another scifig run holds is refused in one line before VLMEvalKit is imported), then
@@ -452,7 +437,7 @@ def _vlmeval(args: argparse.Namespace) -> int:
     from scifig_tasks.lmms_eval.output_folder import run_lock
 
     refuse_empty_data_folder(os.environ)  # before anything is written
-    with run_lock(work_dir_given(args.rest), "work dir", "--work-dir"):
+    with run_lock(work_dir(args.rest), "work dir", "--work-dir"):
         data_folder("vlmeval")
         try:
             failed, absent, requests = run_vlmeval(args.rest)
