@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from tests.harness import warm_start
+
 CLI_TIMEOUT_S = 600
 
 
@@ -47,23 +49,13 @@ def _executable(name: str) -> str:
 def run(command: str, args: list[str], env: dict[str, str], output_path: Path) -> CliRun:
     """Run ``lmms-eval`` or ``scifig`` with ``args`` plus ``--output_path``; return exit code, output and results."""
     full = [_executable(command), *args, "--output_path", str(output_path)]
-    completed = subprocess.run(
-        full, env=env, capture_output=True, text=True, timeout=CLI_TIMEOUT_S, stdin=subprocess.DEVNULL
-    )
+    completed = warm_start.run(full, env, timeout=CLI_TIMEOUT_S)
     return CliRun(completed.returncode, completed.stdout + completed.stderr, output_path)
 
 
 def scifig(args: list[str], env: Mapping[str, str], cwd: Path | None = None) -> subprocess.CompletedProcess:
     """Run ``scifig ARGS`` (this interpreter's ``-m scifig_tasks.commands.main``) in ``cwd``; output captured."""
-    return subprocess.run(
-        [sys.executable, "-m", "scifig_tasks.commands.main", *args],
-        env=dict(env),
-        capture_output=True,
-        text=True,
-        timeout=CLI_TIMEOUT_S,
-        stdin=subprocess.DEVNULL,
-        cwd=cwd,
-    )
+    return warm_start.run([sys.executable, "-m", "scifig_tasks.commands.main", *args], env, cwd, CLI_TIMEOUT_S)
 
 
 def offline_env(workdir: Path) -> dict[str, str]:

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tests.harness import warm_start
 from tests.harness.lmms import CLI_TIMEOUT_S
 
 KEY = "sk-vlmeval-secret-0123"
@@ -52,15 +53,7 @@ def run_vlmeval(
     scifig = scifig or [sys.executable, "-m", "scifig_tasks.commands.main"]
     command = [*scifig, "vlmeval", "--config", str(tmp_path / "vlmeval.json")]
     command += ["--work-dir", str(work), "--api-nproc", "4", *(extra or [])]
-    completed = subprocess.run(
-        command,
-        env={**env, "LMUData": str(lmu)},
-        capture_output=True,
-        text=True,
-        timeout=CLI_TIMEOUT_S,
-        stdin=subprocess.DEVNULL,
-        cwd=tmp_path,
-    )
+    completed = warm_start.run(command, {**env, "LMUData": str(lmu)}, cwd=tmp_path, timeout=CLI_TIMEOUT_S)
     return completed, work / MODEL
 
 
