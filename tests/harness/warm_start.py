@@ -10,8 +10,8 @@ command line is a fork of it: a real, separate process with its own argv, enviro
 
 A fork is only used where it starts the command line as a fresh interpreter would (:meth:`WarmStarter.run`):
 
-* the command is this interpreter with ``-m MODULE`` (no other interpreter option), or a script whose first line is
-  ``#!`` and this interpreter (a console script of this environment, ``scifig`` or ``lmms-eval``);
+* the command is this interpreter with ``-m MODULE`` or ``-c CODE`` (no other interpreter option), or a script whose
+  first line is ``#!`` and this interpreter (a console script of this environment, ``scifig`` or ``lmms-eval``);
 * the request's environment holds the warm process's values of every variable the pre-imports read when they were
   imported (measured as they import: torch's ``TORCH*`` settings, ``HOME``, ``XDG_CACHE_HOME``, ``OMP_NUM_THREADS``,
   ...) and of every variable an interpreter reads when it starts (``PYTHON*``, the locale's ``LANG``/``LC_*``,
@@ -162,11 +162,12 @@ class WarmStarter:
 
 def _python_command(argv: list[str], env: Mapping[str, str], cwd: str | os.PathLike | None) -> list[str] | None:
     """``argv`` as its interpreter would see it (a command found on ``PATH`` by its path), or None when ``argv`` is
-    not this interpreter with ``-m`` or a script of this interpreter, or ``cwd`` is not a folder."""
+    not this interpreter with ``-m MODULE`` or ``-c CODE`` or a script of this interpreter, or ``cwd`` is not a
+    folder."""
     if cwd is not None and not os.path.isdir(cwd):
         return None
     if argv[0] == sys.executable:
-        return argv if len(argv) > 2 and argv[1] == "-m" and not argv[2].startswith("-") else None
+        return argv if len(argv) > 2 and (argv[1] == "-c" or argv[1] == "-m" and argv[2][:1] != "-") else None
     if os.sep in argv[0]:
         script = os.path.join(cwd if cwd is not None else os.getcwd(), argv[0])
     else:
@@ -298,9 +299,16 @@ def _child(request: dict[str, Any], start_path: list[str]) -> NoReturn:
 
 
 def _run(argv: list[str], main: types.ModuleType, rest: list[str]) -> int:
-    """Run ``argv`` in ``main`` as the interpreter runs ``-m MODULE`` or a script; return its exit status."""
+    """Run ``argv`` in ``main`` as the interpreter runs ``-m MODULE``, ``-c CODE`` or a script; return its exit
+    status."""
     try:
-        if argv[0] == sys.executable:
+        if argv[0] == sys.executable and argv[1] == "-c":
+            sys.orig_argv = list(argv)
+            sys.argv = ["-c", *argv[3:]]
+            sys.path[:] = ["", *rest]
+            main.__loader__ = importlib.machinery.BuiltinImporter
+            exec(compile(argv[2], "<string>", "exec", dont_inherit=True), main.__dict__)
+        elif argv[0] == sys.executable:
             import runpy
 
             sys.orig_argv = list(argv)
