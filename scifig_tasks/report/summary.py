@@ -15,6 +15,7 @@ from scifig_tasks.core.benchmark import SummaryRow
 from scifig_tasks.core.judge import usage_words
 from scifig_tasks.report.coverage import coverage
 from scifig_tasks.report.document import Details, Note, Section, Table
+from scifig_tasks.report.judge_status import added, judge_words
 from scifig_tasks.report.protocols import protocol_of
 from scifig_tasks.report.runs import Run
 
@@ -108,61 +109,11 @@ def usage_text(run: Run, tasks: Sequence[str]) -> str | None:
     return usage_words(total, priced=priced)
 
 
-def judge_words(counts: Mapping[str, int], total: int | None, model: str, unit: str = "questions") -> str:
-    """Judge use in words: ``not used (40 questions)``, ``gpt-4o-mini, 12 of 40 questions``, with failures and an
-    absent judge named (those answers count as wrong)."""
-    judged = counts.get("judged", 0) + counts.get("judge", 0)
-    failed, off = counts.get("judge_failed", 0), counts.get("judge_off", 0)
-    total = total if total is not None else sum(counts.values())
-    parts = [f"{model}, {judged:,} of {total:,} {unit}" if judged else f"not used ({total:,} {unit})"]
-    if failed:
-        parts.append(f"failed on {failed:,} (counted wrong)")
-    if off:
-        parts.append(f"needed but not configured for {off:,} (counted wrong)")
-    return "; ".join(parts)
-
-
-def caption_judge_words(counts: Mapping[str, int], model: str) -> str:
-    """Judge use of a captioning run (the judged metrics FActScore and G-Eval; the others need no judge): what the
-    judge scored, and the judged metrics left uncomputed (n/a, not counted wrong)."""
-    judged = counts.get("judged", 0)
-    left = sum(count for status, count in counts.items() if status != "judged")
-    parts = [f"{model}, {judged:,} judged scores" if judged else "not used"]
-    if left:
-        reason = "not configured" if set(counts) - {"judged"} == {"judge_off"} else "off or failed"
-        parts.append(f"{reason} for {left:,} judged scores (FActScore / G-Eval n/a)")
-    return "; ".join(parts)
-
-
 def outputs(table: Mapping[str, Any]) -> int | None:
     """The outputs a Plot Twist breakdown counts (every output of every repeat: its ``answer_source`` counts)."""
     flags = table.get("flags") if isinstance(table.get("flags"), dict) else {}
     sources = flags.get("answer_source")
     return sum(int(count) for count in sources.values()) if isinstance(sources, dict) else None
-
-
-def _judge_counts(table: Mapping[str, Any]) -> tuple[dict[str, int], str]:
-    """Counts of judge use from a breakdown's flags, and what they count. Plot Twist's answer sources and judge
-    statuses both count every output: the outputs are the answer sources' total (:func:`outputs`), the judge's
-    failures and absences are counted among them."""
-    flags = table.get("flags") if isinstance(table.get("flags"), dict) else {}
-    if isinstance(flags.get("answer_source"), dict):  # Plot Twist: every output of every repeat
-        counts = dict(flags["answer_source"])
-        for status in ("judge_failed", "judge_off"):
-            counts[status] = (flags.get("judge") or {}).get(status, 0)
-        return counts, "outputs"
-    if isinstance(flags.get("resolution"), dict):  # multiple choice
-        return dict(flags["resolution"]), "questions"
-    if isinstance(flags.get("judge"), dict):  # GRAB
-        return dict(flags["judge"]), "questions"
-    judged = table.get("judged")
-    if isinstance(judged, dict):  # captioning: statuses of the judged metrics
-        counts: dict[str, int] = {}
-        for detail in judged.values():
-            for status, count in ((detail.get("status") if isinstance(detail, dict) else None) or {}).items():
-                counts[status] = counts.get(status, 0) + count
-        return counts, "judged scores"
-    return {}, "questions"
 
 
 def _row(run: Run, entry: Entry) -> tuple[list[str], int] | None:
@@ -173,19 +124,8 @@ def _row(run: Run, entry: Entry) -> tuple[list[str], int] | None:
     tables = [breakdown(run, task) for task in present]
     counted = [questions(table) for table in tables]
     scored = sum(n for n in counted if n is not None) if any(n is not None for n in counted) else None
-    counts: dict[str, int] = {}
-    unit = "questions"
-    for table in tables:
-        found, unit = _judge_counts(table)
-        for name, count in found.items():
-            counts[name] = counts.get(name, 0) + int(count)
-    total = scored if unit == "questions" else None
-    if unit == "outputs":
-        total = sum(n for table in tables if (n := outputs(table)) is not None)
-    if unit == "judged scores":
-        judge = caption_judge_words(counts, judge_model(run, present[0]))
-    else:
-        judge = judge_words(counts, total, judge_model(run, present[0]), unit) if counts else "-"
+    use = added(tables)
+    judge = judge_words(use, judge_model(run, present[0])) if use is not None else "-"
     used = usage_text(run, present)
     if used is not None:
         judge = f"{judge}; {used}" if judge != "-" else used

@@ -21,10 +21,11 @@ from scifig_tasks.core.stats import Tally
 from scifig_tasks.report import figures
 from scifig_tasks.report.coverage import coverage, coverage_note
 from scifig_tasks.report.document import Figure, Note, Section, Table, percent_ci
+from scifig_tasks.report.judge_status import judge_use, judge_words
 from scifig_tasks.report.protocols import protocol_of
 from scifig_tasks.report.references import citations_note, ref_cell, references
 from scifig_tasks.report.runs import Run
-from scifig_tasks.report.summary import judge_model, judge_words
+from scifig_tasks.report.summary import judge_model
 
 TASKS = {"properties": "Properties", "function": "Functions", "series": "Series", "transform": "Transforms"}
 SUBTASKS = dict(zip(described.TASK_QUESTIONS, described.SUBTASKS, strict=True))
@@ -250,16 +251,16 @@ def _complexity_figure(runs: list[Run], group: str, suffix: str, figdir: Path) -
 def _flags(runs: list[Run], group: str) -> Table:
     rows = []
     for run in runs:
-        flags = run.metric(group, "breakdown").get("flags", {})
-        status = flags.get("output_status", {})
-        judge = flags.get("judge", {})
+        breakdown = run.metric(group, "breakdown")
+        status = breakdown.get("flags", {}).get("output_status", {})
+        judge = judge_use(breakdown)
         rows.append(
             [
                 run.model,
                 str(status.get("ok", 0)),
                 str(status.get("empty", 0)),
                 str(status.get("request_failed", 0)),
-                judge_words(judge, None, judge_model(run, group)) if judge else "-",
+                judge_words(judge, judge_model(run, group)) if judge is not None else "-",
             ]
         )
     return Table(

@@ -18,6 +18,7 @@ from scifig_tasks.report import figures
 from scifig_tasks.report.audit import audit_table
 from scifig_tasks.report.coverage import coverage, coverage_note
 from scifig_tasks.report.document import Figure, Note, Section, Table, percent, percent_ci
+from scifig_tasks.report.judge_status import caption_metric_words, judge_use
 from scifig_tasks.report.references import citations_note, ref_cell, references
 from scifig_tasks.report.runs import Run
 
@@ -164,10 +165,10 @@ def _captioning(runs: list[Run], figdir: Path) -> list[Any]:
             for name, detail in (report.get("metrics") or {}).items():
                 if values.get(name) is None and detail.get("reason"):
                     reasons.append(f"{run.model} / {label} / {name}: {_short(detail['reason'])}")
-            for name, detail in (report.get("judged") or {}).items():
-                if isinstance(detail, dict) and values.get(name) is None:
-                    status = ", ".join(f"{k} {v}" for k, v in sorted((detail.get("status") or {}).items()))
-                    reasons.append(f"{run.model} / {label} / {name}: judge {status or 'not run'}")
+            use = judge_use(report)
+            for name, statuses in (use.captions if use is not None else {}).items():
+                if values.get(name) is None:
+                    reasons.append(f"{run.model} / {label} / {name}: {caption_metric_words(statuses)}")
             drawn[f"{run.model} ({label})"] = {
                 name: values[name] for name in UNIT_METRICS if isinstance(values.get(name), int | float)
             }
