@@ -31,7 +31,11 @@ def test_the_tasks_requiring_the_judge_are_those_whose_hooks_declare_it() -> Non
     }
     grab_extraction = {f"grab_{task}_llm_extract" for task in ("properties", "functions", "series", "transforms")}
     charxiv_paper = {"charxiv_full_descriptive_paper", "charxiv_full_reasoning_paper"}
-    assert required == multiple_choice_paper | grab_extraction | charxiv_paper
+    plot_twist_open = {  # every output reformatted by the judge (App. B.3's protocols)
+        *(f"plot_twist_open{pali}_{chart}" for pali in ("", "_pali") for chart in ("scatter", "bar", "pie")),
+        *(f"plot_twist_{part}_open{pali}" for part in ("chartqa", "robustness") for pali in ("", "_pali")),
+    }
+    assert required == multiple_choice_paper | grab_extraction | charxiv_paper | plot_twist_open
     assert tasks_requiring_judge(["scifibench_cs_figure2caption", "mmsci_fig2cap_paper"], "paper") == [
         "scifibench_cs_figure2caption",
         "mmsci_fig2cap_paper",

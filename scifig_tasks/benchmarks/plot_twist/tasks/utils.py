@@ -6,6 +6,7 @@ lmms-eval's ``repeats`` scored. Manual: tasks/README.md, 'Task options and repea
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
@@ -16,7 +17,7 @@ from PIL import Image
 from scifig_tasks.benchmarks.plot_twist import rules as plot_twist
 from scifig_tasks.core.images import for_upload, to_rgb
 from scifig_tasks.core.judge.client import get_judge
-from scifig_tasks.core.judged_hooks import asks_judge
+from scifig_tasks.core.judged_hooks import JudgeUse, asks_judge
 from scifig_tasks.core.task_options import reads_task_options
 
 Kwargs = dict[str, Any] | None
@@ -99,8 +100,16 @@ def plot_twist_doc_to_messages(doc: dict[str, Any], lmms_eval_specific_kwargs: K
 # --- scoring -------------------------------------------------------------------------------------------------------
 
 
+def _judging(options: Mapping[str, Any]) -> JudgeUse:
+    """The ``api`` protocol reformats only outputs without the answer sentence (Fig. 2 asks for it); the authors'
+    open-model protocols (App. B.3: ``open``, ``open_pali``) reformat every output, so they cannot score without the
+    judge and are refused before the model runs."""
+    setting = plot_twist.get_protocol(options.get("protocol", plot_twist.DEFAULT_PROTOCOL))
+    return JudgeUse("per_output", required=setting.reformat_all)
+
+
 @reads_task_options
-@asks_judge("per_output")
+@asks_judge(_judging)
 def plot_twist_process_results(
     doc: dict[str, Any], results: list[Any], *, margin_rule: plot_twist.MarginRule, protocol: str
 ) -> dict[str, Any]:
