@@ -16,7 +16,12 @@ from scifig_tasks.core import provenance
 from scifig_tasks.core.sample_logs import LogCheck
 
 NOT_VERDICT = frozenset({"audit_prompt"})
-"""Record keys that do not decide a verdict (the judge-audit prompt exists only when a judge is configured)."""
+"""Record keys left out when records are compared (the judge-audit prompt exists only when a judge is configured)."""
+SCORE_FIELDS = ("correct", "verdict", "standard", "relaxed", "range")
+"""The record fields holding the score a sample's rule gave, in the shapes the scorers write: ``correct`` (right or
+wrong), ``verdict`` (a grade of 1, 0 or none), ``standard`` / ``relaxed`` / ``range`` (one accuracy per tolerance and
+repeat). A sample's verdict is these; what else its record says (the answer read, the rule or protocol that read it,
+the reason) describes how it was scored, and a change there alone is not a changed verdict."""
 DIFF_FILE = "rescore_diff.json"
 ALLOW_PARTIAL = "--allow-partial scores what is there (marked partial)"
 
@@ -26,8 +31,57 @@ class RescoreRefused(RuntimeError):
 
 
 @dataclass
+class FieldChange:
+    """How one record field changed over a task's samples whose verdict is not that field: in how many samples,
+    how many gained or lost it, and each distinct (old, new) pair of values (as JSON) with its count."""
+
+    samples: int = 0
+    added: int = 0
+    removed: int = 0
+    pairs: dict[tuple[str, str], int] = field(default_factory=dict)
+
+    def add(self, other: FieldChange) -> None:
+        self.samples += other.samples
+        self.added += other.added
+        self.removed += other.removed
+        for pair, count in other.pairs.items():
+            self.pairs[pair] = self.pairs.get(pair, 0) + count
+
+    def as_json(self) -> dict[str, Any]:
+        found: dict[str, Any] = {"samples": self.samples}
+        if len(self.pairs) == 1 and not (self.added or self.removed):
+            ((old, new),) = self.pairs
+            found |= {"old": json.loads(old), "new": json.loads(new)}
+        if self.added:
+            found["added"] = self.added
+        if self.removed:
+            found["removed"] = self.removed
+        return found
+
+    def words(self) -> str:
+        """``old -> new`` when every sample changed the same way (short values only), ``added`` / ``removed`` when
+        every sample gained or lost the field; else nothing."""
+        if self.added == self.samples:
+            return " added"
+        if self.removed == self.samples:
+            return " removed"
+        if len(self.pairs) == 1 and not (self.added or self.removed):
+            ((old, new),) = self.pairs
+            values = [_short(json.loads(text)) for text in (old, new)]
+            if None not in values:
+                return f" {values[0]} -> {values[1]}"
+        return ""
+
+
+def _short(value: Any) -> str | None:
+    text = value if isinstance(value, str) else json.dumps(value)
+    return text if len(text) <= 30 and "\n" not in text else None
+
+
+@dataclass
 class TaskDiff:
-    """One task's (or group's) headline metrics before and after, and the samples whose verdict changed."""
+    """One task's (or group's) headline metrics before and after, and the samples whose record changed: each entry
+    says whether its verdict (:func:`verdict`) changed."""
 
     task: str
     samples: int
@@ -36,6 +90,9 @@ class TaskDiff:
     members: list[str] = field(default_factory=list)
     """A group's tasks (their changed samples are listed under each task)."""
     changed_count: int | None = None
+    verdicts_count: int | None = None
+    others: dict[str, FieldChange] | None = None
+    """A group's counts, summed over its tasks (:meth:`count_members`)."""
     expected: int | None = None
     """Samples the run scored (``None``: not recorded); ``samples`` is how many were scored again."""
     partial: dict[str, Any] | list[str] | None = None
@@ -44,15 +101,67 @@ class TaskDiff:
 
     @property
     def n_changed(self) -> int:
+        """Samples whose record changed (their verdict or anything else)."""
         return len(self.changed) if self.changed_count is None else self.changed_count
+
+    @property
+    def n_verdicts(self) -> int:
+        """Samples whose verdict changed."""
+        if self.verdicts_count is not None:
+            return self.verdicts_count
+        return sum(bool(entry.get("verdict_changed", True)) for entry in self.changed)
+
+    def other_changes(self) -> dict[str, FieldChange]:
+        """Record field -> how it changed in samples where it is not the verdict (the rule, protocol, reason ...)."""
+        if self.others is not None:
+            return self.others
+        found: dict[str, FieldChange] = {}
+        for entry in self.changed:
+            old, new = entry.get("old") or {}, entry.get("new") or {}
+            for name in entry.get("other", ()):
+                change = found.setdefault(name, FieldChange())
+                change.samples += 1
+                if name not in old:
+                    change.added += 1
+                elif name not in new:
+                    change.removed += 1
+                else:
+                    pair = (_canonical(old[name]), _canonical(new[name]))
+                    change.pairs[pair] = change.pairs.get(pair, 0) + 1
+        return found
+
+    def count_members(self, members: Sequence[TaskDiff]) -> None:
+        """A group's counts: the changed records, changed verdicts and other changes of its tasks, summed."""
+        self.changed_count = sum(member.n_changed for member in members)
+        self.verdicts_count = sum(member.n_verdicts for member in members)
+        self.others = _merged([member.other_changes() for member in members])
 
     def as_json(self) -> dict[str, Any]:
         counts: dict[str, Any] = {"samples": self.samples, "expected": self.expected}
         if self.partial:
             counts["partial"] = self.partial
+        counts |= {
+            "metrics": self.metrics,
+            "changed_verdicts": self.n_verdicts,
+            "changed_samples": self.n_changed,
+            "other_changes": {name: change.as_json() for name, change in _ordered(self.other_changes())},
+        }
         if self.members:
-            return {**counts, "metrics": self.metrics, "tasks": self.members, "changed_samples": self.n_changed}
-        return {**counts, "metrics": self.metrics, "changed_samples": self.n_changed, "changed": self.changed}
+            return {**counts, "tasks": self.members}
+        return {**counts, "changed": self.changed}
+
+
+def _merged(parts: Sequence[Mapping[str, FieldChange]]) -> dict[str, FieldChange]:
+    merged: dict[str, FieldChange] = {}
+    for part in parts:
+        for name, change in part.items():
+            merged.setdefault(name, FieldChange()).add(change)
+    return merged
+
+
+def _ordered(changes: Mapping[str, FieldChange]) -> list[tuple[str, FieldChange]]:
+    """Most samples first, then by name."""
+    return sorted(changes.items(), key=lambda item: (-item[1].samples, item[0]))
 
 
 @dataclass
@@ -107,22 +216,48 @@ def environment_changes(recorded: Any, current: Mapping[str, Any]) -> list[str]:
 # ---- verdicts and headline metrics ---------------------------------------------------------------------------------
 
 
-def verdict(values: Mapping[str, Any]) -> dict[str, Any]:
-    """A sample's verdict: its ``breakdown`` record without :data:`NOT_VERDICT` keys, else its metric values."""
-    record = values.get("breakdown")
-    if isinstance(record, Mapping):
-        return {key: value for key, value in record.items() if key not in NOT_VERDICT}
+def record(values: Mapping[str, Any]) -> dict[str, Any]:
+    """A sample's record: its ``breakdown`` record without :data:`NOT_VERDICT` keys, else its metric values."""
+    found = values.get("breakdown")
+    if isinstance(found, Mapping):
+        return {key: value for key, value in found.items() if key not in NOT_VERDICT}
     return dict(values)
 
 
+def verdict(values: Mapping[str, Any]) -> dict[str, Any]:
+    """A sample's verdict, the score its rule gave: the :data:`SCORE_FIELDS` its record holds; else its numeric
+    metric values (the per-sample numbers the task averages); else its whole record (one that holds no score of its
+    own, e.g. a caption the corpus-level metrics score: any change of it changes what is scored)."""
+    found = record(values)
+    score = {key: found[key] for key in SCORE_FIELDS if key in found}
+    if score:
+        return score
+    numbers = {key: value for key, value in values.items() if key != "breakdown" and isinstance(value, int | float)}
+    return numbers or found
+
+
 def changed_sample(doc_id: Any, old: Mapping[str, Any], new: Mapping[str, Any], output: Any) -> dict[str, Any] | None:
-    """The diff entry of one sample, or ``None`` when its verdict did not change."""
-    before, after = verdict(old), verdict(new)
+    """The diff entry of one sample, or ``None`` when its record did not change: the fields that changed, whether its
+    verdict (:func:`verdict`) changed, and the other fields that changed (``other``: not its verdict)."""
+    before, after = record(old), record(new)
     if _canonical(before) == _canonical(after):
         return None
     keys = sorted({*before, *after}, key=lambda key: (key not in ("predicted", "resolution", "reason", "correct"), key))
-    fields = [key for key in keys if _canonical(before.get(key)) != _canonical(after.get(key))]
-    return {"doc_id": doc_id, "fields": fields, "old": before, "new": after, "output": output}
+    fields = [key for key in keys if _canonical(before.get(key, _ABSENT)) != _canonical(after.get(key, _ABSENT))]
+    old_verdict, new_verdict = verdict(old), verdict(new)
+    return {
+        "doc_id": doc_id,
+        "fields": fields,
+        "verdict_changed": _canonical(old_verdict) != _canonical(new_verdict),
+        "other": [key for key in fields if key not in old_verdict and key not in new_verdict],
+        "old": before,
+        "new": after,
+        "output": output,
+    }
+
+
+_ABSENT = object()
+"""A field a record does not hold (compared unlike any value, ``None`` included)."""
 
 
 def _canonical(value: Any) -> str:
@@ -233,17 +368,32 @@ def _n(diff: TaskDiff) -> str:
 
 def summary(runs: list[RescoredRun]) -> str:
     """The printed table: per task and headline metric, old and new value, the samples scored (n, and "partial"
-    for a damaged log) and the number of changed samples."""
-    rows = ["| task | metric | old | new | n | changed samples |", "|---|---|---:|---:|---:|---:|"]
+    for a damaged log) and the number of samples whose verdict (:func:`verdict`) changed."""
+    rows = ["| task | metric | old | new | n | changed verdicts |", "|---|---|---:|---:|---:|---:|"]
     for run in runs:
         for diff in run.diffs:
-            counts = f"{_n(diff)} | {diff.n_changed} of {diff.samples}"
+            counts = f"{_n(diff)} | {diff.n_verdicts} of {diff.samples}"
             for metric, pair in diff.metrics.items():
                 rows.append(f"| {diff.task} | {metric} | {_number(pair['old'])} | {_number(pair['new'])} | {counts} |")
                 counts = " | "
             if not diff.metrics:
                 rows.append(f"| {diff.task} | - | - | - | {counts} |")
     return "\n".join(rows)
+
+
+def other_changes_line(runs: Sequence[RescoredRun]) -> str | None:
+    """The one line saying what changed in the samples' records besides their verdicts, over every task scored
+    (groups not counted twice): each field with the samples it changed in, and how when every sample changed it the
+    same way (``rule whole_answer -> truncation``, ``protocol default -> paper``, ``judge added``); None when
+    nothing else changed."""
+    tasks = [diff for run in runs for diff in run.diffs if not diff.members]
+    changes = _merged([diff.other_changes() for diff in tasks])
+    if not changes:
+        return None
+    samples = sum(diff.samples for diff in tasks)
+    changed = sum(1 for diff in tasks for entry in diff.changed if entry.get("other"))
+    parts = [f"{name}{change.words()} ({change.samples})" for name, change in _ordered(changes)]
+    return f"records changed besides their verdicts in {changed} of {samples} samples: {'; '.join(parts)}"
 
 
 def dry_run_lines(runs: Sequence[RescoredRun]) -> list[str]:

@@ -21,7 +21,15 @@ from scifig_tasks.core.run_files import RESULTS_SUFFIX
 from scifig_tasks.core.scoring_protocol import PROTOCOLS, Protocol, rescoring_as
 from scifig_tasks.core.secrets import masked_output
 from scifig_tasks.lmms_eval.rescore import rescore_lmms
-from scifig_tasks.rescore_report import DIFF_FILE, RescoredRun, RescoreRefused, dry_run_lines, summary, write_diffs
+from scifig_tasks.rescore_report import (
+    DIFF_FILE,
+    RescoredRun,
+    RescoreRefused,
+    dry_run_lines,
+    other_changes_line,
+    summary,
+    write_diffs,
+)
 from scifig_tasks.vlmeval.rescore import prediction_files, rescore_vlmeval
 
 
@@ -157,6 +165,9 @@ def _rescore_command(args: argparse.Namespace) -> int:
         print("\n".join(dry_run_lines(runs)))
         return 0
     print(summary(runs))
+    other = other_changes_line(runs)
+    if other is not None:
+        print(other)
     for run in runs:
         if run.judge_usage is not None:
             total = run.judge_usage["total"]
@@ -257,9 +268,11 @@ the run used (same SCIFIG_<BENCH>_DATA or Hub dataset), and an LLM judge, when a
 by SCIFIG_JUDGE_*.
 
 Writes the re-scored run in the framework's own format under OUT/<model>/ (readable by scifig report) and
-OUT/<model>/rescore_diff.json: each task's headline metrics before and after and every sample whose verdict
-changed. A samples file that lacks or repeats documents the results file counts is refused, naming the file and the
-doc ids; --allow-partial scores what is there, marked partial (exit status 1)."""
+OUT/<model>/rescore_diff.json: each task's headline metrics before and after and every sample whose record
+changed. The table counts the changed verdicts (the score each sample's rule gave); one line says what else changed
+in the records (the rule or protocol named, the answer read, fields added). A samples file that lacks or repeats
+documents the results file counts is refused, naming the file and the doc ids; --allow-partial scores what is there,
+marked partial (exit status 1)."""
 
 EPILOG = """\
 examples:

@@ -360,7 +360,7 @@ def rescore_lmms(
         diff.expected = None if None in expected else sum(e for e in expected if e is not None)
         diff.partial = [m for m in members if diffs[m].partial] or None
         diff.metrics = metric_pairs(old_entries.get(name, {}), new_entries.get(name, {}))
-        diff.changed_count = sum(diffs[m].n_changed for m in members)
+        diff.count_members([diffs[m] for m in members])
         diffs[name] = diff
     from scifig_tasks.core.judge import judge_failures
 

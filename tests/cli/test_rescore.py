@@ -172,6 +172,14 @@ def test_scifibench_paper_protocol_sends_every_readable_output_to_the_judge(
             )
         correct = sum(expected_correct(case, judge_on=True) for case in cases)
         assert new["results"][task]["accuracy,none"] == pytest.approx(correct / len(cases))
+        # the table counts changed verdicts (correct), not records: every record changed its protocol
+        flipped = sum(expected_correct(case, judge_on=True) != expected_correct(case, judge_on=False) for case in cases)
+        assert diff[task]["changed_verdicts"] == flipped and diff[task]["changed_samples"] == len(cases)
+        assert diff[task]["other_changes"]["protocol"] == {"samples": len(cases), "old": "default", "new": "paper"}
+        (row,) = [line for line in paper.stdout.splitlines() if line.startswith(f"| {task} | accuracy,none |")]
+        assert row.endswith(f"| {len(cases)} | {flipped} of {len(cases)} |"), row
+    (line,) = [line for line in paper.stdout.splitlines() if "besides their verdicts" in line]
+    assert f"in {len(CASES)} of {len(CASES)} samples: protocol default -> paper ({len(CASES)})" in line, line
     # identical outputs are asked once (the judge cache), so every distinct readable output is one request
     readable = {
         text

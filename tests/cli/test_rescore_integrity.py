@@ -164,7 +164,7 @@ def test_allow_partial_scores_what_is_there_says_partial_everywhere_and_exits_1(
         "samples that are there (--allow-partial)"
     )
     header = table_rows(done.stdout.replace("| task |", "| header |"), "header")
-    assert header == [["header", "metric", "old", "new", "n", "changed samples"]]
+    assert header == [["header", "metric", "old", "new", "n", "changed verdicts"]]
     accuracy = [row for row in table_rows(done.stdout, "grab_properties") if row[1] == "accuracy,none"]
     assert accuracy == [["grab_properties", "accuracy,none", "0.5000", "1.0000", "2 of 4, partial", "0 of 2"]]
     (group,) = [row for row in table_rows(done.stdout, "grab") if row[1] == "accuracy,none"]
@@ -202,15 +202,31 @@ def test_allow_partial_scores_what_is_there_says_partial_everywhere_and_exits_1(
 def test_allow_partial_on_a_complete_log_exits_0_and_identical_duplicates_count_once(
     tmp_path: Path, grab_run: tuple[CliRun, dict[str, str]]
 ) -> None:
+    """Also the paper protocol on a run whose outputs both GRAB rules score alike: no verdict changes (the table
+    counts changed verdicts), and one line says what did change in every record (the rule named)."""
     run_done, env = grab_run
     _, folder = copied(grab_run, tmp_path)
+    whole = tmp_path / "whole"
 
-    done = scifig(["rescore", str(folder), "--out", str(tmp_path / "whole"), "--allow-partial"], env, tmp_path)
+    paper = ["--protocol", "paper"]
+    done = scifig(["rescore", str(folder), "--out", str(whole), "--allow-partial", *paper], env, tmp_path)
 
     assert done.returncode == 0, done.stdout + done.stderr[-4000:]
     assert "PARTIAL" not in done.stderr and ", partial" not in done.stdout
-    assert "scifig_rescore" in (rescored := json.loads(next((tmp_path / "whole").rglob("*_results.json")).read_text()))
+    assert "scifig_rescore" in (rescored := json.loads(next(whole.rglob("*_results.json")).read_text()))
     assert "partial" not in rescored["scifig_rescore"]
+    sizes = {"grab": 10, "grab_properties": 4, "grab_functions": 2, "grab_series": 2, "grab_transforms": 2}
+    for task, size in sizes.items():
+        (row,) = [row for row in table_rows(done.stdout, task) if row[1] == "accuracy,none"]
+        assert row[2:] == ["0.5000", "0.5000", str(size), f"0 of {size}"], row
+    (line,) = [line for line in done.stdout.splitlines() if "besides their verdicts" in line]
+    assert line == "records changed besides their verdicts in 10 of 10 samples: rule whole_answer -> truncation (10)"
+    diff = json.loads(next(whole.rglob("rescore_diff.json")).read_text())["tasks"]
+    assert {task: diff[task]["changed_verdicts"] for task in sizes} == dict.fromkeys(sizes, 0)
+    assert {task: diff[task]["changed_samples"] for task in sizes} == sizes
+    rule = {"samples": 4, "old": "whole_answer", "new": "truncation"}
+    assert diff["grab_properties"]["other_changes"] == {"rule": rule}
+    assert {entry["verdict_changed"] for entry in diff["grab_properties"]["changed"]} == {False}
 
     samples = samples_file(folder, "grab_series")
     edit_lines(samples, lambda lines: [*lines, lines[1]])
