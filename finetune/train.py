@@ -109,8 +109,31 @@ def _model_dtype(config: FinetuneConfig) -> Any:
     return torch.bfloat16 if config.train.bf16 else torch.float32
 
 
+def check_base_model(config: FinetuneConfig) -> str | None:
+    """The base model checked before anything is loaded or trained, by the rule every model scifig fetches at run
+    time follows (:func:`scifig_tasks.core.hub_cache.check_model`): a local folder, or a Hub id in the local Hugging
+    Face cache, goes ahead; one not cached is :class:`~scifig_tasks.core.hub_cache.Unavailable` at once (one line, exit
+    status 1) when offline or when the Hub cannot be reached, instead of transformers retrying every file of it for
+    minutes. Returns the line saying the run went offline (the model cached, the Hub silent), else ``None``."""
+    from scifig_finetune.config import packaged_configs
+
+    from scifig_tasks.core.hub_cache import check_model
+
+    packaged = Path(config.source) in packaged_configs().values()
+    folder = "a local model folder (a copy of the model)"
+    instead = (
+        f"copy {config.source}, set its model: to {folder} and run scifig finetune --config COPY"
+        if packaged
+        else f"set model: in {config.source} to {folder}"
+    )
+    return check_model(config.model, f"base model {config.model} (model: of {config.source})", instead)
+
+
 def train(config: FinetuneConfig, merge: bool = False) -> Path:
-    """Run the recipe; returns the output directory."""
+    """Run the recipe; returns the output directory. The base model is checked first (:func:`check_base_model`)."""
+    went_offline = check_base_model(config)
+    if went_offline is not None:
+        logger.warning("%s", went_offline)
     import torch
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForImageTextToText, Trainer, TrainingArguments, set_seed

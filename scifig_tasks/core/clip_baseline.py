@@ -4,10 +4,11 @@ follow the same paper's §3.3):
 * :func:`clip_model` reads the user's ``model`` / ``pretrained`` / model-config choice: ``pretrained=none`` builds
   random weights; ``pretrained=tiny`` the tiny architecture shipped with the package (:func:`tiny_config`, an
   open_clip model-config JSON, no weights: random weights from the caller's seed), to try a whole loop offline;
-* :func:`check_weights` runs before open_clip is asked for Hub weights: weights in the local Hugging Face cache go
-  ahead; otherwise, under ``HF_HUB_OFFLINE=1`` (or ``TRANSFORMERS_OFFLINE=1``), or when the Hub cannot be reached
-  (one request, no retries), it raises :class:`WeightsUnavailable` at once, one line naming the model and what to do,
-  instead of huggingface_hub retrying for a minute.
+* :func:`check_weights` runs before open_clip is asked for Hub weights, by the rule every model scifig fetches at run
+  time follows (:func:`scifig_tasks.core.hub_cache.check`): weights in the local Hugging Face cache go ahead;
+  otherwise, under ``HF_HUB_OFFLINE=1`` (or ``TRANSFORMERS_OFFLINE=1``), or when the Hub cannot be reached (one
+  request, no retries), it raises :class:`WeightsUnavailable` at once, one line naming the model, the cache and what
+  to do, instead of huggingface_hub retrying for a minute.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any, Literal
 
-from scifig_tasks.core.errors import CommandError
+from scifig_tasks.core.hub_cache import HubModel, Unavailable, check
 
 
 @dataclass(frozen=True)
@@ -42,19 +43,14 @@ TINY = "tiny"
 """The ``pretrained`` value that picks the shipped tiny architecture (random weights)."""
 TINY_MODEL = "scifig_tiny_clip"
 """Its open_clip model name (the configuration file's stem, as ``open_clip.add_model_config`` registers it)."""
-HUB_PROBE_TIMEOUT_S = 10.0
-"""How long the one reachability request to the Hub may take (connect and answer)."""
 # open_clip's file names on the Hub (open_clip.constants): the weights, their safetensors twin, an hf-hub: config
 _HUB_WEIGHTS = "open_clip_pytorch_model.bin"
 _HUB_SAFE_WEIGHTS = "open_clip_model.safetensors"
 _HUB_CONFIG = "open_clip_config.json"
 
 
-class WeightsUnavailable(CommandError):
+class WeightsUnavailable(Unavailable):
     """Hub weights that cannot be had now (not cached, and offline or the Hub unreachable): one line, exit 1."""
-
-    def __init__(self, what: str, todo: str) -> None:
-        super().__init__(what, todo, status=1)
 
 
 def tiny_config() -> Path:
@@ -104,18 +100,6 @@ def hub_files(choice: ClipModel) -> tuple[str, tuple[str, ...]] | None:
     return repo, (safe, name) if safe else (name,)
 
 
-def _hub_problem(repo: str, name: str) -> str | None:
-    """Why the Hub cannot be reached (one request, no retries), or ``None`` when it answers (any HTTP status)."""
-    from huggingface_hub import hf_hub_url
-    from huggingface_hub.utils import get_session
-
-    try:
-        get_session().head(hf_hub_url(repo, name), timeout=HUB_PROBE_TIMEOUT_S, follow_redirects=False)
-    except Exception as exc:  # httpx's transport errors (refused, DNS, timeout), a proxy refusing, ...
-        return " ".join(f"{type(exc).__name__}: {exc}".split())
-    return None
-
-
 def check_weights(choice: ClipModel, option: str = "--model_args pretrained=") -> None:
     """Go ahead when open_clip will not need the Hub for ``choice`` (random weights, a file, weights in the local
     Hugging Face cache) or the Hub answers; raise :class:`WeightsUnavailable` at once otherwise. ``option`` is how the
@@ -124,26 +108,7 @@ def check_weights(choice: ClipModel, option: str = "--model_args pretrained=") -
     if found is None:
         return
     repo, names = found
-    from huggingface_hub import constants, try_to_load_from_cache
-
-    if any(isinstance(try_to_load_from_cache(repo, name), str) for name in names):
-        return
     name = choice.model if choice.pretrained is None else f"{choice.model} / {choice.pretrained}"
-    what = f"open_clip weights {name} (Hugging Face Hub: {repo})"
+    weights = HubModel(repo, (names,), f"open_clip weights {name} (Hugging Face Hub: {repo})")
     instead = f"pass a checkpoint file ({option}PATH), or try the shipped tiny model, random weights ({option}{TINY})"
-    if constants.is_offline_mode():
-        variable = (
-            "TRANSFORMERS_OFFLINE"
-            if os.environ.get("TRANSFORMERS_OFFLINE") and not os.environ.get("HF_HUB_OFFLINE")
-            else "HF_HUB_OFFLINE"
-        )  # huggingface_hub reads either
-        raise WeightsUnavailable(
-            f"{what} are not in the local Hugging Face cache and {variable} is set",
-            f"download them once with network (unset {variable}), {instead}",
-        )
-    problem = _hub_problem(repo, names[-1])
-    if problem is not None:
-        raise WeightsUnavailable(
-            f"cannot reach the Hugging Face Hub ({constants.ENDPOINT}: {problem}) to download {what}",
-            f"set HF_HUB_OFFLINE=1 and {instead}",
-        )
+    check(weights, instead, WeightsUnavailable)

@@ -3,7 +3,8 @@ of Hugging Face Hub retries: ``scifig curate scifibench`` (its default model, th
 in the test's empty Hub cache) under ``HF_HUB_OFFLINE=1``, and with the Hub unreachable (``HF_ENDPOINT`` at a closed
 local port: no name is looked up, nothing leaves the machine). The subprocess timeout is far below the minute of
 retries, so a command that waits for them fails the test. ``scifig_clip`` (lmms-eval) shares the check
-(:func:`scifig_tasks.core.clip_baseline.check_weights`) and says its own option.
+(:func:`scifig_tasks.core.clip_baseline.check_weights`, the rule of :mod:`scifig_tasks.core.hub_cache` every model
+scifig fetches at run time follows) and says its own option.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.curation.test_curate_workers import _pairs
+from tests.harness import warm_start
 from tests.harness.lmms import offline_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.cli]
@@ -41,14 +43,7 @@ def curate(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
     pairs = _pairs(tmp_path / "pairs.parquet", 6)
     scifig = Path(sys.executable).parent / "scifig"
     command = [str(scifig), "curate", "scifibench", "--pairs", str(pairs), "--out", str(tmp_path / "out")]
-    return subprocess.run(
-        [*command, "--device", "cpu"],
-        env=base | env,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT_S,
-        stdin=subprocess.DEVNULL,
-    )
+    return warm_start.run([*command, "--device", "cpu"], base | env, timeout=TIMEOUT_S)
 
 
 def last_line(completed: subprocess.CompletedProcess) -> str:
@@ -61,9 +56,9 @@ def test_curate_offline_without_the_weights_says_so_at_once(tmp_path: Path) -> N
 
     assert completed.returncode == 1, completed.stderr[-3000:]
     assert last_line(completed) == (
-        f"scifig curate scifibench: {WEIGHTS} are not in the local Hugging Face cache and HF_HUB_OFFLINE is set — "
-        "download them once with network (unset HF_HUB_OFFLINE), pass a checkpoint file (--pretrained PATH), or try "
-        "the shipped tiny model, random weights (--pretrained tiny)"
+        f"scifig curate scifibench: {WEIGHTS}: not in the Hugging Face cache ({tmp_path / 'hub'}) and HF_HUB_OFFLINE "
+        "is set — download once with network (HF_HUB_OFFLINE unset: hf download apple/DFN5B-CLIP-ViT-H-14-378), or "
+        "pass a checkpoint file (--pretrained PATH), or try the shipped tiny model, random weights (--pretrained tiny)"
     )
 
 
@@ -74,10 +69,14 @@ def test_curate_with_the_hub_unreachable_says_so_at_once(tmp_path: Path, closed_
 
     assert completed.returncode == 1, completed.stderr[-3000:]
     line = last_line(completed)
-    assert line.startswith(f"scifig curate scifibench: cannot reach the Hugging Face Hub ({endpoint}: "), line
+    assert line.startswith(
+        f"scifig curate scifibench: {WEIGHTS}: not in the Hugging Face cache ({tmp_path / 'hub'}) and the Hugging "
+        f"Face Hub cannot be reached ({endpoint}: "
+    ), line
     assert line.endswith(
-        f"to download {WEIGHTS} — set HF_HUB_OFFLINE=1 and pass a checkpoint file (--pretrained PATH), or try the "
-        "shipped tiny model, random weights (--pretrained tiny)"
+        "— download once with network (hf download apple/DFN5B-CLIP-ViT-H-14-378), or pass a checkpoint file "
+        "(--pretrained PATH), or try the shipped tiny model, random weights (--pretrained tiny); without network, set "
+        "HF_HUB_OFFLINE=1"
     ), line
 
 
@@ -94,11 +93,12 @@ def test_scifig_clip_names_its_own_option(monkeypatch: pytest.MonkeyPatch, tmp_p
     with pytest.raises(WeightsUnavailable) as raised:
         check_weights(clip_model("hf-hub:apple/DFN5B-CLIP-ViT-H-14-378", "none"))
     assert raised.value.what == (
-        "open_clip weights hf-hub:apple/DFN5B-CLIP-ViT-H-14-378 (Hugging Face Hub: apple/DFN5B-CLIP-ViT-H-14-378) are "
-        "not in the local Hugging Face cache and HF_HUB_OFFLINE is set"
+        "open_clip weights hf-hub:apple/DFN5B-CLIP-ViT-H-14-378 (Hugging Face Hub: apple/DFN5B-CLIP-ViT-H-14-378): "
+        f"not in the Hugging Face cache ({tmp_path / 'hub'}) and HF_HUB_OFFLINE is set"
     )
     assert raised.value.todo == (
-        "download them once with network (unset HF_HUB_OFFLINE), pass a checkpoint file (--model_args "
-        "pretrained=PATH), or try the shipped tiny model, random weights (--model_args pretrained=tiny)"
+        "download once with network (HF_HUB_OFFLINE unset: hf download apple/DFN5B-CLIP-ViT-H-14-378), or pass a "
+        "checkpoint file (--model_args pretrained=PATH), or try the shipped tiny model, random weights (--model_args "
+        "pretrained=tiny)"
     )
     check_weights(clip_model("ViT-H-14-378-quickgelu", "tiny"))  # the shipped model needs nothing from the Hub

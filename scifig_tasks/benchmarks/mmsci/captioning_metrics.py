@@ -214,19 +214,45 @@ def bertscore_settings(given: Settings | Mapping[str, str] | None = None) -> tup
     return model, BERTSCORE_DEFAULT_LAYERS if model == BERTSCORE_DEFAULT_MODEL else None
 
 
+def check_bertscore_model(given: Settings | Mapping[str, str] | None = None) -> str | None:
+    """BERTScore's model checked before it is loaded, by the rule every model scifig fetches at run time follows
+    (:func:`scifig_tasks.core.hub_cache.check_model`): a local folder, or a Hub id in the local Hugging Face cache,
+    goes ahead; otherwise :class:`~scifig_tasks.core.hub_cache.Unavailable` at once, one line naming the model, the
+    cache and the ways out, when offline or when the Hub cannot be reached (instead of about a minute of download
+    retries per scoring). Returns the line saying the process went offline (the model cached, the Hub silent), else
+    ``None``. The paper's captioning table reports BERTScore beside BLEU, ROUGE, METEOR and CIDEr, so a run that
+    cannot compute it is said loudly, never a silent n/a."""
+    from scifig_tasks.core.hub_cache import check_model
+
+    model, _ = bertscore_settings(given)
+    name = captioning_settings.BERTSCORE_MODEL.name
+    return check_model(
+        os.path.expanduser(model),
+        f"BERTScore model {model} ({name})",
+        f"set {name} to a local copy (a model folder)",
+    )
+
+
 def bertscore(
     predictions: Sequence[str | None], references: Sequence[str], environ: Settings | Mapping[str, str] | None = None
 ) -> MetricResult:
-    """Mean per-sample BERTScore F1 (no IDF, no rescaling); unavailable when the model cannot be loaded."""
+    """Mean per-sample BERTScore F1 (no IDF, no rescaling); unavailable when the model cannot be had now
+    (:func:`check_bertscore_model`) or cannot be loaded."""
+    from scifig_tasks.core.hub_cache import Unavailable
+
     model, layers = bertscore_settings(environ)
     details = {"model": model, "layers": layers}
     scored = [index for index, prediction in enumerate(predictions) if usable(prediction)]
     scores = [0.0] * len(predictions)
     if scored:
-        if os.sep in model and not os.path.isdir(os.path.expanduser(model)):
-            result = MetricResult.unavailable("bertscore_f1", f"BERTScore model directory {model!r} does not exist")
+        try:
+            went_offline = check_bertscore_model(environ)
+        except Unavailable as exc:
+            result = MetricResult.unavailable("bertscore_f1", f"{exc.what} — {exc.todo}")
             result.details = details
             return result
+        if went_offline is not None:
+            logger.warning("%s", went_offline)
         try:
             scorer = _bert_scorer(os.path.expanduser(model), layers)
         except Exception as exc:  # missing weights offline, bad path, incompatible model
