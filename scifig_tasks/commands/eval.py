@@ -302,9 +302,9 @@ def _evaluate(argv: list[str], debug: bool) -> int:
             print(f"scifig eval: FAILED: {line}", file=sys.stderr)
         if failed or absent or requests:
             return 1
-    from scifig_tasks.lmms_eval.output_folder import next_step_lines
+    from scifig_tasks.commands.outputs import next_step_lines
 
-    for line in next_step_lines(written, _option(argv, "--output_path") or "."):
+    for line in next_step_lines("scifig eval", written, _option(argv, "--output_path") or "."):
         print(line, file=sys.stderr)
     return 0
 

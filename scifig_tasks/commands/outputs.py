@@ -1,4 +1,5 @@
-"""Output folders of a command that fails: the ones it created and left empty are removed.
+"""Output folders of a command that fails: the ones it created and left empty are removed; the closing lines of a
+command that wrote run files.
 
 Rule: a command that ends with an error (a non-zero exit status, an exception, an interrupt) removes each folder of
 its output paths that it created -- the path itself and the parents that did not exist when it started -- and that
@@ -8,6 +9,8 @@ partial result, a log), is never removed. A command that succeeds keeps what it 
 * :func:`run_handler`: a sub-command's handler run under the rule, its output paths read from the options named in
   :data:`OUTPUT_OPTIONS` (``scifig`` runs every handler through it, so every command that takes ``--out`` follows it).
 * :func:`removed_if_failed`: the rule for a folder a command chooses itself (``scifig export-tsv``'s ``$LMUData``).
+* :func:`next_step_lines`: how ``scifig eval`` and ``scifig vlmeval`` end: where the run's files are, and the
+  ``scifig report`` command that reads them.
 """
 
 from __future__ import annotations
@@ -15,7 +18,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-from collections.abc import Callable, Iterable, Iterator
+import shlex
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 OUTPUT_OPTIONS = ("out", "json", "output_dir")
@@ -90,3 +94,18 @@ def run_handler(handler: Callable[[argparse.Namespace], int], args: argparse.Nam
         if status:
             remove_empty(created)
         return status
+
+
+REPORT_FOLDER = "report"
+"""Where the closing line's ``scifig report`` writes, under the command's output folder."""
+
+
+def next_step_lines(command: str, written: Sequence[Path], output_path: str | Path) -> list[str]:
+    """The closing lines of ``command`` (``scifig eval``, ``scifig vlmeval``) that wrote the run files ``written``
+    (lmms-eval results files, VLMEvalKit scores files): where they are, and the ``scifig report`` command that reads
+    them into ``output_path``'s :data:`REPORT_FOLDER`, quoted for a shell; no line when none was written."""
+    if not written:
+        return []
+    paths = " ".join(shlex.quote(str(path)) for path in written)
+    out = shlex.quote(str(Path(output_path) / REPORT_FOLDER))
+    return [f"{command}: results in {', '.join(map(str, written))}", f"next: scifig report {paths} --out {out}"]

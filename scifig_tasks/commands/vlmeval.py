@@ -12,6 +12,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterable, Mapping, MutableMapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -241,21 +242,33 @@ def judge_failures_since(work_dir: Path, started: float) -> dict[str, int]:
     return judge_counts_since(work_dir, started)[0]
 
 
-def run_vlmeval(argv: Sequence[str]) -> tuple[dict[str, int], dict[str, int], str | None]:
+@dataclass
+class VlmevalRun:
+    """What a finished ``scifig vlmeval`` run reports: the samples the judge could not score and the outputs that
+    needed it when none was configured, per task (:func:`judge_counts_since`), the line of the model requests that
+    failed (:func:`failed_requests_since`; None when none did) and the scifig scores files it wrote
+    (:func:`scores_written_since`)."""
+
+    failed: dict[str, int]
+    absent: dict[str, int]
+    requests: str | None
+    scores: list[Path]
+
+
+def run_vlmeval(argv: Sequence[str]) -> VlmevalRun:
     """Register the scifig datasets and run VLMEvalKit's ``run.py`` main; raise :class:`VlmevalFailed` when a
     requested dataset has no metrics (with the failed requests' line, when any failed), and
     :class:`~scifig_tasks.core.errors.CommandError` before VLMEvalKit runs when a requested dataset cannot be scored
-    without the LLM judge and none is chosen. Returns the samples the judge could not score and the outputs that
-    needed it when none was configured, per task (:func:`judge_counts_since`), and the line of the model requests that
-    failed (:func:`failed_requests_since`; None when none did)."""
-    from scifig_tasks.vlmeval import register
+    without the LLM judge and none is chosen."""
+    from scifig_tasks.vlmeval import import_vlmeval, register
 
     _refuse_without_judge(list(argv))
     refuse_code_pickles(argv)  # VLMEvalKit loads the pickles of its work dir
     try:
-        import vlmeval  # noqa: F401 -- imports torch and much more: only here
+        env_file = import_vlmeval()  # imports torch and much more: only here
     except ImportError as exc:
         raise VlmevalFailed(f"VLMEvalKit is not installed ({exc}): pip install 'scifig[vlmeval]'") from None
+    _say_unread_env_file(env_file)
     os.environ.setdefault("PRED_FORMAT", "tsv")
     masked = secrets(argv)
     mask_log_records(masked)
@@ -284,7 +297,38 @@ def run_vlmeval(argv: Sequence[str]) -> tuple[dict[str, int], dict[str, int], st
     requests = failed_requests_since(out, models, datasets, endpoints, started)
     if problems:
         raise VlmevalFailed("; ".join([*problems, *([requests] if requests else [])]))
-    return (*judge_counts_since(out, started), requests)
+    return VlmevalRun(*judge_counts_since(out, started), requests, scores_written_since(out, models, datasets, started))
+
+
+def _say_unread_env_file(env_file: Path) -> None:
+    """One line when the working folder holds a ``.env`` file that VLMEvalKit does not read (it reads ``env_file``
+    only, :func:`scifig_tasks.vlmeval.import_vlmeval`, and there is none there): keys a user put in it would be
+    missing from the run."""
+    here = Path(".env")
+    if here.is_file() and not env_file.is_file() and here.resolve() != env_file.resolve():
+        print(
+            f"scifig vlmeval: the .env file in this folder is not read (VLMEvalKit reads API keys from {env_file} "
+            "only) — set its variables in the environment, or copy it there",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
+def scores_written_since(work_dir: Path, models: list[str], datasets: list[str], started: float) -> list[Path]:
+    """The scifig scores file of each requested dataset's prediction file this run wrote (:func:`_prediction_files`),
+    model by model: what ``scifig report`` reads."""
+    found = []
+    for model in models:
+        for path in _prediction_files(work_dir, model, datasets, started).values():
+            scores = _scores_file(path)
+            if scores.is_file() and scores not in found:
+                found.append(scores)
+    return found
+
+
+def _scores_file(prediction: Path) -> Path:
+    """The scifig scores file ``evaluate`` writes beside a prediction file."""
+    return Path(f"{str(prediction).rsplit('.', 1)[0]}{SCORES_SUFFIX}")
 
 
 ENDPOINT_ENTRIES = ("api_base", "base_url")
@@ -378,7 +422,7 @@ def _note_requests(prediction: Path, count: Any, endpoint: str | None) -> None:
     writes again identically); written whole (:func:`scifig_tasks.core.run_files.replace_file`)."""
     from scifig_tasks.lmms_eval.output_folder import REQUESTS_KEY, requests_entry
 
-    scores = Path(f"{str(prediction).rsplit('.', 1)[0]}{SCORES_SUFFIX}")
+    scores = _scores_file(prediction)
     if not count.failed or not scores.is_file():
         return
     data = json.loads(scores.read_text(encoding="utf-8"))
@@ -440,19 +484,24 @@ def _vlmeval(args: argparse.Namespace) -> int:
     with run_lock(work_dir(args.rest), "work dir", "--work-dir"):
         data_folder("vlmeval")
         try:
-            failed, absent, requests = run_vlmeval(args.rest)
+            run = run_vlmeval(args.rest)
         except VlmevalFailed as exc:
             print(f"scifig vlmeval: FAILED: {exc}", file=sys.stderr)
             return 1
+    from scifig_tasks.commands.outputs import next_step_lines
     from scifig_tasks.core.judge import absent_summary, failure_summary
 
-    if absent:
-        print(absent_summary("scifig vlmeval", absent), file=sys.stderr)
-    if failed:
-        print(failure_summary("scifig vlmeval", failed), file=sys.stderr)
-    if requests is not None:  # last: the cause of everything above
-        print(f"scifig vlmeval: FAILED: {requests}", file=sys.stderr)
-    return 1 if failed or absent or requests is not None else 0
+    if run.absent:
+        print(absent_summary("scifig vlmeval", run.absent), file=sys.stderr)
+    if run.failed:
+        print(failure_summary("scifig vlmeval", run.failed), file=sys.stderr)
+    if run.requests is not None:  # last: the cause of everything above
+        print(f"scifig vlmeval: FAILED: {run.requests}", file=sys.stderr)
+    if run.failed or run.absent or run.requests is not None:
+        return 1
+    for line in next_step_lines("scifig vlmeval", run.scores, work_dir(args.rest)):  # as scifig eval ends
+        print(line, file=sys.stderr)
+    return 0
 
 
 def _export(args: argparse.Namespace) -> int:
@@ -541,8 +590,15 @@ example:
 
 
 def vlmeval_help() -> str:
-    """VLMEvalKit's own runner options, under a heading (or how to install it)."""
+    """VLMEvalKit's own runner options, under a heading (or how to install it); VLMEvalKit imported without its
+    missing-``.env`` line (:func:`scifig_tasks.vlmeval.import_vlmeval`)."""
+    import contextlib
+
     from scifig_tasks.commands.format import framework_help
+    from scifig_tasks.vlmeval import import_vlmeval
+
+    with contextlib.suppress(ImportError):  # framework_help says how to install it
+        import_vlmeval()
 
     return framework_help("VLMEvalKit", "vlmeval.run", "parse_args", "run.py", "vlmeval", given_to="its run.py")
 

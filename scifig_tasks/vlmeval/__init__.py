@@ -6,10 +6,38 @@ Manual: docs/vlmeval.md, "The integration's parts".
 
 from __future__ import annotations
 
+import logging
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from scifig_tasks.vlmeval.datasets import SciFigDataset
+
+NO_ENV_FILE = "Did not detect the .env file at "
+"""How VLMEvalKit's import says it found no ``.env`` file (an ERROR line of the root logger)."""
+
+
+class _NoEnvFileLine(logging.Filter):
+    """Drops VLMEvalKit's :data:`NO_ENV_FILE` line, and nothing else."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith(NO_ENV_FILE)
+
+
+def import_vlmeval() -> Path:
+    """Import VLMEvalKit without the ERROR line its import logs when it finds no ``.env`` file (``vlmeval/__init__.py``,
+    ``load_env``): that file is optional — VLMEvalKit reads API keys from it, at one place only, the folder above its
+    package (``site-packages/.env`` for an installed VLMEvalKit, the clone's root for an editable one), and the same
+    keys set in the environment work without it — so its absence is no error. Returns that file's path (read as
+    VLMEvalKit reads it: a file there is still loaded). Raises ``ImportError`` when VLMEvalKit is not installed."""
+    quiet = _NoEnvFileLine()
+    root = logging.getLogger()
+    root.addFilter(quiet)  # the line is logged on the root logger, while the module is first imported
+    try:
+        import vlmeval
+    finally:
+        root.removeFilter(quiet)
+    return Path(str(vlmeval.__file__)).parent.parent / ".env"
 
 
 def dataset_classes() -> list[type[SciFigDataset]]:
