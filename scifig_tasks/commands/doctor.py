@@ -143,6 +143,40 @@ def _hub_cache() -> Path:
     return Path(constants.HF_HUB_CACHE)
 
 
+def benchmark_model_settings() -> list[Any]:
+    """The settings naming a model the registered benchmarks fetch from the Hub at run time
+    (:class:`~scifig_tasks.core.hub_cache.ModelSetting`), in the registry's order."""
+    from scifig_tasks.core import registry
+    from scifig_tasks.core.hub_cache import ModelSetting
+
+    return [setting for setting in registry.declared_settings().values() if isinstance(setting, ModelSetting)]
+
+
+FINETUNE_PACKAGE = "scifig_finetune"
+"""The fine-tuning recipe's installed package, whose packaged configs name the base models ``scifig finetune``
+fetches; read as data (``scifig_tasks`` imports nothing of it)."""
+
+
+def finetune_base_models() -> dict[str, str]:
+    """Packaged fine-tuning config name -> its base model (the config's ``model:``), read from the config files of
+    the installed recipe package, found without importing it; empty when it is not installed."""
+    import importlib.util
+
+    import yaml
+
+    spec = importlib.util.find_spec(FINETUNE_PACKAGE)
+    folders = list(spec.submodule_search_locations or []) if spec is not None else []
+    found: dict[str, str] = {}
+    for path in sorted(path for folder in folders for path in (Path(folder) / "configs").glob("*.yaml")):
+        try:
+            model = yaml.safe_load(path.read_text(encoding="utf-8")).get("model")
+        except (OSError, yaml.YAMLError, AttributeError):
+            continue
+        if isinstance(model, str):
+            found[path.stem] = model
+    return found
+
+
 def _get(url: str, headers: Mapping[str, str]) -> tuple[int, Any]:
     import httpx
 
@@ -172,6 +206,8 @@ class Probe:
     lock: Path = LOCK
     plugins: Callable[[], list[Plugin]] = registered_plugins
     refused: Callable[[], dict[str, str]] = refused_benchmarks
+    model_settings: Callable[[], list[Any]] = benchmark_model_settings
+    finetune_models: Callable[[], dict[str, str]] = finetune_base_models
 
 
 # ---- the checks ------------------------------------------------------------------------------------------------------
@@ -341,6 +377,93 @@ def hub_data_check(probe: Probe, label: str, source: Any) -> Check:
     return Check("ok", label, f"Hub {source.hub_path} {which}, {held}")
 
 
+def _offline(environ: Mapping[str, str]) -> str | None:
+    """The variable that keeps the Hugging Face libraries offline in ``environ`` (as huggingface_hub reads them)."""
+    from huggingface_hub.constants import ENV_VARS_TRUE_VALUES
+
+    return next(
+        (
+            name
+            for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+            if environ.get(name, "").upper() in ENV_VARS_TRUE_VALUES
+        ),
+        None,
+    )
+
+
+def check_hub(probe: Probe) -> Iterator[Check]:
+    """Whether runs may download from the Hugging Face Hub, and the cache they read (no request is made)."""
+    variable = _offline(probe.environ)
+    if variable is not None:
+        how = f"{variable} is set: nothing is downloaded, models and data are read from this cache only"
+    else:
+        how = "models and data not in it are downloaded on first use; without network, set HF_HUB_OFFLINE=1"
+    yield Check("ok", "hub cache", f"{probe.hub_cache()} ({how})")
+
+
+def _model_line(name: str, model: str, probe: Probe, used: str, local_copy: str) -> Check:
+    """One model fetched at run time, from cache lookups only (:func:`scifig_tasks.core.hub_cache.model_state`): in
+    the cache or a folder, ok; not cached, a note with the ways out (it is downloaded on first use); a folder that does
+    not exist, a failure."""
+    from scifig_tasks.core.hub_cache import TRANSFORMERS_FILES, HubModel, download_command, model_state
+
+    cache = probe.hub_cache()
+    state = model_state(model, cache)
+    if state == "folder":
+        return Check("ok", name, f"local folder {model}, {used}")
+    if state == "no folder":
+        return Check("FAIL", name, f"folder {model} does not exist, {used} — {local_copy}")
+    if state == "cached":
+        return Check("ok", name, f"{model} in the Hugging Face cache ({cache}), {used}")
+    download = download_command(HubModel(model, TRANSFORMERS_FILES, model))
+    missing = f"{model} not in the Hugging Face cache ({cache}), {used}"
+    offline = _offline(probe.environ)
+    if offline is not None:
+        way_out = f"download once with network ({offline} unset: {download}), or {local_copy}"
+        return Check("note", name, f"{missing}: {offline} is set, so it stops at once — {way_out}")
+    way_out = f"to run offline, download once with network ({download}) or {local_copy}, then set HF_HUB_OFFLINE=1"
+    return Check("note", name, f"{missing}: downloaded on first use — {way_out}")
+
+
+def check_models(probe: Probe) -> Iterator[Check]:
+    """The models scifig fetches from the Hub at run time, looked up in the local cache only (no model is loaded, no
+    request made): each benchmark setting naming one (BERTScore's), then the base model of each packaged fine-tuning
+    config. The commands that load them stop at once, in one line, when one cannot be had
+    (:mod:`scifig_tasks.core.hub_cache`)."""
+    for setting in probe.model_settings():
+        value = probe.environ.get(setting.name) or setting.default
+        yield _model_line(
+            f"model {setting.label}",
+            os.path.expanduser(value),
+            probe,
+            f"for {setting.needed_by} ({setting.name})",
+            f"set {setting.name} to a local copy (a model folder)",
+        )
+    for config, model in probe.finetune_models().items():
+        yield _model_line(
+            "model finetune",
+            model,
+            probe,
+            f"base model of scifig finetune --config {config}",
+            "point a copy of the config's model: at a local copy (a model folder)",
+        )
+
+
+def check_java(probe: Probe) -> Iterator[Check]:
+    """Java runs pycocoevalcap's jars (METEOR 1.5 and the PTB tokenizer, which CIDEr reads), shipped in the wheel:
+    nothing is downloaded, but without ``java`` those caption metrics are unavailable."""
+    found = probe.which("java")
+    if found:
+        yield Check("ok", "java", f"{found} (METEOR and CIDEr of caption metrics run pycocoevalcap's jars)")
+    else:
+        yield Check(
+            "note",
+            "java",
+            "not found: METEOR and CIDEr of caption metrics are unavailable without it — install a Java runtime "
+            "(e.g. apt install default-jre-headless)",
+        )
+
+
 def check_settings(probe: Probe) -> Iterator[Check]:
     """The settings of the probe's environment (:mod:`scifig_tasks.core.settings`): a value that does not parse
     fails, an unknown ``SCIFIG_*`` variable or a deprecated one in use is a note; the table is ``scifig config``'s."""
@@ -444,7 +567,10 @@ CHECKS = (
     check_torch,
     check_settings,
     check_plugins,
+    check_hub,
     check_data,
+    check_models,
+    check_java,
     check_judge,
     check_browser,
 )
@@ -487,9 +613,11 @@ def register(commands: Any) -> None:
         description=(
             "One screen of checks: Python; scifig's requirements inside their ranges (known-bad releases such as "
             "filelock 4 included); lmms-eval and VLMEvalKit importable; torch and CUDA; the benchmark plugins "
-            "(distribution, task folder, or why one is left out); each benchmark's data source; the LLM judge "
-            "configured and reachable (one request; no key is printed); Chromium for the report tests. Exit status "
-            "1 when a check fails."
+            "(distribution, task folder, or why one is left out); the Hugging Face cache and whether runs are "
+            "offline; each benchmark's data source; each model fetched at run time (BERTScore's, the fine-tuning base "
+            "models: in the cache or not, and the way out, from cache lookups only); Java for METEOR and CIDEr; the "
+            "LLM judge configured and reachable (one request; no key is printed); Chromium for the report tests. "
+            "Exit status 1 when a check fails."
         ),
         epilog="example:\n  scifig doctor",
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import subprocess
 import sys
 from dataclasses import replace
@@ -135,6 +136,81 @@ def test_data_sources(tmp_path: Path) -> None:
     ]
 
 
+def cache_model(hub: Path, repo: str, files: tuple[str, ...] = ("config.json", "model.safetensors")) -> None:
+    """``repo`` in the Hub cache ``hub`` as huggingface_hub lays it out (a snapshot named by ``refs/main``)."""
+    folder = hub / f"models--{repo.replace('/', '--')}"
+    commit = "0" * 40
+    (folder / "snapshots" / commit).mkdir(parents=True)
+    for name in files:
+        (folder / "snapshots" / commit / name).write_text("{}")
+    (folder / "refs").mkdir()
+    (folder / "refs" / "main").write_text(commit)
+
+
+def test_models_fetched_at_run_time_are_looked_up_in_the_cache_with_the_way_out(tmp_path: Path) -> None:
+    """BERTScore's model (a benchmark's ``ModelSetting``) and the base model of each packaged fine-tuning config, from
+    cache lookups only: not cached, a note with the way out (offline: it stops at once); cached or a local folder, ok;
+    a folder that does not exist, a failure. Java (METEOR, CIDEr) is a note when absent."""
+    hub = tmp_path / "hub"
+    cache_model(hub, "Qwen/Qwen2-VL-2B-Instruct")
+    cache_model(hub, "roberta-large", ("config.json",))  # no weights: not usable, so not cached
+
+    def model_checks(**changes: Any) -> list[Check]:
+        found = probe(tmp_path, **changes)
+        return [*doctor.check_hub(found), *doctor.check_models(found), *doctor.check_java(found)]
+
+    checks = model_checks(which=lambda name: None)
+    assert line(checks, "hub cache") == Check(
+        "ok",
+        "hub cache",
+        f"{hub} (models and data not in it are downloaded on first use; without network, set HF_HUB_OFFLINE=1)",
+    )
+    assert line(checks, "model bertscore") == Check(
+        "note",
+        "model bertscore",
+        f"roberta-large not in the Hugging Face cache ({hub}), for MMSci captioning's BERTScore "
+        "(SCIFIG_MMSCI_BERTSCORE_MODEL): downloaded on first use — to run offline, download once with network (hf "
+        "download roberta-large) or set SCIFIG_MMSCI_BERTSCORE_MODEL to a local copy (a model folder), then set "
+        "HF_HUB_OFFLINE=1",
+    )
+    assert [check for check in checks if check.name == "model finetune"] == [
+        Check(
+            "ok",
+            "model finetune",
+            f"Qwen/Qwen2-VL-2B-Instruct in the Hugging Face cache ({hub}), base model of scifig finetune --config "
+            "qwen2_vl_2b_mmsci_lora",
+        ),
+        Check(
+            "note",
+            "model finetune",
+            f"Qwen/Qwen2-VL-7B-Instruct not in the Hugging Face cache ({hub}), base model of scifig finetune --config "
+            "qwen2_vl_7b_mmsci_lora: downloaded on first use — to run offline, download once with network (hf "
+            "download Qwen/Qwen2-VL-7B-Instruct) or point a copy of the config's model: at a local copy (a model "
+            "folder), then set HF_HUB_OFFLINE=1",
+        ),
+    ]
+    assert line(checks, "java").status == "note" and "METEOR and CIDEr" in line(checks, "java").detail
+
+    offline = {"SCIFIG_JUDGE": "off", "HF_HUB_OFFLINE": "1"}
+    bertscore = line(model_checks(environ=offline), "model bertscore")
+    assert bertscore.status == "note" and bertscore.detail.endswith(
+        "(SCIFIG_MMSCI_BERTSCORE_MODEL): HF_HUB_OFFLINE is set, so it stops at once — download once with network "
+        "(HF_HUB_OFFLINE unset: hf download roberta-large), or set SCIFIG_MMSCI_BERTSCORE_MODEL to a local copy (a "
+        "model folder)"
+    )
+    cache_model(hub, "org/bert", ("config.json", "model.safetensors.index.json", "model-00001-of-00001.safetensors"))
+    index = next(hub.glob("models--org--bert/snapshots/*/model.safetensors.index.json"))
+    index.write_text('{"weight_map": {"a": "model-00001-of-00001.safetensors"}}')
+    for value, expected in (
+        ("org/bert", Check("ok", "model bertscore", f"org/bert in the Hugging Face cache ({hub}), for MMSci ")),
+        (str(tmp_path), Check("ok", "model bertscore", f"local folder {tmp_path}, for MMSci captioning's ")),
+        (str(tmp_path / "no"), Check("FAIL", "model bertscore", f"folder {tmp_path / 'no'} does not exist, for ")),
+    ):
+        environ = {"SCIFIG_JUDGE": "off", "SCIFIG_MMSCI_BERTSCORE_MODEL": value}
+        found = line(model_checks(environ=environ), "model bertscore")
+        assert (found.status, found.detail[: len(expected.detail)]) == (expected.status, expected.detail), found
+
+
 def judge_environ(base_url: str) -> dict[str, str]:
     return {"SCIFIG_JUDGE_BASE_URL": base_url, "SCIFIG_JUDGE_MODEL": "fake-judge", "SCIFIG_JUDGE_API_KEY": KEY}
 
@@ -176,13 +252,25 @@ def shown(text: str, name: str) -> tuple[str, str]:
 @pytest.mark.cli
 def test_the_command_exits_1_on_a_problem_and_0_without_and_lists_plugins_as_plugins(tmp_path: Path) -> None:
     """The toy benchmark installed beside scifig (its package and ``.dist-info`` on the path, as pip puts them) is a
-    plugin line, not a difference from the lock; a plugin whose entry point does not load fails with its reason."""
+    plugin line, not a difference from the lock; a plugin whose entry point does not load fails with its reason. With
+    an empty Hub cache and the Hub unreachable (``HF_ENDPOINT`` at a closed local port, ``HF_HUB_OFFLINE`` unset),
+    the models fetched at run time are notes with the way out, read from the cache only (no request waits)."""
     scifig = str(Path(sys.executable).parent / "scifig")
     packages = install_toy(tmp_path / "packages")
-    env = {**offline_env(tmp_path), "SCIFIG_JUDGE": "off", "PYTHONPATH": str(packages)}
-    done = subprocess.run([scifig, "doctor"], env=env, capture_output=True, text=True, timeout=300)
+    hub = tmp_path / "hub"
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as closed:
+        closed.bind(("127.0.0.1", 0))  # bound, not listening: a connection is refused at once
+        env = {**offline_env(tmp_path), "SCIFIG_JUDGE": "off", "PYTHONPATH": str(packages), "HF_HUB_CACHE": str(hub)}
+        env = {key: value for key, value in env.items() if key != "HF_HUB_OFFLINE"}
+        env["HF_ENDPOINT"] = f"http://127.0.0.1:{closed.getsockname()[1]}"
+        done = subprocess.run([scifig, "doctor"], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.splitlines()[0].startswith("scifig doctor — scifig ") and done.stdout.endswith("no problems\n")
+    assert shown(done.stdout, "hub cache")[1].startswith(f"{hub} (models and data not in it are downloaded")
+    status, detail = shown(done.stdout, "model bertscore")
+    assert status == "note" and detail.startswith(f"roberta-large not in the Hugging Face cache ({hub})"), detail
+    assert "(hf download roberta-large) or set SCIFIG_MMSCI_BERTSCORE_MODEL to a local copy" in detail
+    assert "Qwen/Qwen2-VL-7B-Instruct not in the Hugging Face cache" in done.stdout
     assert done.stderr == ""  # VLMEvalKit's import-time log line is not shown
     tasks = packages / "toy_bench" / "tasks"
     assert shown(done.stdout, "plugin toybars") == (
