@@ -10,14 +10,17 @@ import functools
 import hashlib
 import io
 import json
+import math
 import os
 import sys
-from collections.abc import Callable, Iterator, Mapping
+import tempfile
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
+import PIL
 from PIL import Image
 from tqdm.auto import tqdm
 
@@ -133,23 +136,88 @@ def image_bytes(cell: Any) -> tuple[bytes, str]:
     """The bytes written for an image cell and their file extension: the stored bytes, or the PNG of
     :func:`to_rgb` (transparency composited on white) for other pixel modes. The pixels are decoded here, strictly
     (the TSV is what VLMEvalKit builds its requests from): damaged pixel data raises the data check's file, row and
-    column."""
+    column. Stored bytes that passed once are not decoded again (:func:`_passed`)."""
+    data, extension, _ = _image_file(cell)
+    return data, extension
+
+
+def _image_file(cell: Any) -> tuple[bytes, str, str]:
+    """:func:`image_bytes` and the SHA-256 (hex) of the bytes written."""
+    try:
+        data = stored_bytes(cell)
+    except OSError:
+        data = None  # a file that cannot be read: decoding it below raises the data check's error
+    digest = hashlib.sha256(data).hexdigest() if data is not None else ""
+    known = _passed(digest) if data is not None else None
+    if data is not None and known is not None:
+        return data, known, digest
     image = decoded_pixels(cell)
-    data = stored_bytes(cell)
     if data is None or not _stored_bytes_usable(image) or image.format not in _EXTENSIONS:
         buffer = io.BytesIO()
         to_rgb(image).save(buffer, format="PNG")
-        return buffer.getvalue(), "png"
-    return data, _EXTENSIONS[image.format]
+        converted = buffer.getvalue()
+        return converted, "png", hashlib.sha256(converted).hexdigest()
+    extension = _EXTENSIONS[image.format]
+    _remember_passed(digest, extension)
+    return data, extension, digest
+
+
+# Stored bytes that passed: decoded strictly and usable as they are. Whether they pass depends on the bytes alone (by
+# their SHA-256), the rule above (FORMAT_VERSION) and the decoder (Pillow's version), so a pass is kept for this
+# process and in the datasets cache: the datasets of one source share their images (a benchmark's plain, paper and
+# LLM-extraction datasets), and a TSV rewritten for another folder or a changed source file holds mostly the same
+# images. Only a pass is kept: damaged data and converted images are decoded each time they are written.
+
+_PASSED: dict[str, str] = {}
+"""SHA-256 of stored bytes that passed in this process -> the file extension written."""
+
+
+def _passed_record(digest: str) -> Path:
+    import datasets
+
+    return Path(datasets.config.HF_DATASETS_CACHE) / "scifig_tsv_images" / f"{digest}.json"
+
+
+def _passed_as() -> dict[str, Any]:
+    return {"format": FORMAT_VERSION, "pillow": PIL.__version__}
+
+
+def _passed(digest: str) -> str | None:
+    """The extension of stored bytes that passed before (in this process, or recorded by another under the same
+    rule and decoder); None when they were not seen (an unreadable record is no record)."""
+    known = _PASSED.get(digest)
+    if known is not None:
+        return known
+    try:
+        record = json.loads(_passed_record(digest).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    extension = record.get("extension") if isinstance(record, dict) else None
+    if extension not in _EXTENSIONS.values() or {key: record.get(key) for key in _passed_as()} != _passed_as():
+        return None
+    _PASSED[digest] = extension
+    return extension
+
+
+def _remember_passed(digest: str, extension: str) -> None:
+    """Keep a pass for this process and later ones; a cache folder that cannot be written only costs a decode."""
+    _PASSED[digest] = extension
+    path = _passed_record(digest)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".partial", delete=False, encoding="utf-8") as f:
+            json.dump({"extension": extension, **_passed_as()}, f)
+        os.replace(f.name, path)
+    except OSError:
+        return
 
 
 def _image_columns(index: int, cells: list[Any]) -> dict[str, str]:
     encoded, names = [], []
     for position, cell in enumerate(cells):
-        data, extension = image_bytes(cell)
-        digest = hashlib.sha256(data).hexdigest()[:16]
+        data, extension, digest = _image_file(cell)
         encoded.append(base64.b64encode(data).decode("ascii"))
-        names.append(f"{index}_{position}_{digest}.{extension}")
+        names.append(f"{index}_{position}_{digest[:16]}.{extension}")
     if len(cells) == 1:
         return {"image": encoded[0], "image_path": names[0]}
     return {"image": json.dumps(encoded), "image_path": json.dumps(names)}
@@ -158,14 +226,40 @@ def _image_columns(index: int, cells: list[Any]) -> dict[str, str]:
 # ---- building and caching ------------------------------------------------------------------------------------------
 
 
+IMAGE_COLUMNS = ("index", "image", "image_path")
+"""The first columns of every row: its position, its image(s) in base64 and their file names."""
+TASK_COLUMNS = (*IMAGE_COLUMNS, "question", "task", "doc")
+"""The columns of a dataset served from its task's hooks."""
+
+
+@dataclass(frozen=True)
+class Table:
+    """A dataset's TSV before it is written: its columns (every column of its rows, in the order they first appear),
+    how many rows and the rows, made one at a time."""
+
+    columns: list[str]
+    count: int
+    rows: Iterator[dict[str, str]]
+
+
 def rows(spec: TsvSpec | TaskTsv, progress: bool = False) -> Iterator[dict[str, str]]:
     """The TSV rows of ``spec`` (validated source rows; images undecoded until written), with a progress bar on stderr
     named after the dataset when ``progress``."""
+    yield from table(spec, progress).rows
+
+
+def table(spec: TsvSpec | TaskTsv, progress: bool = False) -> Table:
+    """The TSV of ``spec``: its columns and row count (read from the rows' text, no image touched), and its rows
+    (:func:`rows`)."""
     if isinstance(spec, TaskTsv):
-        yield from _task_rows(spec, progress)
-        return
+        asked = [question for task in spec.tasks for question in task_hooks.questions(task)]
+        return Table(list(TASK_COLUMNS) if asked else [], len(asked), _task_rows(spec, asked, progress))
     dataset = undecoded(load_benchmark(spec.source, spec.split, reader=spec.name))
-    kept = _kept(spec, dataset)
+    kept, columns = _kept(spec, dataset)
+    return Table(columns, len(kept), _spec_rows(spec, dataset, kept, progress))
+
+
+def _spec_rows(spec: TsvSpec, dataset: datasets.Dataset, kept: list[int], progress: bool) -> Iterator[dict[str, str]]:
     bar = tqdm(kept, desc=f"{spec.name} TSV", unit="row", disable=not progress, file=sys.stderr)
     for index, position in enumerate(bar):
         row = dataset[position]
@@ -174,10 +268,9 @@ def rows(spec: TsvSpec | TaskTsv, progress: bool = False) -> Iterator[dict[str, 
         yield {"index": str(index), **_image_columns(index, cells), **spec.format.columns(row)}
 
 
-def _task_rows(spec: TaskTsv, progress: bool) -> Iterator[dict[str, str]]:
+def _task_rows(spec: TaskTsv, asked: list[tuple[str, int]], progress: bool) -> Iterator[dict[str, str]]:
     """The rows of a dataset served from its task's hooks: each question's prompt images, written as
     :func:`image_bytes` writes a stored image, and its text."""
-    asked = [question for task in spec.tasks for question in task_hooks.questions(task)]
     bar = tqdm(asked, desc=f"{spec.name} TSV", unit="row", disable=not progress, file=sys.stderr)
     for index, (task, position) in enumerate(bar):
         segments, images = task_hooks.prompt(task, position)
@@ -192,13 +285,17 @@ def _task_rows(spec: TaskTsv, progress: bool) -> Iterator[dict[str, str]]:
         }
 
 
-def _kept(spec: TsvSpec, dataset: datasets.Dataset) -> list[int]:
-    """The positions of the source rows ``spec`` keeps, read without their images (so the bar knows its total)."""
-    if spec.keep is None:
-        return list(range(len(dataset)))
-    keep = spec.keep
+def _kept(spec: TsvSpec, dataset: datasets.Dataset) -> tuple[list[int], list[str]]:
+    """The positions of the source rows ``spec`` keeps and the columns of their TSV rows, read without their images
+    (so the bar knows its total and the header is written first)."""
     texts = dataset.remove_columns([spec.format.image_column])
-    return [position for position, row in enumerate(texts) if keep(row)]
+    kept: list[int] = []
+    columns: dict[str, None] = {}
+    for position, row in enumerate(texts):
+        if spec.keep is None or spec.keep(row):
+            kept.append(position)
+            columns |= dict.fromkeys((*IMAGE_COLUMNS, *spec.format.columns(row)))
+    return kept, list(columns)
 
 
 def fingerprint(spec: TsvSpec | TaskTsv, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
@@ -228,20 +325,48 @@ def _where(source: BenchmarkSource, environ: Mapping[str, str]) -> dict[str, Any
 
 
 def write_tsv(name: str, directory: Path) -> tuple[Path, int]:
-    """Write ``<directory>/<name>.tsv`` (and its source record); return the path and the number of rows."""
+    """Write ``<directory>/<name>.tsv`` (and its source record), one row at a time; return the path and the number of
+    rows."""
     found = spec(name)
     directory.mkdir(parents=True, exist_ok=True)
-    table = pd.DataFrame(list(rows(found, progress=True)), dtype=str)
+    written = table(found, progress=True)
     path = directory / f"{name}.tsv"
     partial = path.with_suffix(".tsv.partial")
-    # a field is quoted when it holds a line terminator character: with "\r\n", a bare carriage return in a question
-    # (published text has them) is quoted too, where pandas' reader would otherwise end the row there
-    table.to_csv(partial, sep="\t", index=False, lineterminator="\r\n")
+    try:
+        with partial.open("w", encoding="utf-8", newline="") as out:
+            out.write(tsv_line(written.columns))
+            for row in written.rows:
+                out.write(tsv_line([row.get(column) for column in written.columns]))
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
     partial.replace(path)
     keys = list(found.sources()) if isinstance(found, TaskTsv) else [_source_name(found)]
     loaded = provenance.loaded_data(keys)
     _record_path(path).write_text(json.dumps({**fingerprint(found), provenance.DATA: loaded}, indent=1))
-    return path, len(table)
+    return path, written.count
+
+
+_QUOTED = ("\t", '"', "\r", "\n")
+"""A cell holding a tab, a quote or a line terminator character is quoted (each looked for with ``in``: a regular
+expression reads a base64 image's characters one at a time, hundreds of times slower)."""
+
+
+def tsv_line(cells: Sequence[Any]) -> str:
+    """One TSV line, as pandas' ``to_csv(sep="\\t", index=False, lineterminator="\\r\\n")`` writes a table of
+    strings (Python's csv writer, minimal quoting): a cell holding a tab, a quote, a carriage return or a line feed is
+    quoted, its quotes doubled (with ``"\\r\\n"`` a bare carriage return in a question, which published text has,
+    is quoted too, where pandas' reader would otherwise end the row there); a missing cell (``None``, NaN) is empty;
+    a line of one empty cell is ``""``. Written here because the csv writer copies every character of a cell, the
+    base64 images included, one at a time."""
+    texts = ["" if cell is None or (isinstance(cell, float) and math.isnan(cell)) else str(cell) for cell in cells]
+    if texts == [""]:
+        return '""\r\n'
+    return "\t".join(_quoted(text) if any(c in text for c in _QUOTED) else text for text in texts) + "\r\n"
+
+
+def _quoted(text: str) -> str:
+    return '"' + text.replace('"', '""') + '"'
 
 
 def _source_name(found: TsvSpec) -> str:
