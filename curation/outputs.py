@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
@@ -45,6 +46,12 @@ def out_problem(path: Path, *, file: bool = False) -> str | None:
     os.close(handle)
     os.unlink(probe)
     return None
+
+
+def use_data_line(variable: str, folder: Path | str) -> str:
+    """The line a build ends with: ``use VARIABLE=FOLDER``, the folder absolute (``~`` expanded) and quoted for a
+    shell, so the line can be pasted in any folder (the dataset card keeps the command line as it was given)."""
+    return f"use {variable}={shlex.quote(str(Path(folder).expanduser().absolute()))}"
 
 
 def fail(command: str, problem: object, code: int = BAD_INPUT) -> int:

@@ -58,7 +58,9 @@ def report(imported: Imported) -> None:
         print(f"  {part.mode}: {part.agreement.words()}")
     print(f"wrote {imported.results} and {len(imported.samples)} sample log{'s' if len(imported.samples) > 1 else ''}")
     run = shlex.quote(str(imported.folder.parent))
-    data = f"SCIFIG_CHARXIV_FULL_DATA={shlex.quote(str(imported.data))} " if imported.data is not None else ""
+    data = ""
+    if imported.data is not None:  # absolute: the line can be pasted in any folder
+        data = f"SCIFIG_CHARXIV_FULL_DATA={shlex.quote(str(imported.data.absolute()))} "
     print(f"next: scifig report {run} --out {run}-report")
     print(
         f"      {data}scifig rescore {run} --out {run}-default --protocol default   # the default protocol on the "

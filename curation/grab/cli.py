@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from curation.outputs import run_build, stand_alone
+from curation.outputs import run_build, stand_alone, use_data_line
 
 if TYPE_CHECKING:
     from curation.grab.build import BuildResult
@@ -70,7 +70,8 @@ def run(args: argparse.Namespace) -> int:
             if built.mc_rows is None
             else f" (+ {built.mc_rows} multiple-choice rows in {built.out / 'properties_mc'})"
         )
-        print(f"GRAB: {built.rows} questions written to {built.out}{extra}; use SCIFIG_GRAB_DATA={built.out}")
+        use = use_data_line("SCIFIG_GRAB_DATA", built.out)
+        print(f"GRAB: {built.rows} questions written to {built.out}{extra}; {use}")
 
     return run_build("grab", build, report, args.out)
 

@@ -14,7 +14,7 @@ from typing import Any
 from curation.mmsci.articles import DEFAULT_PATTERN
 from curation.mmsci.sft import ABSTRACT_WORDS
 from curation.mmsci.splits import MIN_ARTICLES, RATIO
-from curation.outputs import fail, run_build, stand_alone
+from curation.outputs import fail, run_build, stand_alone, use_data_line
 
 
 def _add_curate(subparsers: Any) -> None:
@@ -128,7 +128,7 @@ def run_curate(args: argparse.Namespace) -> int:
             for split in summary["mcq"]
         )
         print(f"MMSci: {counts}; sft {summary.get('sft', {}).get('records', 0)} records -> {args.out}")
-        print(f"use SCIFIG_MMSCI_DATA={args.out}")
+        print(use_data_line("SCIFIG_MMSCI_DATA", args.out))
 
     def build() -> dict[str, Any]:
         from curation.mmsci.build import build_mmsci
@@ -193,7 +193,7 @@ def _print_import(summary: dict[str, Any], out: Path) -> None:
         print(f"MMSci {split}: {questions}, captioning {summary['captioning'][split]['items']} -> {out}")
     if "sft" in summary:
         print(f"MMSci train: {summary['sft']['records']} fine-tuning records -> {out / 'sft' / 'train.jsonl'}")
-    print(f"use SCIFIG_MMSCI_DATA={out}")
+    print(use_data_line("SCIFIG_MMSCI_DATA", out))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from curation.outputs import run_build
+from curation.outputs import run_build, use_data_line
 from scifig_tasks.benchmarks.plot_twist.rules import ROBUSTNESS_VARIANTS
 from scifig_tasks.commands.outputs import run_handler
 
@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
         summary = ", ".join(f"{variant} {count}" for variant, count in built.counts.items())
         print(
             f"Plot Twist: {built.rows} questions ({summary}) written to {built.out}; "
-            f"use SCIFIG_PLOT_TWIST_DATA={built.out}"
+            f"{use_data_line('SCIFIG_PLOT_TWIST_DATA', built.out)}"
         )
 
     return run_build("plot-twist", build, report, args.out)

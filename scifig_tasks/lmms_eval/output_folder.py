@@ -250,22 +250,6 @@ def _publish(staged: Path, final: Path, folder: Path) -> None:
         raise OutputWriteError(final, repr(exc), folder) from exc
 
 
-REPORT_FOLDER = "report"
-"""The report folder the closing line of ``scifig eval`` suggests: ``<--output_path>/report``."""
-
-
-def next_step_lines(written: list[Path], output_path: str | Path) -> list[str]:
-    """The closing lines of a ``scifig eval`` that wrote the results files ``written``: where they are, and the
-    ``scifig report`` command that reads them (no line when none was written)."""
-    import shlex
-
-    if not written:
-        return []
-    paths = " ".join(shlex.quote(str(path)) for path in written)
-    out = shlex.quote(str(Path(output_path) / REPORT_FOLDER))
-    return [f"scifig eval: results in {', '.join(map(str, written))}", f"next: scifig report {paths} --out {out}"]
-
-
 # --- model requests that failed ----------------------------------------------------------------------------------
 
 REQUESTS_KEY = "scifig_model_requests"
