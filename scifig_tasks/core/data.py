@@ -189,22 +189,38 @@ HUB_FILES_IGNORED = ("*.zip",)
 def hub_snapshot(path: str, revision: str | None, source: BenchmarkSource) -> Path:
     """The Hub cache's snapshot folder of dataset ``path`` at ``revision`` (``None``: ``main``), downloaded when
     online; offline, the cached snapshot of that commit or of the commit its ``refs/`` names. A revision that cannot
-    be had is a :class:`DataError` naming it and the ways out."""
+    be had is a :class:`DataError` naming it and the ways out. Online, the Hub is asked once first, as for every
+    model scifig fetches at run time (:func:`scifig_tasks.core.hub_cache.ask_hub`): when it does not answer, a
+    snapshot the cache holds is read offline and one it does not hold is refused at once, instead of a minute of
+    huggingface_hub's retries."""
     from huggingface_hub import snapshot_download
 
+    from scifig_tasks.core import hub_cache
+
+    wanted = revision or "main"
+    other = f" (or name another revision with {source.revision_var})" if source.revision_var else ""
+
+    def refused(reason: str) -> DataError:
+        return DataError(
+            f"Hugging Face Hub dataset {path} at revision {wanted}",
+            None,
+            None,
+            f"{source.name} data could not be loaded ({reason}); download it online once{other}, or {source.remedy()}",
+        )
+
+    if hub_cache.offline_variable() is None:
+        dataset = hub_cache.HubModel(path, (), f"{source.name} data", "dataset", revision)
+        try:
+            went_offline = hub_cache.ask_hub(dataset, cached_snapshot(path, revision) is not None)
+        except hub_cache.HubSilent as silent:
+            raise refused(f"not in the Hugging Face cache ({hub_cache.cache_folder()}), {silent.unreachable}") from None
+        if went_offline is not None:
+            print(f"scifig: {went_offline}", file=sys.stderr)
     try:
         return Path(snapshot_download(path, repo_type="dataset", revision=revision, ignore_patterns=HUB_FILES_IGNORED))
     except (OSError, ValueError) as exc:  # offline and not cached, unknown revision or dataset, unreachable Hub
         reason = (str(exc).strip().splitlines() or [""])[0]
-        wanted = revision or "main"
-        other = f" (or name another revision with {source.revision_var})" if source.revision_var else ""
-        raise DataError(
-            f"Hugging Face Hub dataset {path} at revision {wanted}",
-            None,
-            None,
-            f"{source.name} data could not be loaded ({type(exc).__name__}: {reason}); download it online once{other}, "
-            f"or {source.remedy()}",
-        ) from exc
+        raise refused(f"{type(exc).__name__}: {reason}") from exc
 
 
 def cached_snapshot(path: str, revision: str | None, cache: Path | None = None) -> Path | None:

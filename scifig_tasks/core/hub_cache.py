@@ -57,6 +57,8 @@ class HubModel:
     files: tuple[tuple[str, ...], ...]
     what: str
     repo_type: str = "model"
+    revision: str | None = None
+    """``None``: the repository's ``main``."""
 
 
 @dataclass(frozen=True)
@@ -83,7 +85,9 @@ def _held(model: HubModel, names: tuple[str, ...], cache: Path | str | None) -> 
     from huggingface_hub import try_to_load_from_cache
 
     def lookup(name: str) -> str | None:
-        found = try_to_load_from_cache(model.repo, name, cache_dir=cache, repo_type=model.repo_type)
+        found = try_to_load_from_cache(
+            model.repo, name, cache_dir=cache, revision=model.revision, repo_type=model.repo_type
+        )
         return found if isinstance(found, str) else None
 
     for name in names:
@@ -118,12 +122,13 @@ def offline_variable() -> str | None:
 
 
 def hub_problem(model: HubModel) -> str | None:
-    """Why the Hub cannot be reached (one request for ``model``'s first file, no retries, no redirect followed), or
-    ``None`` when it answers (any HTTP status)."""
+    """Why the Hub cannot be reached (one request for ``model``'s first file, or its card, no retries, no redirect
+    followed), or ``None`` when it answers (any HTTP status)."""
     from huggingface_hub import hf_hub_url
     from huggingface_hub.utils import get_session
 
-    url = hf_hub_url(model.repo, model.files[0][-1], repo_type=model.repo_type)
+    name = model.files[0][-1] if model.files else "README.md"
+    url = hf_hub_url(model.repo, name, repo_type=model.repo_type, revision=model.revision)
     try:
         get_session().head(url, timeout=PROBE_TIMEOUT_S, follow_redirects=False)
     except Exception as exc:  # httpx's transport errors (refused, DNS, timeout), a proxy refusing, ...
@@ -140,41 +145,61 @@ def go_offline() -> None:
     constants.HF_HUB_OFFLINE = True
 
 
-def check(model: HubModel, instead: str, error: type[Unavailable] = Unavailable) -> str | None:
-    """Go ahead when the work on ``model`` will not wait on the Hub; raise ``error`` at once otherwise (the module's
-    rule). ``instead``: the other ways out, as the caller's command line says them (``set X to a local copy``).
-    Returns the line to show when the process went offline (the model is cached and the Hub did not answer), else
-    ``None``."""
-    cache = cache_folder()
-    held = cached(model)
-    variable = offline_variable()
-    if held and variable is not None:
-        return None
-    where = f"not in the Hugging Face cache ({cache})"
-    if not held and variable is not None:
-        raise error(
-            f"{model.what}: {where} and {variable} is set",
-            f"download once with network ({variable} unset: {download_command(model)}), or {instead}",
-        )
+class HubSilent(Exception):
+    """The Hub did not answer the one request for something the cache does not hold (:func:`ask_hub`)."""
+
+    def __init__(self, unreachable: str) -> None:
+        super().__init__(unreachable)
+        self.unreachable = unreachable
+        """``the Hugging Face Hub cannot be reached (ENDPOINT: why)``."""
+
+
+def ask_hub(model: HubModel, held: bool) -> str | None:
+    """The network half of the rule, for an online process: one request. The Hub answers: ``None`` (the work may
+    download). It does not: ``model`` ``held`` in the cache, the process goes offline and the line saying so is
+    returned; not held, :class:`HubSilent`."""
     problem = hub_problem(model)
     if problem is None:
         return None
     from huggingface_hub import constants
 
     unreachable = f"the Hugging Face Hub cannot be reached ({constants.ENDPOINT}: {problem})"
-    if held:
-        go_offline()
-        return f"{unreachable}: {model.what} is read from the Hugging Face cache ({cache}), {OFFLINE}=1 for this run"
-    raise error(
-        f"{model.what}: {where} and {unreachable}",
-        f"download once with network ({download_command(model)}), or {instead}; without network, set {OFFLINE}=1",
-    )
+    if not held:
+        raise HubSilent(unreachable)
+    go_offline()
+    cache = cache_folder()
+    return f"{unreachable}: {model.what} is read from the Hugging Face cache ({cache}), {OFFLINE}=1 for this run"
+
+
+def check(model: HubModel, instead: str, error: type[Unavailable] = Unavailable) -> str | None:
+    """Go ahead when the work on ``model`` will not wait on the Hub; raise ``error`` at once otherwise (the module's
+    rule). ``instead``: the other ways out, as the caller's command line says them (``set X to a local copy``).
+    Returns the line to show when the process went offline (the model is cached and the Hub did not answer), else
+    ``None``."""
+    held = cached(model)
+    variable = offline_variable()
+    where = f"not in the Hugging Face cache ({cache_folder()})"
+    if variable is not None:
+        if held:
+            return None
+        raise error(
+            f"{model.what}: {where} and {variable} is set",
+            f"download once with network ({variable} unset: {download_command(model)}), or {instead}",
+        )
+    try:
+        return ask_hub(model, held)
+    except HubSilent as silent:
+        raise error(
+            f"{model.what}: {where} and {silent.unreachable}",
+            f"download once with network ({download_command(model)}), or {instead}; without network, set {OFFLINE}=1",
+        ) from None
 
 
 def download_command(model: HubModel) -> str:
     """The command that puts ``model`` into the cache, with network (huggingface_hub's ``hf`` command line)."""
     kind = "" if model.repo_type == "model" else f" --repo-type {model.repo_type}"
-    return f"hf download {model.repo}{kind}"
+    revision = f" --revision {model.revision}" if model.revision else ""
+    return f"hf download {model.repo}{kind}{revision}"
 
 
 # ---- transformers models: a Hub id or a local folder ----------------------------------------------------------------
