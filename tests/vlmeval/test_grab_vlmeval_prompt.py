@@ -4,12 +4,12 @@ chat message puts the text first), the same text the lmms-eval task sends."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.harness import warm_start
 from tests.harness.grab_data import Row, write_parquet
 from tests.harness.lmms import offline_env
 from tests.harness.paths import REPO
@@ -31,14 +31,7 @@ def test_vlmeval_grab_message_is_text_then_image(tmp_path: Path) -> None:
     data = write_parquet([Row("properties", "15")], tmp_path / "grab" / "GRAB.parquet")
     (tmp_path / "lmu").mkdir()
     env = {**offline_env(tmp_path), "SCIFIG_GRAB_DATA": str(data), "LMUData": str(tmp_path / "lmu")}
-    completed = subprocess.run(
-        [sys.executable, "-c", BUILD],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=REPO,
-    )
+    completed = warm_start.run([sys.executable, "-c", BUILD], env, cwd=REPO, timeout=300)
     assert completed.returncode == 0, completed.stderr[-3000:]
     (line,) = [line for line in completed.stdout.splitlines() if line.startswith("REPORT ")]
     message = json.loads(line.removeprefix("REPORT "))

@@ -5,10 +5,10 @@ TSV files to ``~/LMUData``). The child's ``HOME`` is a temporary folder, so a wr
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
+from tests.harness import warm_start
 from tests.harness.grab_data import Row, question_text, write_parquet
 from tests.harness.lmms import CLI_TIMEOUT_S, offline_env
 from tests.harness.openai_server import ChatRequest
@@ -42,9 +42,7 @@ def test_scifig_vlmeval_creates_the_lmudata_folder_it_is_given(tmp_path: Path, o
     ]
     command += ["--work-dir", str(tmp_path / "vlmeval-out")]
 
-    completed = subprocess.run(
-        command, env=env, capture_output=True, text=True, timeout=CLI_TIMEOUT_S, stdin=subprocess.DEVNULL, cwd=tmp_path
-    )
+    completed = warm_start.run(command, env, cwd=tmp_path, timeout=CLI_TIMEOUT_S)
 
     output = completed.stdout + completed.stderr
     assert completed.returncode == 0, output[-6000:]

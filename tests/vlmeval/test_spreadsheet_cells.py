@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import csv
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -19,6 +18,7 @@ import pytest
 
 from scifig_tasks.core.spreadsheet_cells import MARKER, MARKER_COLUMN, needs_quote
 from scifig_tasks.vlmeval.prediction_tables import EXACT_COLUMNS, make_formula_safe, read_table
+from tests.harness import warm_start
 from tests.harness.lmms import CLI_TIMEOUT_S, offline_env
 
 ROWS = [
@@ -112,9 +112,7 @@ def test_vlmeval_prediction_table_is_formula_safe_and_the_prompt_data_exact(tmp_
     command = [sys.executable, "-m", "scifig_tasks.commands.main", "vlmeval", "--model", "scifig_chance"]
     command += ["--data", "grab", "--work-dir", str(tmp_path / "work")]
 
-    done = subprocess.run(
-        command, env=env, capture_output=True, text=True, timeout=CLI_TIMEOUT_S, stdin=subprocess.DEVNULL, cwd=tmp_path
-    )
+    done = warm_start.run(command, env, cwd=tmp_path, timeout=CLI_TIMEOUT_S)
 
     assert done.returncode == 0, done.stderr[-4000:]
     prompts = pd.read_csv(tmp_path / "LMUData" / "grab.tsv", sep="\t", dtype=str, keep_default_na=False)

@@ -8,12 +8,12 @@ accuracy.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.harness import warm_start
 from tests.harness.demo_run import DemoRun
 from tests.harness.lmms import CLI_TIMEOUT_S, offline_env
 
@@ -38,9 +38,7 @@ def test_vlmeval_chance_answers_as_lmms_eval_does(demo_run: DemoRun, tmp_path: P
     command = [sys.executable, "-m", "scifig_tasks.commands.main", "vlmeval", "--model", "scifig_chance"]
     command += ["--data", "grab", "--work-dir", str(tmp_path / "out")]
 
-    completed = subprocess.run(
-        command, env=env, capture_output=True, text=True, timeout=CLI_TIMEOUT_S, stdin=subprocess.DEVNULL, cwd=tmp_path
-    )
+    completed = warm_start.run(command, env, cwd=tmp_path, timeout=CLI_TIMEOUT_S)
 
     assert completed.returncode == 0, completed.stderr[-4000:]
     out = tmp_path / "out" / "scifig_chance"

@@ -13,24 +13,15 @@ from __future__ import annotations
 
 import fcntl
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.harness.grab_data import sample
-from tests.harness.lmms import CLI_TIMEOUT_S, offline_env
+from tests.harness.lmms import offline_env, scifig
 
 LOCK = ".scifig-run.lock"
 ARGS = ["vlmeval", "--model", "scifig_chance", "--data", "grab"]
-
-
-def scifig(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "scifig_tasks.commands.main", *args]
-    return subprocess.run(
-        command, env=env, capture_output=True, text=True, timeout=CLI_TIMEOUT_S, stdin=subprocess.DEVNULL, cwd=cwd
-    )
 
 
 @pytest.mark.slow
