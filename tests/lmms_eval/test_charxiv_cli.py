@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import Any
 import pytest
 
 from scifig_tasks.benchmarks.charxiv.prompts import descriptive_question, reasoning_question
+from tests.harness import warm_start
 from tests.harness.charxiv_full_data import SAMPLE, authors_file, write_layout
 from tests.harness.lmms import CliRun, offline_env, run
 from tests.harness.openai_server import ChatRequest, FakeOpenAIServer, Reply
@@ -230,7 +230,7 @@ def test_the_report_shows_both_protocols_beside_the_published_rows(runs: Runs, l
     done, judge = lmms
     out = runs.root / "report"
     command = [sys.executable, "-m", "scifig_tasks.commands.main", "report", str(done.output_path), "--out", str(out)]
-    report = subprocess.run(command, env=runs.env(judge, "report"), capture_output=True, text=True, timeout=300)
+    report = warm_start.run(command, runs.env(judge, "report"), timeout=300)
     assert report.returncode == 0, (report.stdout + report.stderr)[-3000:]
     page = (out / "report.md").read_text()
     assert "CharXiv reasoning accuracy" in page and "CharXiv descriptive accuracy" in page

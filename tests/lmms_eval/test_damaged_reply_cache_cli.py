@@ -9,7 +9,6 @@ import os
 import random
 import shutil
 import sqlite3
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from lmms_eval.caching.response_cache import _SCHEMA_SQL
 
 from scifig_tasks.commands.eval import CACHE_FOLDER
 from scifig_tasks.lmms_eval.response_cache import RUN_ID, check_cache_folder
+from tests.harness import warm_start
 from tests.harness.grab_data import sample
 from tests.harness.lmms import CLI_TIMEOUT_S, _executable
 
@@ -73,14 +73,7 @@ def test_an_unusable_reply_cache_is_named_in_one_line(
     before = database.read_bytes()
     env = {**lmms_env, **sample(tmp_path / "grab")}
     command = [*prefix, _executable("scifig"), "eval", "--model", "scifig_chance", "--tasks", "grab", "--limit", "1"]
-    done = subprocess.run(
-        [*command, "--output_path", str(out)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=CLI_TIMEOUT_S,
-        stdin=subprocess.DEVNULL,
-    )
+    done = warm_start.run([*command, "--output_path", str(out)], env, timeout=CLI_TIMEOUT_S)
     last = ([line for line in done.stderr.splitlines() if line.strip()] or [""])[-1]
     assert done.returncode != 0, done.stderr[-3000:]
     assert last.startswith("scifig eval: ") and f"the model-reply cache {database} {problem}" in last, last

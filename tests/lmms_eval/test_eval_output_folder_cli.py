@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.harness import warm_start
 from tests.harness.grab_data import Row, records, write_parquet, write_records
 from tests.harness.lmms import CLI_TIMEOUT_S, _executable, offline_env
 
@@ -40,7 +41,10 @@ pytestmark = [pytest.mark.slow, pytest.mark.cli]
 def scifig_eval(
     args: list[str], env: dict[str, str], limit_file_size: bool = False
 ) -> subprocess.CompletedProcess[str]:
-    """``scifig ARGS`` in a subprocess (``limit_file_size``: every file it writes is cut at :data:`FILE_SIZE_LIMIT`)."""
+    """``scifig ARGS`` in a subprocess (``limit_file_size``: every file it writes is cut at :data:`FILE_SIZE_LIMIT`,
+    set in a fresh process before it starts)."""
+    if not limit_file_size:
+        return warm_start.run([_executable("scifig"), *args], env, timeout=CLI_TIMEOUT_S)
 
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_SIZE_LIMIT, FILE_SIZE_LIMIT))
@@ -52,7 +56,7 @@ def scifig_eval(
         text=True,
         timeout=CLI_TIMEOUT_S,
         stdin=subprocess.DEVNULL,
-        preexec_fn=limit if limit_file_size else None,
+        preexec_fn=limit,
     )
 
 

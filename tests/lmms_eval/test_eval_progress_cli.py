@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import re
 import shlex
-import subprocess
 from pathlib import Path
 
+from tests.harness import warm_start
 from tests.harness.grab_data import Row, write_parquet
 from tests.harness.lmms import CLI_TIMEOUT_S, _executable
 
@@ -26,14 +26,7 @@ def test_one_progress_bar_and_the_next_command(tmp_path: Path, openai_server, lm
     output = tmp_path / "out"
     model_args = "model_version=fake-vlm,max_retries=1,retry_backoff_s=0,num_concurrent=1"
     command = [_executable("scifig"), "eval", "--model", "openai", "--model_args", model_args, "--tasks", "grab"]
-    completed = subprocess.run(
-        [*command, "--output_path", str(output)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=CLI_TIMEOUT_S,
-        stdin=subprocess.DEVNULL,
-    )
+    completed = warm_start.run([*command, "--output_path", str(output)], env, timeout=CLI_TIMEOUT_S)
     assert completed.returncode == 0, completed.stderr[-4000:]
     assert server.count == QUESTIONS
 

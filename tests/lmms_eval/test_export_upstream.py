@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +22,7 @@ import yaml
 
 import scifig_tasks
 from scifig_tasks.core import task_files
+from tests.harness import warm_start
 from tests.harness.grab_data import ONE_DP, Row, question_text, write_parquet
 from tests.harness.openai_server import Reply, by_question
 from tests.harness.paths import REPO
@@ -115,13 +117,11 @@ SUBTASKS = {
 
 def _scifig(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     command = [str(Path(sys.executable).parent / "scifig"), *args]
-    return subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=cwd, stdin=subprocess.DEVNULL)
+    return warm_start.run(command, os.environ, cwd=cwd, timeout=300)
 
 
 def _python(code: str, env: dict[str, str], cwd: Path, *args: str) -> dict:
-    completed = subprocess.run(
-        [sys.executable, "-c", code, *args], env=env, capture_output=True, text=True, timeout=300, cwd=cwd
-    )
+    completed = warm_start.run([sys.executable, "-c", code, *args], env, cwd=cwd, timeout=300)
     assert completed.returncode == 0, completed.stderr[-3000:]
     return json.loads(completed.stdout.strip().splitlines()[-1])
 
@@ -240,14 +240,10 @@ def test_a_plugins_export_vendors_its_own_modules_and_runs_without_the_plugin(
     few = '\n\ndef few(dataset: Any) -> Any:\n    return dataset.filter(lambda doc: doc["category"] == "few")\n'
     (tasks / "utils.py").write_text((tasks / "utils.py").read_text() + few)
     env = {**lmms_env, "PYTHONPATH": str(packages)}
-    built = subprocess.run(
-        [sys.executable, "-m", "toy_bench.build", "data"], env=env, cwd=tmp_path, capture_output=True, text=True
-    )
+    built = warm_start.run([sys.executable, "-m", "toy_bench.build", "data"], env, cwd=tmp_path)
     assert built.returncode == 0, built.stderr
     command = [str(Path(sys.executable).parent / "scifig"), "export-upstream", "--bench", "toybars", "--out", "up"]
-    done = subprocess.run(
-        [*command, "--data", str(tmp_path / "data")], env=env, cwd=tmp_path, capture_output=True, text=True
-    )
+    done = warm_start.run([*command, "--data", str(tmp_path / "data")], env, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     folder = tmp_path / "up" / "toybars"
     assert "vendored plugin files: toy_bench/__init__.py, toy_bench/rules.py" in done.stdout

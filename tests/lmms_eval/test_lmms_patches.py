@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 import inspect
 import json
-import subprocess
+import os
 import sys
 from typing import Any
 
@@ -21,6 +21,7 @@ from scifig_tasks.lmms_eval import patches
 from scifig_tasks.lmms_eval.output_folder import EVALUATION_TRACKER, complete_files
 from scifig_tasks.lmms_eval.plugin import install
 from scifig_tasks.lmms_eval.response_cache import RESPONSE_CACHE, ScifigResponseCache, installed
+from tests.harness import warm_start
 from tests.harness.paths import REPO
 
 INSTALL = [patch.target for patch in patches.PATCHES if patch.scope == "install"]
@@ -111,9 +112,7 @@ print("CHANGED " + json.dumps(changed))
 def test_the_list_is_exactly_what_install_and_a_run_change_in_lmms_eval() -> None:
     """Every attribute of lmms-eval's modules and classes, before the plugin installs and during a run: the ones
     that differ are the listed targets (and the modules that import one by value)."""
-    completed = subprocess.run(
-        [sys.executable, "-c", LIST_CHANGES], capture_output=True, text=True, timeout=300, cwd=REPO
-    )
+    completed = warm_start.run([sys.executable, "-c", LIST_CHANGES], os.environ, cwd=REPO, timeout=300)
     assert completed.returncode == 0, completed.stderr[-3000:]
     (line,) = [line for line in completed.stdout.splitlines() if line.startswith("CHANGED ")]
     changed = set(json.loads(line.removeprefix("CHANGED ")))
