@@ -17,12 +17,12 @@ from __future__ import annotations
 import fcntl
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
+from tests.harness import warm_start
 from tests.harness.lmms import _executable
 
 LOCK = ".scifig-run.lock"
@@ -40,12 +40,10 @@ def test_a_folder_another_command_holds_is_refused_in_one_line(tmp_path: Path) -
         held.truncate(0)
         held.write(f"{os.getpid()}\n".encode())
         held.flush()
-        completed = subprocess.run(
+        completed = warm_start.run(
             [_executable("scifig"), "curate", "grab", "--out", str(out), "--limit", "2", *SMALL],
-            capture_output=True,
-            text=True,
+            os.environ,
             timeout=300,
-            stdin=subprocess.DEVNULL,
         )
     assert completed.returncode == 1, completed.stdout[-3000:] + completed.stderr[-3000:]
     assert completed.stderr.splitlines() == [

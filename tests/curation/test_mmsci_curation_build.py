@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from scifig_tasks.benchmarks.mmsci.source import (
 )
 from scifig_tasks.commands.main import main as scifig_main
 from scifig_tasks.core.data import load_benchmark
+from tests.harness import warm_start
 from tests.harness.mmsci_articles import LABELS, figure_record, subcaption, title, write_articles
 
 SUBJECTS = {("Physical sciences", "Physics"): 12, ("Biological sciences", "Genetics"): 8}
@@ -216,11 +218,8 @@ def test_the_installed_scifig_command_runs_it(tmp_path: Path) -> None:
     assert {"mmsci", "mmsci-from-vlmeval", "mmsci-from-authors"} <= set(re.findall(r"[\w-]+", listing))
     articles = write_articles(tmp_path / "in", {("Physical sciences", "Physics"): 6})
     out = tmp_path / "out"
-    completed = subprocess.run(
-        [str(scifig), "curate", "mmsci", "--articles", str(articles), "--out", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=600,
+    completed = warm_start.run(
+        [str(scifig), "curate", "mmsci", "--articles", str(articles), "--out", str(out)], os.environ, timeout=600
     )
     assert completed.returncode == 0, completed.stderr[-2000:]
     assert "test: fig2cap 5, subfig2cap 5, subcap2fig 5, captioning 5; dev: fig2cap 1," in completed.stdout

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from scifig_tasks.benchmarks.plot_twist import source
 from scifig_tasks.benchmarks.plot_twist.source import PLOT_TWIST, plot_twist_features, reads_variants
 from scifig_tasks.core.data import load_benchmark
 from scifig_tasks.core.validation_records import data_digest
+from tests.harness import warm_start
 from tests.harness.lmms import offline_env
 from tests.harness.paths import REPO
 
@@ -99,12 +99,10 @@ def test_building_for_a_base_chart_task_renders_no_variant(
 @pytest.mark.cli
 def test_export_tsv_reads_the_part_each_dataset_reads(cache: Path, tmp_path: Path) -> None:
     command = [sys.executable, "-m", "scifig_tasks.commands.main", "export-tsv", "--data", "plot_twist"]
-    completed = subprocess.run(
+    completed = warm_start.run(
         [*command, "plot_twist_robustness", "--out", str(tmp_path / "tsv")],
-        env={**offline_env(tmp_path), "SCIFIG_PLOT_TWIST_CACHE": str(cache)},
+        {**offline_env(tmp_path), "SCIFIG_PLOT_TWIST_CACHE": str(cache)},
         cwd=REPO,
-        capture_output=True,
-        text=True,
         timeout=300,
     )
     assert completed.returncode == 0, completed.stderr[-3000:]
