@@ -3,7 +3,7 @@ non-zero exit status; the traceback only under ``scifig --debug``. ``scifig pres
 
 from __future__ import annotations
 
-import subprocess
+import os
 import sys
 from pathlib import Path
 
@@ -11,6 +11,7 @@ import pytest
 
 from scifig_tasks.commands.main import main
 from scifig_tasks.core import registry
+from tests.harness import warm_start
 from tests.harness.lmms import offline_env
 
 SCIFIG = Path(sys.executable).parent / "scifig"
@@ -83,11 +84,8 @@ def test_a_whole_number_of_at_least_one_is_taken_as_it_is() -> None:
 @pytest.mark.cli
 def test_debug_shows_the_traceback(tmp_path: Path) -> None:
     missing = tmp_path / "nonexistent"
-    completed = subprocess.run(
-        [str(SCIFIG), "--debug", "report", "--out", str(tmp_path / "r"), str(missing)],
-        capture_output=True,
-        text=True,
-        timeout=300,
+    completed = warm_start.run(
+        [str(SCIFIG), "--debug", "report", "--out", str(tmp_path / "r"), str(missing)], os.environ, timeout=300
     )
     assert completed.returncode == 1
     assert "Traceback (most recent call last)" in completed.stderr
@@ -98,13 +96,8 @@ def test_debug_shows_the_traceback(tmp_path: Path) -> None:
 @pytest.mark.cli
 def test_export_tsv_without_data_says_so_in_one_line(tmp_path: Path) -> None:
     """Offline, with no local data: the Hub cannot be reached; the message says which variable to set."""
-    completed = subprocess.run(
-        [str(SCIFIG), "export-tsv", "--out", str(tmp_path / "tsv")],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=offline_env(tmp_path),
-        stdin=subprocess.DEVNULL,
+    completed = warm_start.run(
+        [str(SCIFIG), "export-tsv", "--out", str(tmp_path / "tsv")], offline_env(tmp_path), timeout=300
     )
     assert completed.returncode == 1
     lines = [line for line in completed.stderr.splitlines() if line.startswith("scifig ")]

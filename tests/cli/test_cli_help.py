@@ -11,7 +11,6 @@ import argparse
 import importlib.util
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -20,6 +19,7 @@ import pytest
 from scifig_tasks.commands import curated_benchmarks
 from scifig_tasks.commands.main import build_parser, main
 from scifig_tasks.core import registry
+from tests.harness import warm_start
 
 COMMANDS = [
     "eval",
@@ -125,9 +125,7 @@ def test_help_speaks_to_users(argv: list[str], capsys: pytest.CaptureFixture[str
 @pytest.mark.cli
 def test_scifig_help_from_the_installed_command() -> None:
     scifig = Path(sys.executable).parent / "scifig"
-    completed = subprocess.run(
-        [str(scifig), "--help"], capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "100"}
-    )
+    completed = warm_start.run([str(scifig), "--help"], {**os.environ, "COLUMNS": "100"}, timeout=120)
     assert completed.returncode == 0, completed.stderr
     text = completed.stdout
     assert text.startswith("usage: scifig [-h] [--version] [--debug] COMMAND ...\n\nScientific-figure benchmarks - ")

@@ -21,6 +21,7 @@ from PIL import Image
 from scipy.stats import binomtest
 
 from scifig_tasks.core import provenance, validation_records
+from tests.harness import warm_start
 from tests.harness.lmms import CLI_TIMEOUT_S
 from tests.harness.openai_server import ChatRequest
 from tests.harness.scifibench_data import FEATURES, options_for, png, write_splits
@@ -96,9 +97,7 @@ def lmms_run(tmp_path: Path, name: str, data: Path, policy, openai_server, lmms_
 
 def scifig_compare(*args: str | Path, env: dict[str, str]) -> subprocess.CompletedProcess:
     command = [sys.executable, "-m", "scifig_tasks.commands.main", "compare", *map(str, args)]
-    return subprocess.run(
-        command, env=env, capture_output=True, text=True, timeout=CLI_TIMEOUT_S, stdin=subprocess.DEVNULL
-    )
+    return warm_start.run(command, env, timeout=CLI_TIMEOUT_S)
 
 
 def logged(out: Path) -> dict[int, bool]:

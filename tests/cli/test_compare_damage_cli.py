@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.harness import warm_start
 from tests.harness.lmms import CLI_TIMEOUT_S, offline_env
 
 TASK = "grab_functions"
@@ -48,8 +49,10 @@ def write_run(folder: Path, model: str, right: set[int]) -> Path:
 
 
 def scifig_compare(*args: str | Path, env: dict[str, str], before: Callable[[], None] | None = None):
-    """``scifig compare ARGS`` in a subprocess (``before`` runs in the child before it starts)."""
+    """``scifig compare ARGS`` in a subprocess (``before`` runs in a fresh child before it starts)."""
     command = [sys.executable, "-m", "scifig_tasks.commands.main", "compare", *map(str, args)]
+    if before is None:
+        return warm_start.run(command, env | {"PYTHONDONTWRITEBYTECODE": "1"}, timeout=CLI_TIMEOUT_S)
     return subprocess.run(
         command,
         env=env | {"PYTHONDONTWRITEBYTECODE": "1"},

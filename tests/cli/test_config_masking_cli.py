@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.harness import warm_start
 from tests.harness.lmms import CLI_TIMEOUT_S, offline_env
 
 JUDGE_PASSWORD, OPENAI_PASSWORD = "judge-pass-31ad7c", "openai-pass-9b0e42"
@@ -19,9 +20,7 @@ JUDGE_PASSWORD, OPENAI_PASSWORD = "judge-pass-31ad7c", "openai-pass-9b0e42"
 
 def scifig(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     command = [sys.executable, "-m", "scifig_tasks.commands.main", *args]
-    return subprocess.run(
-        command, env=env, capture_output=True, text=True, timeout=CLI_TIMEOUT_S, stdin=subprocess.DEVNULL
-    )
+    return warm_start.run(command, env, timeout=CLI_TIMEOUT_S)
 
 
 def shown(table: str, name: str) -> str:

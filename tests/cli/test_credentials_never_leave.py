@@ -22,6 +22,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.harness import warm_start
 from tests.harness.grab_data import Row, question_text, write_parquet
 from tests.harness.lmms import CLI_TIMEOUT_S, offline_env
 from tests.harness.openai_server import ChatRequest, FakeOpenAIServer
@@ -72,9 +73,7 @@ def grab_env(tmp_path: Path, judge: FakeOpenAIServer, cache: str) -> dict[str, s
 def rescore(runs: list[Path], out: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
     """``scifig rescore RUN... --out OUT``."""
     command = [sys.executable, "-m", "scifig_tasks.commands.main", "rescore", *map(str, runs), "--out", str(out)]
-    return subprocess.run(
-        command, env=env, capture_output=True, text=True, timeout=CLI_TIMEOUT_S, stdin=subprocess.DEVNULL
-    )
+    return warm_start.run(command, env, timeout=CLI_TIMEOUT_S)
 
 
 def as_plain_lmms_eval_wrote_it(run: Path, copy: Path) -> Path:

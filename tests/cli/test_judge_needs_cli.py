@@ -8,12 +8,11 @@ No judge is configured in any of these runs (:func:`tests.harness.lmms.offline_e
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
 from tests.cli.test_data_refusals_cli import OPENAI
-from tests.harness import mmsci_data, scifibench_data
+from tests.harness import mmsci_data, scifibench_data, warm_start
 from tests.harness.lmms import CLI_TIMEOUT_S
 from tests.harness.openai_server import Reply
 from tests.harness.scifibench_run import ScifibenchRun
@@ -84,9 +83,7 @@ def test_rescore_under_the_paper_protocol_refuses_without_a_judge(
     command = [sys.executable, "-m", "scifig_tasks.commands.main", "rescore", str(scifibench_judge_off.run.output_path)]
     command += ["--protocol", "paper", "--out", str(tmp_path / "paper")]
 
-    done = subprocess.run(
-        command, env=env, capture_output=True, text=True, timeout=CLI_TIMEOUT_S, stdin=subprocess.DEVNULL, cwd=tmp_path
-    )
+    done = warm_start.run(command, env, cwd=tmp_path, timeout=CLI_TIMEOUT_S)
 
     assert done.returncode == 1, done.stderr[-4000:]
     (line,) = lines(done.stdout + done.stderr)

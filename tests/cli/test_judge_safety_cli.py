@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from tests.harness import warm_start
 from tests.harness.grab_data import Row, question_text, write_parquet
 from tests.harness.judge_wire import Wire, WireJudge, WireRequest
 from tests.harness.lmms import CliRun, _executable, served_env
@@ -49,14 +50,7 @@ def judged_run(
     args = ["eval", "--model", "openai", "--model_args", MODEL_ARGS, "--tasks", "grab_llm_extract", "--log_samples"]
     start = time.monotonic()
     try:
-        completed = subprocess.run(
-            [_executable("scifig"), *args, "--output_path", str(out)],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=LIMIT_S,
-            stdin=subprocess.DEVNULL,
-        )
+        completed = warm_start.run([_executable("scifig"), *args, "--output_path", str(out)], env, timeout=LIMIT_S)
     except subprocess.TimeoutExpired:
         return None, time.monotonic() - start
     return CliRun(completed.returncode, completed.stdout + completed.stderr, out), time.monotonic() - start

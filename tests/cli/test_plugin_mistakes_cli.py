@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.harness import warm_start
 from tests.harness.lmms import CLI_TIMEOUT_S, _executable, offline_env
 from tests.harness.paths import FIXTURES
 
@@ -61,9 +62,7 @@ def environment(tmp_path: Path, *packages: Path, **extra: str) -> dict[str, str]
 
 
 def run(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        args, env=env, cwd=cwd, capture_output=True, text=True, timeout=CLI_TIMEOUT_S, stdin=subprocess.DEVNULL
-    )
+    return warm_start.run(args, env, cwd=cwd, timeout=CLI_TIMEOUT_S)
 
 
 PROGRESS = re.compile(r"\|\s*\d+/\d+ \[")
