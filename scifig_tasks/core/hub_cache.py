@@ -227,13 +227,13 @@ def transformers_model(name: str, what: str) -> HubModel | None:
 
 
 def check_model(name: str, what: str, instead: str, error: type[Unavailable] = Unavailable) -> str | None:
-    """:func:`check` for a transformers model given as a Hub id or a local folder (``what`` names it in the line): a
-    folder that does not exist is ``error`` too, naming it."""
+    """:func:`check` for a transformers model given as a Hub id or a local folder (``what`` names it in the line;
+    ``instead`` as for :func:`check`): a folder that does not exist is ``error`` too, naming it."""
     model = transformers_model(name, what)
     if model is not None:
         return check(model, instead, error)
     if not Path(name).expanduser().is_dir():
-        raise error(f"{what}: folder {name} does not exist", f"point it at a model folder, or {instead}")
+        raise error(f"{what}: folder {name} does not exist", "give an existing model folder, or a Hub model id")
     return None
 
 

@@ -108,5 +108,6 @@ def test_a_local_folder_needs_nothing_and_a_missing_one_is_named(online: Path, t
     with pytest.raises(Unavailable) as raised:
         check_model(str(tmp_path / "absent"), "model x (SOME_SETTING)", "set SOME_SETTING to a model folder")
     assert raised.value.what == f"model x (SOME_SETTING): folder {tmp_path / 'absent'} does not exist"
+    assert raised.value.todo == "give an existing model folder, or a Hub model id"
     assert hub_cache.model_state("runs/a/merged") == "no folder"  # not a Hub id: a folder to transformers
     assert hub_cache.model_state("roberta-large", online) == "not cached"

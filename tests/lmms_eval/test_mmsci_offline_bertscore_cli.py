@@ -3,7 +3,8 @@ Hugging Face cache and the Hub unreachable, ``HF_HUB_OFFLINE`` unset, as a new u
 (:mod:`tests.harness.hub`): the scorer asks the Hub once and never retries (it retried ``roberta-large``'s files for
 about 46 s), the other metrics are scored, and BERTScore is reported unavailable in one console line that names the
 model, the cache looked in and the ways out (``SCIFIG_MMSCI_BERTSCORE_MODEL``, ``HF_HUB_OFFLINE=1``), the same line the
-results file records (:func:`scifig_tasks.benchmarks.mmsci.captioning_metrics.check_bertscore_model`)."""
+results file records (:func:`scifig_tasks.benchmarks.mmsci.captioning_metrics.check_bertscore_model`). It needs a run
+of its own: the shared MMSci runs point BERTScore at a local tiny model, offline."""
 
 from __future__ import annotations
 
