@@ -8,7 +8,6 @@ The judge is the local OpenAI-compatible server of ``tests/harness/openai_server
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ from scifig_tasks.core.judge import JudgeClient, JudgeConfig, dry_run, task_scop
 from scifig_tasks.core.judge_presets import JudgePresetError, load_preset
 from scifig_tasks.report.runs import Run
 from scifig_tasks.report.summary import usage_text
+from tests.harness import warm_start
 from tests.harness.grab_data import Row, question_text, write_parquet
 from tests.harness.lmms import _executable
 from tests.harness.openai_server import ChatRequest, Reply, by_question
@@ -221,13 +221,8 @@ def test_lmms_eval_results_record_the_judges_usage(tmp_path: Path, openai_server
 
     scifig = _executable("scifig")
     for cache, send, cached in ((env["SCIFIG_JUDGE_CACHE"], 0, len(CASES)), (str(tmp_path / "empty"), len(CASES), 0)):
-        dry = subprocess.run(
-            [scifig, "rescore", "--dry-run", str(tmp_path / "first")],
-            env={**env, "SCIFIG_JUDGE_CACHE": cache},
-            capture_output=True,
-            text=True,
-            timeout=600,
-            stdin=subprocess.DEVNULL,
+        dry = warm_start.run(
+            [scifig, "rescore", "--dry-run", str(tmp_path / "first")], {**env, "SCIFIG_JUDGE_CACHE": cache}, timeout=600
         )
         assert dry.returncode == 0, (dry.stdout + dry.stderr)[-4000:]
         assert f"would send {send} judge requests (retries aside); the judge cache answers {cached};" in dry.stdout

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -20,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from scifig_tasks.lmms_eval import concurrency
+from tests.harness import warm_start
 from tests.harness.grab_data import Row, question_text, write_parquet
 from tests.harness.lmms import offline_env
 from tests.harness.openai_server import ChatRequest, FakeOpenAIServer, Reply, by_question
@@ -195,14 +195,11 @@ def test_vlmeval_scoring_keeps_the_judge_concurrency_in_flight(tmp_path: Path, o
         "SCIFIG_JUDGE_MODEL": "fake-judge",
         "SCIFIG_JUDGE_MAX_CONCURRENCY": "12",
     }
-    completed = subprocess.run(
+    completed = warm_start.run(
         [sys.executable, "-c", VLMEVAL_SCORE, str(tmp_path / "fake-vlm_SciFig_GRAB_LLMExtract.tsv")],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
+        env,
         cwd=REPO,
-        stdin=subprocess.DEVNULL,
+        timeout=300,
     )
 
     assert completed.returncode == 0, completed.stderr[-3000:]

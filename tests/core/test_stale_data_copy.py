@@ -11,11 +11,11 @@ from __future__ import annotations
 import os
 import random
 import re
-import subprocess
 from pathlib import Path
 
 import pandas as pd
 
+from tests.harness import warm_start
 from tests.harness.grab_data import Row, write_parquet
 from tests.harness.lmms import CLI_TIMEOUT_S, _executable
 
@@ -29,9 +29,7 @@ def rows(first_answer: str) -> list[Row]:
 def export(env: dict[str, str], out: Path) -> tuple[int, list[str], list[str]]:
     """``scifig export-tsv --data grab``: exit status, stderr lines and the answers of the TSV it wrote."""
     command = [_executable("scifig"), "export-tsv", "--data", "grab", "--out", str(out)]
-    done = subprocess.run(
-        command, env=env, capture_output=True, text=True, timeout=CLI_TIMEOUT_S, stdin=subprocess.DEVNULL
-    )
+    done = warm_start.run(command, env, timeout=CLI_TIMEOUT_S)
     tsv = out / "grab.tsv"
     answers = pd.read_csv(tsv, sep="\t", dtype=str, keep_default_na=False)["answer"].tolist() if tsv.exists() else []
     tsv.unlink(missing_ok=True)
