@@ -101,7 +101,18 @@ class WarmStarter:
                     f"the warm process did not start (run `python -m tests.harness.warm_start`): {line!r}"
                 )
             self._read, self._modules = frozenset(ready["read"]), frozenset(ready["modules"])
+            atexit.register(self.close)
         return self._process
+
+    def close(self) -> None:
+        """End the warm process (it ends at the end of its input) and wait for it, as the worker ends."""
+        if self._process is not None and self._process.poll() is None:
+            self._process.stdin.close()
+            try:
+                self._process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait()
 
     def run(
         self, argv: Sequence[str], env: Mapping[str, str], cwd: str | os.PathLike | None, timeout: float
