@@ -1,5 +1,7 @@
 """Models and files scifig fetches from the Hugging Face Hub at run time, checked before the work that needs them
-starts: the CLIP baseline's weights (:mod:`.clip_baseline`), a fine-tuning base model, BERTScore's model.
+starts: the CLIP baseline's weights (:mod:`.clip_baseline`), a fine-tuning base model, BERTScore's model, and a
+benchmark's Hub dataset (:func:`scifig_tasks.core.data.hub_snapshot`, which keeps its own refusal line and uses the
+network half of the rule, :func:`ask_hub`).
 
 One rule for all of them (:func:`check`), read from the local Hugging Face cache and at most one request:
 
@@ -247,16 +249,3 @@ def model_state(name: str, cache: Path | str | None = None) -> ModelState:
     if model is None:
         return "folder" if Path(name).expanduser().is_dir() else "no folder"
     return "cached" if cached(model, cache) else "not cached"
-
-
-def describe(name: str, cache: Path | str | None = None) -> tuple[bool, str]:
-    """``(usable now, words)``: :func:`model_state` as ``scifig doctor`` says it."""
-    state = model_state(name, cache)
-    where = cache_folder(cache)
-    words: dict[ModelState, str] = {
-        "folder": f"local folder {name}",
-        "no folder": f"folder {name} does not exist",
-        "cached": f"{name} in the Hugging Face cache ({where})",
-        "not cached": f"{name} not in the Hugging Face cache ({where})",
-    }
-    return state in ("folder", "cached"), words[state]
