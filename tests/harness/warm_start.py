@@ -119,22 +119,18 @@ class WarmStarter:
     ) -> subprocess.CompletedProcess | None:
         """Run ``argv`` forked from the warm process; None when a fork would not start it as a fresh interpreter."""
         argv = [os.fspath(arg) for arg in argv]
+        env = {os.fspath(name): os.fspath(value) for name, value in env.items()}
         command = _python_command(argv, env, cwd)
         if command is None:
             return None
+        folder = os.path.abspath(cwd if cwd is not None else os.getcwd())
         with self._lock:
             process = self._start()
-            if not self._starts_alike(env):
+            if not self._starts_alike(command, env, folder):
                 return None
-            with tempfile.TemporaryDirectory(prefix="warm-start-") as folder:
-                out, err = Path(folder, "stdout"), Path(folder, "stderr")
-                request = {
-                    "argv": command,
-                    "env": dict(env),
-                    "cwd": os.path.abspath(cwd if cwd is not None else os.getcwd()),
-                    "out": str(out),
-                    "err": str(err),
-                }
+            with tempfile.TemporaryDirectory(prefix="warm-start-") as files:
+                out, err = Path(files, "stdout"), Path(files, "stderr")
+                request = {"argv": command, "env": env, "cwd": folder, "out": str(out), "err": str(err)}
                 process.stdin.write(json.dumps(request) + "\n")
                 process.stdin.flush()
                 pid = _read_int(process)
@@ -143,6 +139,11 @@ class WarmStarter:
                 timer.start()
                 try:
                     returncode = _read_int(process)
+                except BaseException:  # interrupted mid-run: the run and the warm process go, the next run starts anew
+                    _kill_group(pid, expired)
+                    process.kill()
+                    process.wait()
+                    raise
                 finally:
                     timer.cancel()
                 completed = subprocess.CompletedProcess(argv, returncode, _decode(out), _decode(err))
@@ -150,25 +151,43 @@ class WarmStarter:
             raise subprocess.TimeoutExpired(argv, timeout, completed.stdout, completed.stderr)
         return completed
 
-    def _starts_alike(self, env: Mapping[str, str]) -> bool:
-        """``env`` holds the warm process's value of every variable read at start or by the pre-imports."""
+    def _starts_alike(self, argv: list[str], env: Mapping[str, str], cwd: str) -> bool:
+        """``env`` holds the warm process's value of every variable read at start or by the pre-imports, and no
+        folder the run's ``sys.path`` gains holds a module the warm process has imported."""
         for name in {*env, *BASE_ENV}:
             read = name in self._read or name in START_VARIABLES or name.startswith(START_PREFIXES)
             if read and name not in APPLIED_AGAIN and env.get(name) != BASE_ENV.get(name):
                 return False
-        return not env.get("PYTHONPATH") or self._path_forkable(env["PYTHONPATH"])
-
-    def _path_forkable(self, value: str) -> bool:
-        """No folder of ``PYTHONPATH`` holds a ``sitecustomize`` (run at start) or a module already imported."""
         known = BASE_ENV.get("PYTHONPATH", "").split(os.pathsep)
-        for folder in value.split(os.pathsep):
-            if folder in known or not os.path.isdir(folder or "."):
+        added = [
+            os.path.join(cwd, entry) for entry in env.get("PYTHONPATH", "").split(os.pathsep) if entry not in known
+        ]
+        return not any(self._shadows(folder) for folder in [_first_path(argv, cwd), *added])
+
+    def _shadows(self, folder: str) -> bool:
+        """``folder`` holds a module or package the warm process has imported (a fresh interpreter would import
+        that one), or a ``sitecustomize`` (run when an interpreter starts)."""
+        if not os.path.isdir(folder):
+            return False
+        for item in os.scandir(folder):
+            name, dot, suffix = item.name.partition(".")
+            if name not in self._modules and name not in ("sitecustomize", "usercustomize"):
                 continue
-            for entry in os.scandir(folder or "."):
-                name = entry.name.partition(".")[0]
-                if name in self._modules or name in ("sitecustomize", "usercustomize"):
-                    return False
-        return True
+            if item.is_dir() and any(Path(item.path, "__init__" + end).exists() for end in _SUFFIXES):
+                return True
+            if item.is_file() and dot and "." + suffix in _SUFFIXES:
+                return True
+        return False
+
+
+_SUFFIXES = frozenset(importlib.machinery.all_suffixes())
+
+
+def _first_path(argv: list[str], cwd: str) -> str:
+    """``sys.path[0]`` of ``argv``'s interpreter: the working folder for ``-m`` and ``-c``, else the script's."""
+    if argv[0] == sys.executable:
+        return cwd
+    return os.path.dirname(os.path.realpath(os.path.join(cwd, argv[0])))
 
 
 def _python_command(argv: list[str], env: Mapping[str, str], cwd: str | os.PathLike | None) -> list[str] | None:
@@ -372,7 +391,7 @@ def main() -> None:
     start_path = list(sys.path)
     gc.freeze()  # a fork's collections leave the pre-imported objects (and their pages) alone
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    modules = sorted({name.partition(".")[0] for name in sys.modules})
+    modules = sorted({name.partition(".")[0] for name in sys.modules} - {"tests"})  # a fork imports tests again
     print(json.dumps({"read": sorted(read), "modules": modules}), flush=True)
     for line in sys.stdin:
         request = json.loads(line)

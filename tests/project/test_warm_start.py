@@ -168,10 +168,13 @@ def test_timeout_kills_the_run_and_what_it_started(probe: dict, tmp_path: Path) 
 def test_a_run_a_fork_would_start_differently_is_not_forked(probe: dict, tmp_path: Path) -> None:
     env, work = probe["env"], probe["work"]
     report = [sys.executable, "-m", "probe", "report"]
-    shadow, custom = tmp_path / "shadow", tmp_path / "custom"
+    shadow, custom, here = tmp_path / "shadow", tmp_path / "custom", tmp_path / "here"
     (shadow / "numpy").mkdir(parents=True)
+    (shadow / "numpy" / "__init__.py").write_text("")
     custom.mkdir()
     (custom / "sitecustomize.py").write_text("")
+    here.mkdir()
+    (here / "torch.py").write_text("")
     refused = {
         "hash seed read at start": (report, {**env, "PYTHONHASHSEED": "7"}),
         "a variable torch read on import": (report, {**env, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path)}),
@@ -182,5 +185,6 @@ def test_a_run_a_fork_would_start_differently_is_not_forked(probe: dict, tmp_pat
     }
     for why, (argv, request_env) in refused.items():
         assert warm_start.STARTER.run(argv, request_env, work, timeout=60) is None, why
+    assert warm_start.STARTER.run(report, env, here, timeout=60) is None, "the working folder shadows torch"
     completed = warm_start.run(report, {**env, "PYTHONHASHSEED": "7"}, work, timeout=60)
     assert completed.returncode == 3 and json.loads(completed.stderr.split("\n", 1)[0])["ppid"] == os.getpid()
