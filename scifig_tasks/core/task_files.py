@@ -88,6 +88,25 @@ def top_level(tasks: dict[str, TaskInfo]) -> list[TaskInfo]:
     return [info for info in tasks.values() if info.name not in inside]
 
 
+def leaves(name: str, tasks: Mapping[str, TaskInfo], seen: frozenset[str] = frozenset()) -> list[str]:
+    """The tasks the task or group ``name`` runs: itself, or its groups' members at every depth (a name of no task
+    folder: itself)."""
+    info = tasks.get(name)
+    if info is None or not info.is_group:
+        return [name]
+    return [leaf for member in info.members if member not in seen for leaf in leaves(member, tasks, seen | {name})]
+
+
+def scoring_hook(info: TaskInfo | None) -> Any:
+    """The ``process_results`` hook a task's YAML names, its task options bound (as lmms-eval and VLMEvalKit score
+    with it); None for no task or a hook that is not a function."""
+    from scifig_tasks.core.task_options import for_task
+    from scifig_tasks.core.task_yaml import FunctionTag
+
+    hook = None if info is None else resolved(info.path).get("process_results")
+    return for_task(hook.resolve(), info.options) if isinstance(hook, FunctionTag) else None
+
+
 def options(name: str, tasks: Mapping[str, TaskInfo] | None = None) -> dict[str, Any]:
     """The options of the task ``name``, or of every task of the group ``name`` (which must agree: a group whose
     tasks differ in an option has no one value of it, and is refused naming the option and the tasks)."""

@@ -253,7 +253,8 @@ def _bind_options(built: Iterable[Any]) -> None:
 def wrap_get_task_list(get_task_list: Any) -> Any:
     """``evaluator_utils.get_task_list`` noting the run's tasks (for the judge bound), and refusing them before any
     request is built when one cannot be scored without the judge and none is configured
-    (:class:`~scifig_tasks.core.judged_hooks.JudgeRequired`)."""
+    (:class:`~scifig_tasks.core.judged_hooks.JudgeRequired`); the models their scoring fetches at run time are checked
+    then too (:mod:`scifig_tasks.core.fetched_models`)."""
 
     @wraps(get_task_list)
     def task_list_expected(task_dict: dict[Any, Any]) -> Any:
@@ -267,6 +268,13 @@ def wrap_get_task_list(get_task_list: Any) -> Any:
             refused = judge_refusal(needing)
             if refused is not None:
                 raise refused
+        if built:
+            from loguru import logger  # lmms-eval's logger: the lines show among its own, before the requests
+
+            from scifig_tasks.core.fetched_models import check_lines
+
+            for line in check_lines(scoring_hook(getattr(output.task, "config", None)) for output in built):
+                logger.warning(f"scifig: {line}")
         _pending.expect(built)
         return outputs
 

@@ -22,6 +22,7 @@ from vlmeval.smp import LMUDataRoot, toliststr
 from scifig_tasks.core import judge as judge_accounting
 from scifig_tasks.core import registry, settings, task_files
 from scifig_tasks.core.benchmark import VlmevalDataset
+from scifig_tasks.core.fetched_models import say_checks
 from scifig_tasks.core.judge import JudgeClient, get_judge
 from scifig_tasks.core.judge.required import judge_refusal
 from scifig_tasks.core.provenance import DATA, KEY, environment
@@ -71,10 +72,15 @@ class SciFigDataset(ImageBaseDataset):
     def load_data(self, dataset: str) -> pd.DataFrame:
         """The dataset's TSV; a dataset that cannot be scored without the LLM judge is refused first when none is
         chosen (:func:`scifig_tasks.lmms_eval.environment.judge_refusal`, the declaration of the lmms-eval task of the
-        same name)."""
+        same name); the models its scoring fetches at run time are checked then
+        (:mod:`scifig_tasks.core.fetched_models`)."""
         refused = judge_refusal([dataset], available=judging.declared() or get_judge() is not None)
         if refused is not None:
             raise RuntimeError(refused.sentence)
+        tasks = task_files.scifig_tasks()
+        say_checks(
+            (task_files.scoring_hook(tasks.get(leaf)) for leaf in task_files.leaves(dataset, tasks)), "scifig vlmeval"
+        )
         path = tsv.ensure_tsv(dataset, Path(LMUDataRoot()))
         self.data_path = str(path)
         return tsv.read_tsv(path)

@@ -3,7 +3,8 @@ Hugging Face cache and the Hub unreachable, ``HF_HUB_OFFLINE`` unset, as a new u
 (:mod:`tests.harness.hub`): the scorer asks the Hub once and never retries (it retried ``roberta-large``'s files for
 about 46 s), the other metrics are scored, and BERTScore is reported unavailable in one console line that names the
 model, the cache looked in and the ways out (``SCIFIG_MMSCI_BERTSCORE_MODEL``, ``HF_HUB_OFFLINE=1``), the same line the
-results file records (:func:`scifig_tasks.benchmarks.mmsci.captioning_metrics.check_bertscore_model`). It needs a run
+results file records (:func:`scifig_tasks.benchmarks.mmsci.captioning_metrics.check_bertscore_model`), and said once
+before the model is asked anything (:mod:`scifig_tasks.core.fetched_models`). It needs a run
 of its own: the shared MMSci runs point BERTScore at a local tiny model, offline."""
 
 from __future__ import annotations
@@ -39,6 +40,11 @@ def test_bertscore_without_its_model_is_said_at_once_with_the_way_out(
     result = run("scifig", args, env, tmp_path / "out")
 
     assert "Traceback" not in result.output and RETRY_LINE not in result.output, result.output[-4000:]
+    lines = result.output.splitlines()
+    before = [i for i, line in enumerate(lines) if "scifig: BERTScore model roberta-large" in line]
+    asked = [i for i, line in enumerate(lines) if "generate_until" in line]
+    assert len(before) == 1 and asked and before[0] < asked[0], result.output[-4000:]  # said before the model runs
+    assert "bertscore_f1 will be n/a (the other captioning metrics are computed); download once" in lines[before[0]]
     said = [line for line in result.output.splitlines() if "bertscore_f1 is unavailable" in line]
     assert len(said) == 1, result.output[-4000:]
     reason = said[0].split("(reported as null, not 0): ", 1)[1]

@@ -15,17 +15,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from scifig_tasks.core import task_files, task_yaml
+from scifig_tasks.core import task_files
 from scifig_tasks.core.judged_hooks import JudgeRequired, declared_judging, judge_configured, requires_judge
 from scifig_tasks.core.scoring_protocol import PAPER_SUFFIX, Protocol, plain_twin
-from scifig_tasks.core.task_options import for_task
-
-
-def _leaves(name: str, tasks: Mapping[str, Any], seen: frozenset[str] = frozenset()) -> list[str]:
-    info = tasks.get(name)
-    if info is None or not info.is_group:
-        return [name]
-    return [leaf for member in info.members if member not in seen for leaf in _leaves(member, tasks, seen | {name})]
 
 
 def _twin(name: str, protocol: Protocol | None, tasks: Mapping[str, Any]) -> str:
@@ -49,14 +41,12 @@ class _Requirement:
 
     def _requires(self, leaf: str) -> bool:
         if leaf not in self._leaf:
-            info = self.tasks.get(_twin(leaf, self.protocol, self.tasks))
-            hook = None if info is None else task_yaml.resolved(info.path).get("process_results")
-            bound = for_task(hook.resolve(), info.options) if isinstance(hook, task_yaml.FunctionTag) else None
+            bound = task_files.scoring_hook(self.tasks.get(_twin(leaf, self.protocol, self.tasks)))
             self._leaf[leaf] = bound is not None and requires_judge(bound)
         return self._leaf[leaf]
 
     def __call__(self, name: str) -> bool:
-        return name in self.tasks and any(self._requires(leaf) for leaf in _leaves(name, self.tasks))
+        return name in self.tasks and any(self._requires(leaf) for leaf in task_files.leaves(name, self.tasks))
 
     def instead(self, name: str) -> str | None:
         """The task or group asking the same questions without requiring the judge: the longest registered name
@@ -106,11 +96,9 @@ def judge_use(name: str) -> str:
     of its tasks' ``process_results`` hooks, ``never`` when none declares one."""
     tasks = task_files.scifig_tasks()
     uses = []
-    for leaf in _leaves(name, tasks):
-        info = tasks.get(leaf)
-        hook = None if info is None else task_yaml.resolved(info.path).get("process_results")
-        if isinstance(hook, task_yaml.FunctionTag):
-            function = for_task(hook.resolve(), info.options)
+    for leaf in task_files.leaves(name, tasks):
+        function = task_files.scoring_hook(tasks.get(leaf))
+        if function is not None:
             use = "required" if requires_judge(function) else declared_judging(function)
             if use is not None:
                 uses.append(USE_WORDS[use])

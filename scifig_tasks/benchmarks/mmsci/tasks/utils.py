@@ -14,6 +14,7 @@ from PIL import Image
 
 from scifig_tasks.benchmarks.mmsci import captioning_metrics as mmsci_captioning
 from scifig_tasks.benchmarks.mmsci import rules as mmsci
+from scifig_tasks.core.fetched_models import fetches
 from scifig_tasks.core.images import for_upload, to_rgb
 from scifig_tasks.core.judge.client import get_judge
 from scifig_tasks.core.judged_hooks import JudgeUse, asks_judge
@@ -98,6 +99,10 @@ CAPTION_METRICS = mmsci_captioning.CAPTION_METRICS
 
 @reads_task_options
 @asks_judge("at_aggregation")
+@fetches(
+    mmsci_captioning.check_bertscore_model,
+    without="bertscore_f1 will be n/a (the other captioning metrics are computed)",
+)
 def mmsci_caption_process_results(doc: dict[str, Any], results: list[Any], *, protocol: Protocol) -> dict[str, Any]:
     """One caption (``default``), or under ``paper`` the k sampled captions (``repeats`` + ``take_first_k``; lmms-eval
     hands the one request's k filtered responses over as ``results``), scored with the paper setting."""
