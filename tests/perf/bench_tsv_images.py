@@ -25,9 +25,12 @@ PNG's pixels, and the verdict against the bound: a TSV whose images were seen wi
 ``--profile`` prints where one write with the images not seen spends its time (cProfile, the 12 functions with the
 most cumulative time).
 
-Run from the repository root: ``python -m tests.perf.bench_tsv_images`` (options ``--graphs`` (default 8),
-``--dpi``, ``--repeat`` (default 3), ``--profile``). At the defaults it takes 1-3 minutes on the shared 2-core
-machine.
+A write also pays a fixed cost (the split's undecoded view, the pass over the rows' text for the columns, the
+source record: about 50 ms), which the full set's 2,170 rows share; with few graphs it weighs on the per-row figures.
+
+Run from the repository root: ``python -m tests.perf.bench_tsv_images`` (options ``--graphs`` (default 24),
+``--dpi``, ``--repeat`` (default 3), ``--profile``). At the defaults it takes 3-5 minutes on the shared 2-core
+machine, most of it decoding every image (the writes with the images not seen, and the pixel check).
 """
 
 from __future__ import annotations
@@ -104,7 +107,7 @@ def _same_pixels(tsv_path: Path, parquet: Path) -> tuple[bool, bool, str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--graphs", type=int, default=8)
+    parser.add_argument("--graphs", type=int, default=24)
     parser.add_argument("--dpi", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--profile", action="store_true")
