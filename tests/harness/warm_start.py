@@ -16,9 +16,11 @@ A fork is only used where it starts the command line as a fresh interpreter woul
   imported (measured as they import: torch's ``TORCH*`` settings, ``HOME``, ``XDG_CACHE_HOME``, ``OMP_NUM_THREADS``,
   ...) and of every variable an interpreter reads when it starts (``PYTHON*``, the locale's ``LANG``/``LC_*``,
   ``LD_*``, those of site's ``.pth`` files, tqdm's ``TQDM_*`` defaults taken from the whole environment), except
-  those a fork applies again: ``PYTHONPATH`` (``sys.path`` is rebuilt, unless it brings a ``sitecustomize`` or a
-  module the warm process already imported), ``PYTHONDONTWRITEBYTECODE`` and the temporary folder's ``TMPDIR``,
-  ``TEMP``, ``TMP``.
+  those a fork applies again: ``PYTHONPATH`` (``sys.path`` is rebuilt), ``PYTHONDONTWRITEBYTECODE`` and the
+  temporary folder's ``TMPDIR``, ``TEMP``, ``TMP``;
+* no folder the run's ``sys.path`` gains (its working folder for ``-m`` and ``-c``, its script's folder, a folder
+  ``PYTHONPATH`` adds) holds a module or package named as one the warm process imported (a fresh interpreter would
+  import that one) or a ``sitecustomize``.
 
 Anything else runs in a fresh interpreter (``subprocess.run``), as does everything when ``SCIFIG_TEST_COLD_START=1``
 (to rule the warm start out when a test fails). ``tests/project/test_warm_start.py`` holds a forked run to a cold one.
