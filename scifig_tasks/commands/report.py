@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import sys
+import time
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from scifig_tasks.commands import HELP
 
@@ -40,13 +42,52 @@ def register(commands: Any) -> None:
     parser.set_defaults(handler=_run)
 
 
+class ProgressLines:
+    """``scifig report``'s progress on stderr, so a report of many runs is never silent: a line per step as it starts
+    (``scifig report: section 2 of 5: GRAB``); a count within a step (the sample viewer's figures) at most once a
+    second. On a terminal each line replaces the one before; the last is cleared before the closing lines."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.terminal = stream.isatty()
+        self.started = time.monotonic()
+        self.said = 0.0
+        self.width = 0
+
+    def __call__(self, text: str, *, detail: bool = False) -> None:
+        now = time.monotonic()
+        if detail and now - self.said < 1.0:
+            return
+        self.said = now
+        line = f"scifig report: {text} [{now - self.started:.0f} s]"
+        if self.terminal:
+            self.stream.write("\r" + line.ljust(self.width))
+            self.width = len(line)
+        else:
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+    def done(self) -> None:
+        if self.terminal and self.width:
+            self.stream.write("\r" + " " * self.width + "\r")
+            self.stream.flush()
+
+
 def _run(args: argparse.Namespace) -> int:
     from scifig_tasks.report.build import build_report
 
-    report = build_report(args.results, args.out)
-    print(f"report: {report.markdown}")
-    print(f"report: {report.html}")
+    progress = ProgressLines(sys.stderr)
+    try:
+        report = build_report(args.results, args.out, progress)
+    finally:
+        progress.done()
+    written = [report.html.name, report.markdown.name]
     if report.samples is not None:
-        print(f"samples: {report.samples}")
-    print(f"sections: {', '.join(report.sections)}; figures: {len(report.figures)}")
+        written.append(report.samples.name)
+    figures = f"{len(report.figures)} figure{'s' if len(report.figures) != 1 else ''} in figures/"
+    print(f"wrote {', '.join(written)} and {figures} into {report.html.parent.resolve()}")
+    print(f"sections: {', '.join(report.sections)}")
+    if report.samples is not None:
+        print(f"every sample, filterable: {report.samples.resolve()}")
+    print(f"open in a browser: {report.html.resolve()}")
     return 0

@@ -9,20 +9,20 @@ from __future__ import annotations
 import functools
 import importlib
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any, Protocol, get_args
 
 from scifig_tasks.core import provenance, registry
 from scifig_tasks.core.raw_outputs import OutputStatus
-from scifig_tasks.report import generic
+from scifig_tasks.report import figures, forked, generic
 from scifig_tasks.report.compare import comparison_section
 from scifig_tasks.report.document import Details, Note, Section, Table, to_html, to_markdown
-from scifig_tasks.report.headline import headline_table
+from scifig_tasks.report.headline import headline_table, left_out
 from scifig_tasks.report.judge_notes import judge_off_note
 from scifig_tasks.report.paths import shown, shown_path
 from scifig_tasks.report.protocols import protocol_views
-from scifig_tasks.report.runs import Run, load_runs
+from scifig_tasks.report.runs import Run, load_runs, results_files
 from scifig_tasks.report.samples import write_samples_page
 from scifig_tasks.report.summary import summary_section
 
@@ -52,13 +52,79 @@ class Report:
     samples: Path | None = None
 
 
-def build_report(results: Iterable[Path], out: Path) -> Report:
-    runs = load_runs(results)
+class Progress(Protocol):
+    """Where :func:`build_report` says what it is doing: a line per step (``detail``: a count within a step, which
+    the receiver may thin out)."""
+
+    def __call__(self, text: str, *, detail: bool = False) -> None: ...
+
+
+def quiet(text: str, *, detail: bool = False) -> None:
+    """A :class:`Progress` that says nothing (``scifig demo``'s report, a notebook)."""
+
+
+def build_report(results: Iterable[Path], out: Path, progress: Progress = quiet) -> Report:
+    """The report of the runs found under ``results``, written into ``out``; each step said to ``progress``: the
+    results files read, each section (``section 2 of 5: GRAB``), the comparison and the sample viewer. The comparison
+    and the sample viewer are made in processes of their own while the sections are built
+    (:mod:`scifig_tasks.report.forked`), the figures drawn by others
+    (:func:`scifig_tasks.report.figures.drawn_alongside`)."""
+    found = results_files(list(results))
+    progress(f"reading {len(found):,} results file{'s' if len(found) != 1 else ''}")
+    runs = load_runs(found)
+    progress(f"read {len(runs)} model{'s' if len(runs) != 1 else ''}: {', '.join(run.model for run in runs)}")
+    if not any(registry.benchmark_of(task) is not None for run in runs for task in run.entries):
+        _no_benchmark(runs)
+    out.mkdir(parents=True, exist_ok=True)
+    parts: list[forked.Part[Any]] = []
+    compared = sampled = None
+    if len(runs) > 1:  # every later model against the first, question by question
+        compared = forked.started(functools.partial(_comparison, runs, progress), "the comparison")
+        parts.append(compared)
+    if any(run.samples for run in runs):
+        sampled = forked.started(functools.partial(_samples_page, runs, out, progress), "samples.html")
+        parts.append(sampled)
+    try:
+        with figures.drawn_alongside():
+            report = _build(runs, out, progress, compared, sampled)
+            if waiting := figures.still_drawing():
+                progress(f"drawing the last {waiting} figure{'s' if waiting != 1 else ''}")
+    finally:
+        for part in parts:
+            part.stop()
+    return replace(report, figures=sorted((out / "figures").glob("*.png")))
+
+
+def _no_benchmark(runs: list[Run]) -> None:
+    tasks = sorted({task for run in runs for task in run.entries})
+    raise ValueError(f"no benchmark of this package in the results (tasks found: {', '.join(tasks) or 'none'})")
+
+
+def _comparison(runs: list[Run], progress: Progress) -> Section:
+    progress(f"comparison: {len(runs) - 1} model{'s' if len(runs) > 2 else ''} against {runs[0].model}")
+    return comparison_section(runs)
+
+
+def _samples_page(runs: list[Run], out: Path, progress: Progress) -> Path:
+    logged = sum(len(samples) for run in runs for samples in run.samples.values())
+    progress(f"samples.html: {logged:,} logged samples of {sum(bool(run.samples) for run in runs)} models")
+    return write_samples_page(runs, out, progress=progress)
+
+
+def _build(
+    runs: list[Run],
+    out: Path,
+    progress: Progress,
+    compared: forked.Part[Section] | None,
+    sampled: forked.Part[Path] | None,
+) -> Report:
     views = protocol_views(runs)  # one row per model and protocol: _paper tasks under their plain names
     figdir = out / "figures"
     figdir.mkdir(parents=True, exist_ok=True)
     sections: list[Section] = []
-    for described, build in zip(registry.benchmarks().values(), section_builders(), strict=True):
+    benchmarks = list(registry.benchmarks().values())
+    for index, (described, build) in enumerate(zip(benchmarks, section_builders(), strict=True), start=1):
+        progress(f"section {index} of {len(benchmarks)}: {described.title or described.name}")
         built = build(views, figdir)
         if built is not None:
             note = judge_off_note(described, views)
@@ -66,13 +132,15 @@ def build_report(results: Iterable[Path], out: Path) -> Report:
                 built.blocks.insert(0, note)
             sections.append(built)
     if not sections:
-        tasks = sorted({task for run in runs for task in run.entries})
-        raise ValueError(f"no benchmark of this package in the results (tasks found: {', '.join(tasks) or 'none'})")
+        _no_benchmark(runs)
     files = sum(len(run.sources) for run in runs)
     titles = [section.title for section in sections]
-    top = summary_section(views, titles, files, [run.model for run in runs], headline_table(views))
-    if len(runs) > 1:  # every later model against the first, question by question
-        sections.append(comparison_section(runs))
+    missing = left_out(views)
+    top = summary_section(
+        views, titles, files, [run.model for run in runs], headline_table(views), [missing] if missing else []
+    )
+    if compared is not None:
+        sections.append(compared.result())
     flagged = _flagged(runs)
     if flagged is not None:
         sections.append(flagged)
@@ -92,7 +160,8 @@ def build_report(results: Iterable[Path], out: Path) -> Report:
     )
     page_sections = without_machine_paths([top, *sections], out)
     out.mkdir(parents=True, exist_ok=True)
-    samples = write_samples_page(runs, out) if any(run.samples for run in runs) else None
+    samples = sampled.result() if sampled is not None else None
+    progress("writing report.html and report.md")
     markdown_text, html_text = to_markdown(TITLE, [], page_sections), to_html(TITLE, [], page_sections)
     if samples is not None:
         markdown_text = markdown_text.replace("\n\n", f"\n\n{SAMPLES_TEXT} [samples.html](samples.html).\n\n", 1)
@@ -118,7 +187,7 @@ def without_machine_paths(sections: list[Section], out: Path) -> list[Section]:
                 blocks.append(Note(clean(block.text), block.kind))
             elif isinstance(block, Table):
                 rows = [[clean(cell) for cell in row] for row in block.rows]
-                blocks.append(Table(clean(block.caption), block.header, rows, block.empty, block.kind))
+                blocks.append(replace(block, caption=clean(block.caption), rows=rows))
             elif isinstance(block, Details):
                 blocks.append(Details(clean(block.summary), cleaned_blocks(block.blocks)))
             else:

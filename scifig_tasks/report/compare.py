@@ -424,5 +424,20 @@ def comparison_section(runs: Sequence[Run]) -> Section:
         others = ", ".join(row.task for row, result in compared if not result.significant)
         if others:
             blocks.append(Note(f"No significant difference between {labels[0]} and {labels[b]} on {others}."))
-        blocks += [Note(f"{row.task}: {row.status}: {row.reason}.") for row in rows if row.result is None]
+        blocks += [Note(line) for line in not_compared_lines(rows)]
     return Section("Comparison", blocks, "comparison")
+
+
+def not_compared_lines(rows: Sequence[Row]) -> list[str]:
+    """The rows of one pair that were not compared, one line per distinct reason naming every task it holds for
+    (``Not compared, only A has them (22 tasks): grab_paper, ...``), not one line per task."""
+    grouped: dict[tuple[str, str], list[str]] = {}
+    for row in rows:
+        if row.result is None:
+            grouped.setdefault((row.status, row.reason), []).append(row.task)
+    lines = []
+    for (status, reason), tasks in grouped.items():
+        said = reason.replace(" has it", " has them") if len(tasks) > 1 else reason
+        counted = f" ({len(tasks)} tasks)" if len(tasks) > 1 else ""
+        lines.append(f"{status.capitalize()}, {said}{counted}: {', '.join(tasks)}.")
+    return lines

@@ -34,6 +34,10 @@ class Coverage:
     """True when nothing recorded says the run differs from the full published set."""
     text: str
     """``40 questions: not the published set of 2,170 (...)``; ``full published set (2,170 questions)``."""
+    scope: str = ""
+    """What the run scored, without the comparison with the published set (``40 questions of locally built data
+    (the data held 40)``): what :func:`coverage_note` says of each run, after saying once that it is not the published
+    set."""
 
 
 def _n(value: Any) -> int | None:
@@ -74,29 +78,26 @@ def coverage(run: Run, benchmark: str, task: str, scored: int | None) -> Coverag
     limited = original is not None and effective is not None and effective < original
     if published.unpublished:
         subset = f"; {effective:,} of the {original:,} in the data (a --limit subset)" if limited else ""
-        return Coverage(scored, False, f"{count}, locally generated data ({published.unpublished}){subset}")
+        text = f"{count}, locally generated data ({published.unpublished}){subset}"
+        return Coverage(scored, False, text, text)
     origin = data_origin(run, task, published.source)
     of_published = f"the published {published.name} {published.unit}" + (f" of {size:,}" if size else "")
     if origin == "local":
         held = f"; the data held {original:,}" if original is not None else ""
-        return Coverage(scored, False, f"{count} of locally built data, not {of_published}{held}")
+        scope = f"{count} of locally built data" + (f" (the data held {original:,})" if original is not None else "")
+        return Coverage(scored, False, f"{count} of locally built data, not {of_published}{held}", scope)
     if size is None or scored is None:
         if limited:
-            return Coverage(scored, False, f"{count}: {effective:,} of the {original:,} in the data (a --limit subset)")
+            text = f"{count}: {effective:,} of the {original:,} in the data (a --limit subset)"
+            return Coverage(scored, False, text, text)
         return Coverage(scored, True, "-")  # the published size is not checked
     if scored == size and not limited:
         return Coverage(scored, True, f"the full published set ({size:,} questions)")
+    of_its = f"{scored:,} of the {size:,} questions of the published {published.name} {published.unit}"
     if limited and original == size:
-        return Coverage(
-            scored,
-            False,
-            f"{scored:,} of the {size:,} questions of the published {published.name} {published.unit} "
-            "(a --limit subset)",
-        )
+        return Coverage(scored, False, f"{of_its} (a --limit subset)", f"{scored:,} of its {size:,} (a --limit subset)")
     if origin == "hub":
-        return Coverage(
-            scored, False, f"{scored:,} of the {size:,} questions of the published {published.name} {published.unit}"
-        )
+        return Coverage(scored, False, of_its, f"{scored:,} of its {size:,} questions")
     held = (
         f"the data the run read held {original:,}"
         if original is not None
@@ -106,28 +107,26 @@ def coverage(run: Run, benchmark: str, task: str, scored: int | None) -> Coverag
         scored,
         False,
         f"{scored:,} questions, not {of_published} ({held}: a subset or locally generated data)",
+        f"{scored:,} questions ({held}: a subset or locally generated data)",
     )
 
 
 def coverage_note(benchmark: str, covered: Sequence[tuple[str, Coverage]]) -> Note | None:
-    """One visible note for a table with published rows: what the runs covered that is not the full published set,
-    each distinct statement once with the runs it is true of, and that the published rows are on the full set;
+    """One visible note for a table with published rows, saying once that the runs are not on the published set the
+    published rows are on, then what they covered: each distinct scope once, with the runs it is true of;
     ``None`` when every run scored the full set."""
     partial = [(model, item) for model, item in covered if not item.full]
     if not partial:
         return None
-    by_text: dict[str, list[str]] = {}
+    by_scope: dict[str, list[str]] = {}
     for model, item in partial:
-        by_text.setdefault(item.text, []).append(model)
-    if len(by_text) == 1 and len(partial) == 1:
-        runs = f"{partial[0][0]}: {partial[0][1].text}"
-    else:  # each distinct statement once, with the models (and parts) it is true of
-        every = len(by_text) == 1 and len(partial) == len(covered)
-        runs = ". ".join(
-            f"{text} ({'every model' if every else '; '.join(models)})" for text, models in by_text.items()
-        )
+        by_scope.setdefault(item.scope or item.text, []).append(model)
+    if len(by_scope) == 1 and len(partial) == len(covered) and len(covered) > 1:
+        runs = f"every run here scored {next(iter(by_scope))}"
+    else:  # each distinct scope once, with the models (and parts) it is true of
+        runs = "; ".join(f"{' and '.join(models)} scored {scope}" for scope, models in by_scope.items())
     return Note(
-        f"Not the published data. {runs}. The published rows are on {published_set(benchmark).full}: "
-        "the numbers are not directly comparable.",
+        f"Not the published data: the published rows are on {published_set(benchmark).full}; {runs}. The numbers "
+        "are not directly comparable.",
         kind="coverage",
     )

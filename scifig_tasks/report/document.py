@@ -6,6 +6,7 @@ generic one (:mod:`scifig_tasks.report.build`); this module knows nothing about 
 
 from __future__ import annotations
 
+import functools
 import html
 import re
 from dataclasses import dataclass, field
@@ -20,6 +21,8 @@ class Table:
     """Said in a sentence after the caption in place of a table without rows (no empty tables)."""
     kind: str = ""
     """``headline``: the report's first table (drawn a little larger)."""
+    keys: int = 1
+    """The leading columns that name a row (repeated in each part of a table too wide for the page)."""
 
 
 @dataclass
@@ -113,7 +116,7 @@ h1 { border-bottom: 2px solid #345; } h2 { margin-top: 2em; border-bottom: 1px s
 table { border-collapse: collapse; margin: 0.5em 0 1.5em 0; font-size: 0.9em; }
 caption { text-align: left; font-weight: bold; padding: 0.3em 0; }
 th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; }
-th { background: #eef2f6; } td { text-align: right; overflow-wrap: anywhere; } td:first-child { text-align: left; }
+th { background: #eef2f6; } td { text-align: right; overflow-wrap: break-word; } td:first-child { text-align: left; }
 td.n { white-space: nowrap; } td.t { text-align: left; min-width: 12em; }
 tr.reference td { color: #555; font-style: italic; background: #fafafa; }
 figure { margin: 1em 0 2em 0; } figure img { max-width: 100%; border: 1px solid #ddd; }
@@ -129,7 +132,85 @@ table.headline td, table.headline th { font-size: 1.05em; }
 
 NUMBER = re.compile(r"^[-+]?[\d.,]+%?( ?± ?[\d.]+)?( \([-+]?[\d.]+-[\d.]+\))?( \([-+][\d.]+\))?$|^-$|^n/a$")
 """A cell that is a number (``40.0 (11.8-76.9)``, ``12.5 ± 1.2``, ``-3.0 (+1.5)``): kept on one line. Every other cell
-may wrap, so no table is wider than the page at 1400 px (``t``: a long text cell, left-aligned)."""
+may wrap, at spaces and at the break points of :func:`pieces` only, so a model name never breaks inside a word
+(``t``: a long text cell, left-aligned)."""
+
+BREAK_AFTER = re.compile(r"(?<=[/_=,;:])(?=\S)|(?<=[-–])(?=\w)|(?<=\.)(?=[A-Za-z])")
+"""Where a word may break besides spaces: after ``/``, ``_``, ``=``, ``,``, ``;``, ``:``, after a hyphen before a letter
+or digit, after a full stop before a letter (``meta-llama/Llama-3.2-11B``, ``2024_results.json``)."""
+LONGEST_PIECE = 24
+"""An unbroken run longer than this (a hash, a path without separators) is cut every so many characters."""
+
+
+def pieces(word: str) -> list[str]:
+    """A word (no white space) cut at its break points (:data:`BREAK_AFTER`), a run longer than
+    :data:`LONGEST_PIECE` further cut into pieces of that length: the shortest a cell may wrap to."""
+    found = []
+    for part in BREAK_AFTER.split(word):
+        found += [part[start : start + LONGEST_PIECE] for start in range(0, len(part), LONGEST_PIECE)] or [""]
+    return found
+
+
+@functools.lru_cache(maxsize=65536)
+def _breakable(text: str) -> str:
+    """``text`` as HTML with a ``<wbr>`` at each break point of each word (:func:`pieces`)."""
+    return "".join(
+        "<wbr>".join(html.escape(piece) for piece in pieces(word)) if word and not word.isspace() else html.escape(word)
+        for word in re.split(r"(\s+)", text)
+    )
+
+
+EM_PX = 14.4
+"""A table's font size in pixels (0.9em of the page's 16 px; the headline table's cells are 1.05 times larger)."""
+PAD_PX = 20
+"""A cell's left and right padding (0.6em each) and its border."""
+TEXT_CELL_PX = 12 * EM_PX
+"""The narrowest a long text cell (``t``) is drawn."""
+BOX_PX = 1260
+"""The narrowest box a table stands in when the page is 1400 px wide: the page's 1300 px less the summary box's
+padding and borders."""
+_WIDTHS = {**dict.fromkeys("0123456789", 0.64), **dict.fromkeys(" .,:;'!|ilIjft()[]-/", 0.4), "m": 0.98, "w": 0.82}
+"""Character widths of DejaVu Sans in em, rounded up (any other character: 0.62, a capital: 0.78)."""
+
+
+def _text_px(text: str, em: float, bold: bool = False) -> float:
+    width = sum(_WIDTHS.get(c, 0.78 if c.isupper() else 0.62) for c in text) * em
+    return width * (1.1 if bold else 1.0)
+
+
+@functools.lru_cache(maxsize=65536)
+def min_width(text: str, em: float = EM_PX, header: bool = False) -> float:
+    """The narrowest a cell holding ``text`` can be drawn (pixels, an upper bound): a number on one line, a text at its
+    longest piece (:func:`pieces`), a long text cell no narrower than :data:`TEXT_CELL_PX`."""
+    if not header and NUMBER.match(text):
+        return _text_px(text, em) + PAD_PX
+    longest = max((_text_px(piece, em, header) for word in text.split() for piece in pieces(word)), default=0.0)
+    if not header and len(text) > 40:
+        longest = max(longest, TEXT_CELL_PX)
+    return longest + PAD_PX
+
+
+def column_parts(block: Table, box: float = BOX_PX) -> list[list[int]]:
+    """The columns of ``block`` in tables that each fit ``box`` pixels: all of them when they fit; else the key
+    columns (``block.keys``) repeated in every part, the others in order, as many per part as fit."""
+    em = EM_PX * (1.05 if block.kind == "headline" else 1.0)
+    widths = [
+        max([min_width(header, em, header=True), *(min_width(row[i], em) for row in block.rows if i < len(row))])
+        for i, header in enumerate(block.header)
+    ]
+    keys = list(range(min(block.keys, len(widths))))
+    if sum(widths) <= box or len(widths) <= len(keys) + 1:
+        return [list(range(len(widths)))]
+    parts: list[list[int]] = []
+    room = box - sum(widths[i] for i in keys)
+    current: list[int] = []
+    for column in range(len(keys), len(widths)):
+        if current and sum(widths[i] for i in current) + widths[column] > room:
+            parts.append(keys + current)
+            current = []
+        current.append(column)
+    parts.append(keys + current)
+    return parts
 
 
 def _cell_class(text: str) -> str:
@@ -138,16 +219,28 @@ def _cell_class(text: str) -> str:
     return ' class="t"' if len(text) > 40 else ""
 
 
+def _cell_html(text: str) -> str:
+    return f"<td{_cell_class(text)}>{html.escape(text) if NUMBER.match(text) else _breakable(text)}</td>"
+
+
 def _table_html(block: Table, css: str = "") -> list[str]:
     esc = html.escape
-    parts = [f'<div class="table"><table{css}><caption>{esc(block.caption)}</caption><thead><tr>']
-    parts += [f"<th>{esc(h)}</th>" for h in block.header]
-    parts.append("</tr></thead><tbody>")
-    for row in block.rows:
-        kind = ' class="reference"' if row and row[0].startswith("(published)") else ""
-        parts.append(f"<tr{kind}>" + "".join(f"<td{_cell_class(c)}>{esc(c)}</td>" for c in row) + "</tr>")
-    parts.append("</tbody></table></div>")
+    parts: list[str] = []
+    columns = column_parts(block)
+    for number, shown in enumerate(columns, start=1):
+        caption = block.caption if len(columns) == 1 else f"{block.caption} ({PART_WORD} {number} of {len(columns)})"
+        parts.append(f'<div class="table"><table{css}><caption>{esc(caption)}</caption><thead><tr>')
+        parts += [f"<th>{_breakable(block.header[i])}</th>" for i in shown]
+        parts.append("</tr></thead><tbody>")
+        for row in block.rows:
+            kind = ' class="reference"' if row and row[0].startswith("(published)") else ""
+            parts.append(f"<tr{kind}>" + "".join(_cell_html(row[i]) for i in shown if i < len(row)) + "</tr>")
+        parts.append("</tbody></table></div>")
     return parts
+
+
+PART_WORD = "part"
+"""A table too wide for the page is drawn in parts: ``<caption> (part 1 of 2)``, the key columns in each."""
 
 
 def _block_html(block: Table | Figure | Note) -> list[str]:

@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from scifig_tasks.core import registry
 from scifig_tasks.core.stats import cell
-from scifig_tasks.report.document import Table, percent_ci
+from scifig_tasks.report.document import Note, Table, percent_ci
 from scifig_tasks.report.runs import Run
 from scifig_tasks.report.summary import Entry, breakdown, entries
 
@@ -55,7 +56,8 @@ def headline_cell(run: Run, entry: Entry) -> str | None:
 
 
 def headline_table(runs: Sequence[Run]) -> Table | None:
-    """Model x benchmark part; ``None`` when no run has a headline number."""
+    """Model x benchmark part, one row per run with at least one number (:func:`left_out` names the others);
+    ``None`` when no run has a headline number."""
     columns = []
     cells: dict[tuple[str, str], str] = {}
     for entry in entries():
@@ -65,9 +67,29 @@ def headline_table(runs: Sequence[Run]) -> Table | None:
             cells.update({(model, entry.label): value for model, value in found.items() if value is not None})
     if not columns:
         return None
-    rows = [[run.model, *(cells.get((run.model, label), "-") for label in columns)] for run in runs]
+    shown = [run for run in runs if any((run.model, label) in cells for label in columns)]
+    rows = [[run.model, *(cells.get((run.model, label), "-") for label in columns)] for run in shown]
     caption = "Accuracy per model and benchmark (%, 95% Wilson interval"
     if any("(" not in value for value in cells.values()):  # a breakdown without counts (:func:`_rate`)
         caption += "; without an interval: standard accuracy, ± its standard deviation over repeats"
     caption += ")"
     return Table(caption, ["model", *columns], rows, kind="headline")
+
+
+def left_out(runs: Sequence[Run]) -> Note | None:
+    """One note naming the runs the headline table leaves out, each with why: the benchmark parts it has are scored by
+    corpus-level metrics only (captioning), shown in the benchmark's own section; ``None`` when every run is in it."""
+    said = []
+    for run in runs:
+        parts = [entry for entry in entries() if any(run.has(task) for alt in entry.alternatives for task in alt)]
+        if any(headline_cell(run, entry) is not None for entry in parts):
+            continue
+        sections = list(dict.fromkeys(registry.benchmark(entry.benchmark).title for entry in parts))
+        if parts:
+            labels = "; ".join(entry.label for entry in parts)
+            said.append(f"{run.model} ({labels}: no accuracy, see the {' and '.join(sections)} section)")
+        else:
+            said.append(f"{run.model} (no benchmark part of this table in its results)")
+    if not said:
+        return None
+    return Note(f"Not in the table above: {'; '.join(said)}.")

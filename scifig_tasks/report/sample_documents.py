@@ -91,7 +91,9 @@ def _lmms_eval_docs(tasks: list[str]) -> dict[str, Sequence[Mapping[str, Any]] |
 @contextmanager
 def hub_cache_only() -> Iterator[None]:
     """Inside the block Hub datasets load from the local cache only (``HF_HUB_OFFLINE``): the report shows the data
-    the evaluation already fetched and never downloads, or waits on an unreachable Hub."""
+    the evaluation already fetched and never downloads, or waits on an unreachable Hub. The datasets library's
+    progress bars are off inside it (``scifig report`` says its own progress)."""
+    import datasets
     import datasets.config
     import huggingface_hub.constants
 
@@ -106,9 +108,13 @@ def hub_cache_only() -> Iterator[None]:
     os.environ.update(dict.fromkeys(names, "1"))
     for module, name, _ in flags:
         setattr(module, name, True)
+    bars = not datasets.are_progress_bars_disabled()
+    datasets.disable_progress_bars()
     try:
         yield
     finally:
+        if bars:
+            datasets.enable_progress_bars()
         for module, name, value in flags:
             setattr(module, name, value)
         for name, value in environ.items():

@@ -8,7 +8,7 @@ The rules (what each benchmark's record shows, how one document of several runs 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from scifig_tasks.core import registry
@@ -25,9 +25,12 @@ class Cell:
     output: str
     resolved: str
     method: str
+    """How the answer was read, in one word or phrase (the page's "resolved by" filter)."""
     reason: str
     correct: bool | None
     detail: str = ""
+    decided: str = ""
+    """The rule that gave the verdict, in words, from what the scoring recorded (:func:`cell_of`)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -37,6 +40,7 @@ class Cell:
             "r": self.reason,
             "c": self.correct,
             **({"d": self.detail} if self.detail else {}),
+            **({"v": self.decided} if self.decided else {}),
         }
 
 
@@ -84,16 +88,28 @@ def _record(sample: Mapping[str, Any]) -> dict[str, Any]:
     return {}
 
 
-def _flags(record: Mapping[str, Any]) -> list[str]:
-    """Output problems and judge use worth showing beside the answer."""
-    flags = []
-    status = _first(record.get("output_status"))
-    if status not in (None, "ok"):
-        flags.append(f"output {status}")
-    judge = _first(record.get("judge"))
-    if judge not in (None, "not_used"):
-        flags.append(f"judge {judge}")
-    return flags
+OUTPUT_PROBLEMS = {"empty": "empty output", "request_failed": "failed request"}
+"""An output no rule reads (:mod:`scifig_tasks.core.raw_outputs`), in words."""
+
+
+def _refused(status: Any) -> str:
+    return f"refused: {OUTPUT_PROBLEMS.get(str(status), str(status).replace('_', ' '))}"
+
+
+def _choice(record: Mapping[str, Any]) -> str:
+    """A multiple-choice verdict's rule (:class:`scifig_tasks.core.multiple_choice.Resolution`, recorded as
+    ``resolution`` and ``reason``): the rule that read the letter, the judge (and why the rules left it to it), or
+    no letter read."""
+    method, reason = str(record.get("resolution")), _text(record.get("reason"))
+    if method == "rule":
+        return f"rule: {reason}" if reason else "rule"
+    if method == "judge":
+        if record.get("protocol") == "paper":
+            return "judge (the paper's protocol: the judge reads every output)"
+        return f"judge (the rules: {reason})" if reason else "judge"
+    if reason in OUTPUT_PROBLEMS:
+        return _refused(reason)
+    return f"refused: {reason or 'no letter read'}"
 
 
 _GRAB_RULES = {
@@ -102,11 +118,42 @@ _GRAB_RULES = {
     "llm_extraction": "judge extraction + truncation (paper's ablation)",
 }
 _GRAB_OTHER = {"whole_answer": ("truncation", "truncation rule"), "truncation": ("whole_answer", "whole-answer rule")}
+_JUDGE_PROBLEMS = {"judge_failed": "the judge failed", "judge_off": "no judge configured"}
 
 
-def _grab_cell(output: str, record: Mapping[str, Any], flags: list[str], correct: bool | None) -> Cell:
+def _grab_decided(record: Mapping[str, Any], rule: str) -> str:
+    """A GRAB verdict's rule, from its record: ``rule`` (the protocol's), ``reading`` / ``read`` / ``reason`` (how the
+    whole-answer rule read the output), ``truncated`` (the text the authors' rule compared), ``judge`` /
+    ``extracted`` (the ablation's extraction)."""
+    status = _first(record.get("output_status"))
+    if status not in (None, "ok"):
+        return _refused(status)
+    cut = record.get("truncated")
+    cut_words = "output cut to the answer's length" + (f' ("{cut}")' if cut is not None else "")
+    if rule == "whole_answer":
+        reading, read = record.get("reading"), _text(record.get("read"))
+        if reading == "whole":
+            return f'whole answer: the output is the answer ("{read}")'
+        if reading == "stated":
+            return f'whole answer: the answer the output states ("{read}")'
+        if reading == "unresolved":
+            return f"refused by the whole-answer rule: {_text(record.get('reason')) or 'no answer read'}"
+        return "whole answer"
+    if rule == "llm_extraction":
+        judge = str(record.get("judge"))
+        if judge in _JUDGE_PROBLEMS:
+            return f"refused: {_JUDGE_PROBLEMS[judge]} for the extraction"
+        extracted = _text(record.get("extracted"))
+        if extracted == "None":
+            return "judge extraction: no answer in the output"
+        return f'judge extraction ("{extracted}"), then the authors\' rule: {cut_words}'
+    return f"authors' rule: {cut_words}"
+
+
+def _grab_cell(output: str, record: Mapping[str, Any], correct: bool | None) -> Cell:
     """A GRAB answer: the rule that gave its verdict (records written before 2.5 name none: the authors' truncation,
-    or the judge's extraction under the ablation) and, where it differs, the other rule's verdict."""
+    or the judge's extraction under the ablation, the only rules then) and, where it differs, the other rule's
+    verdict."""
     judge = record.get("judge")
     rule = record.get("rule") or ("llm_extraction" if judge not in (None, "not_used") else "truncation")
     extracted = record.get("extracted")
@@ -114,29 +161,87 @@ def _grab_cell(output: str, record: Mapping[str, Any], flags: list[str], correct
         resolved = _text(record.get("read"))
     else:
         resolved = _text(extracted) if extracted is not None else output.strip()
-    reason = [*flags, *([str(record["reason"])] if record.get("reason") and rule == "whole_answer" else [])]
     detail = ""
     if rule in _GRAB_OTHER:
         other, words = _GRAB_OTHER[rule]
         verdict = record.get(f"{other}_correct")
         if verdict is not None and bool(verdict) != bool(correct):
             detail = f"the {words} scores it {'right' if verdict else 'wrong'}"
-    return Cell(output, resolved, _GRAB_RULES.get(rule, str(rule)), "; ".join(reason), correct, detail)
+    decided = _grab_decided(record, str(rule))
+    return Cell(output, resolved, _GRAB_RULES.get(rule, str(rule)), "", correct, detail, decided)
+
+
+_PLOT_TWIST_SOURCES = {"rule": "the answer sentence", "judge": "the judge's reformatting"}
+_PLOT_TWIST_MISSING = {
+    "judge_off": "no answer sentence, and no judge configured to reformat the output",
+    "judge_failed": "the judge's reformatting failed",
+    "judged": "the judge's reformatting states no answer",
+    "not_used": "no answer sentence",
+}
+
+
+def _plot_twist_decided(record: Mapping[str, Any]) -> str:
+    """A Plot Twist verdict's rule, per repeat: the standard accuracy (exact match) of the number read, and where it
+    was read from (``answer_source``), or why no number was read (``output_status``, ``judge``)."""
+    sources, extracted = record.get("answer_source") or [], record.get("extracted") or []
+    statuses, judged = record.get("output_status") or [], record.get("judge") or []
+    said = []
+    for index, source in enumerate(sources):
+        status = statuses[index] if index < len(statuses) else "ok"
+        if status != "ok":
+            said.append(_refused(status))
+        elif source in _PLOT_TWIST_SOURCES:
+            number = extracted[index] if index < len(extracted) else None
+            said.append(f"exact match (standard accuracy) of {number}, read from {_PLOT_TWIST_SOURCES[source]}")
+        else:
+            judge = judged[index] if index < len(judged) else "not_used"
+            said.append(f"refused: {_PLOT_TWIST_MISSING.get(str(judge), str(judge))}")
+    if len(said) > 1:
+        return "; ".join(f"repeat {index + 1}: {text}" for index, text in enumerate(said))
+    return said[0] if said else ""
+
+
+_CHARXIV_UNGRADED = {
+    "judge_failed": "ungraded: the judge's grading failed (left out of the accuracy)",
+    "judge_absent": "ungraded: no judge configured (left out of the accuracy)",
+}
+
+
+def _graded_decided(record: Mapping[str, Any]) -> str:
+    """A graded record's rule (CharXiv: ``verdict``, ``graded_by``, the ``rule`` that decided, ``flag``)."""
+    graded_by, flag = record.get("graded_by"), _text(record.get("flag"))
+    if graded_by == "rule":
+        if flag.endswith("_output"):
+            return _refused(flag.removesuffix("_output"))
+        return f"rule: {record['rule']}" if record.get("rule") else "rule"
+    if graded_by == "judge":
+        return "judge (the authors' rubric)"
+    if record.get("verdict") is None:
+        if not flag and record.get("protocol") == "paper":  # graded in the authors' batches when the task is scored
+            return "graded with the task's other answers (the paper's batches): no per-question grade in the log"
+        return _CHARXIV_UNGRADED.get(flag, f"ungraded: {flag or 'not graded'}")
+    return "refused: no rule decides and no judge is configured"
 
 
 def cell_of(task: str, sample: Mapping[str, Any]) -> Cell:
-    """A model's answer from its logged sample (lmms-eval line or VLMEvalKit record)."""
+    """A model's answer from its logged sample (lmms-eval line or VLMEvalKit record), with the rule that gave its
+    verdict as the record names it: a multiple-choice record's ``resolution`` and ``reason``, GRAB's ``rule`` and how
+    it read the output, Plot Twist's ``answer_source``, a graded record's ``graded_by`` and ``rule``, or any
+    record's own ``decided_by``."""
     record = _record(sample)
     output = capped(_text(sample.get("filtered_resps", record.get("prediction"))))
     correct: bool | None = None
     if "correct" in record:
         correct = bool(record["correct"])
+    elif "verdict" in record and "graded_by" in record:  # graded: 1, 0 or None (ungraded)
+        correct = None if record["verdict"] is None else bool(record["verdict"])
     elif isinstance(sample.get("accuracy"), (int, float)):
         correct = bool(sample["accuracy"])
-    flags = _flags(record)
+    own = _text(record.get("decided_by"))
     if "resolution" in record:  # multiple choice: SciFIBench, MMSci, GRAB's multiple-choice ablation
         letter = record.get("predicted", record.get("letter"))
-        return Cell(output, _text(letter), str(record["resolution"]), _text(record.get("reason")), correct)
+        decided = own or _choice(record)
+        return Cell(output, _text(letter), str(record["resolution"]), _text(record.get("reason")), correct, "", decided)
     if "standard" in record:  # Plot Twist: one entry per repeat
         extracted = record.get("extracted") or []
         scores = ", ".join(
@@ -144,15 +249,20 @@ def cell_of(task: str, sample: Mapping[str, Any]) -> Cell:
         )
         source = _first(record.get("answer_source")) or ""
         method = {"rule": "rule", "judge": "judge", "not_provided": "unresolved"}.get(source, source)
-        reason = "; ".join(flags) or ("no number in the output" if method == "unresolved" else "")
         standard = record.get("standard") or []
-        return Cell(output, _text(extracted), method, reason, bool(standard) and all(standard), scores)
+        decided = own or _plot_twist_decided(record)
+        return Cell(output, _text(extracted), method, "", bool(standard) and all(standard), scores, decided)
     if "reference" in record:  # MMSci captioning: corpus-level metrics only
         reason = "empty output" if not output.strip() else ""
         return Cell(output, "", "", reason, None, "caption: scored by the corpus-level metrics above")
     if "output_status" in record:  # GRAB: the rule that gave the verdict, and the other rule's
-        return _grab_cell(output, record, flags, correct)
-    return Cell(output, "", "", "; ".join(flags), correct)
+        cell = _grab_cell(output, record, correct)
+        return replace(cell, decided=own) if own else cell
+    if "graded_by" in record:  # CharXiv: rule, judge or ungraded
+        method = str(record.get("graded_by") or "ungraded")
+        return Cell(output, _text(record.get("extracted")), method, "", correct, "", own or _graded_decided(record))
+    decided = own or ("not recorded by the benchmark's scorer" if correct is not None else "")
+    return Cell(output, "", "", _text(record.get("reason")), correct, "", decided)
 
 
 def is_benchmark_task(task: str) -> bool:

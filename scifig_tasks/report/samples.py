@@ -31,16 +31,21 @@ if TYPE_CHECKING:
     from jinja2 import Environment
     from markupsafe import Markup
 
+    from scifig_tasks.report.build import Progress
+
 PAGE_ROWS = 50
 """Documents per page of ``samples.html`` (the data's ``page_rows``, read by ``samples.js``)."""
 
 
 def attach_images(
-    groups: list[Group], docs_loader: DocsLoader = lmms_docs, full_size: Path | None = None
+    groups: list[Group],
+    docs_loader: DocsLoader = lmms_docs,
+    full_size: Path | None = None,
+    progress: Progress | None = None,
 ) -> tuple[list[str], list[str], list[str]]:
     """Thumbnails for every group whose documents load: the data URIs (indexed by ``Group.images``), the full-size
     files written into ``full_size`` (paths relative to the page; empty strings without a folder) and the notes
-    saying where they could not be made."""
+    saying where they could not be made; each step said to ``progress``."""
     thumbnails = Thumbnails(full_size)
     notes: list[str] = []
     missing: dict[str, list[str]] = {}
@@ -48,8 +53,13 @@ def attach_images(
     for group in groups:
         by_source.setdefault(group.source[:2], []).append(group)
     lmms_tasks = sorted(name for kind, name in by_source if kind == "lmms")
+    if progress is not None and lmms_tasks:
+        progress(f"samples.html: loading the documents of {len(lmms_tasks)} tasks for their figures")
     loaded: dict[str, Sequence[Mapping[str, Any]] | str] = docs_loader(lmms_tasks) if lmms_tasks else {}
-    for (kind, name), members in by_source.items():
+    for number, ((kind, name), members) in enumerate(by_source.items(), start=1):
+        if progress is not None:
+            counted = f"{len(thumbnails.uris):,} figures so far"
+            progress(f"samples.html: figures of {name} ({number} of {len(by_source)} tasks, {counted})", detail=True)
         if kind == "lmms":
             docs: Any = loaded.get(name, "not loaded")
         else:
@@ -104,11 +114,17 @@ def _summaries(runs: Sequence[Run], tasks: Iterable[str]) -> list[str]:
     return lines
 
 
-def page_data(runs: Sequence[Run], docs_loader: DocsLoader = lmms_docs, out: Path | None = None) -> dict[str, Any]:
+def page_data(
+    runs: Sequence[Run],
+    docs_loader: DocsLoader = lmms_docs,
+    out: Path | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
     """Everything the page shows, as the JSON embedded in it (with ``out``, the page's folder, the full-size images
     are written beside it and the notes name paths relative to it)."""
     groups, notes = collect(runs)
-    uris, full, image_notes = attach_images(groups, docs_loader, out / FULL_SIZE_DIR if out is not None else None)
+    full_size = out / FULL_SIZE_DIR if out is not None else None
+    uris, full, image_notes = attach_images(groups, docs_loader, full_size, progress)
     notes += image_notes
     if out is not None:
         notes = [shown(note, out) for note in notes]
@@ -174,9 +190,11 @@ def render_page(data: Mapping[str, Any]) -> str:
     return environment().get_template(TEMPLATE).render(title=TITLE, data=data)
 
 
-def write_samples_page(runs: Sequence[Run], out: Path, docs_loader: DocsLoader = lmms_docs) -> Path:
+def write_samples_page(
+    runs: Sequence[Run], out: Path, docs_loader: DocsLoader = lmms_docs, progress: Progress | None = None
+) -> Path:
     """Write ``out/samples.html`` and return its path."""
-    data = page_data(runs, docs_loader, out)
+    data = page_data(runs, docs_loader, out, progress)
     page = out / "samples.html"
     out.mkdir(parents=True, exist_ok=True)
     page.write_text(render_page(data), encoding="utf-8")

@@ -149,6 +149,7 @@ def summary_section(
     files: int,
     models: Sequence[str] | None = None,
     headline: Table | None = None,
+    below_headline: Sequence[Note] = (),
 ) -> Section:
     """The summary: counts in one sentence, the ``headline`` table (:mod:`scifig_tasks.report.headline`), then,
     collapsed, one row per model and benchmark part (data covered, protocol, judge use). Questions are counted once per
@@ -180,5 +181,6 @@ def summary_section(
     blocks: list[Any] = [Note(sentence)]
     if headline is not None:
         blocks.append(headline)
+    blocks += below_headline
     blocks.append(Details(RUNS_DETAILS, [Table("Runs", header, rows)]))
     return Section("Summary", blocks, anchor="summary")

@@ -119,6 +119,39 @@ def plot_twist_results(questions_per_chart: int, said: str = "The answer is 10."
     return entries
 
 
+GRAB_QUESTION = "What is the value at x = 0? Give your answer as an integer."
+GRAB_TASKS = {"properties": "grab_properties", "function": "grab_functions", "series": "grab_series"}
+GRAB_TASKS |= {"transform": "grab_transforms"}
+
+
+def grab_results(outputs: Sequence[str], protocol: str = "paper") -> tuple[dict[str, Any], dict[str, list[Any]]]:
+    """``results`` entries of GRAB's group and four tasks (``grab_paper`` and its ``_paper`` tasks under the paper
+    protocol) scored by GRAB's own rules, each task answering ``outputs`` (question ``i`` of each task has the answer
+    ``"3"``), and the sample log lines of each task (the logged output and its record)."""
+    from scifig_tasks.benchmarks.grab import rules as grab
+    from scifig_tasks.benchmarks.grab.scoring import score_rules
+
+    suffix = "_paper" if protocol == "paper" else ""
+    entries: dict[str, Any] = {}
+    logs: dict[str, list[Any]] = {}
+    every = []
+    for task, name in GRAB_TASKS.items():
+        lines = []
+        for index, output in enumerate(outputs):
+            doc = {"pid": f"{task}-{index}", "task": task, "category": "Extrema", "complexity": 0}
+            record = grab.sample_record(
+                doc | {"question": GRAB_QUESTION}, score_rules(output, "3", GRAB_QUESTION, protocol)
+            )
+            lines.append({"doc_id": index, "target": "3", "filtered_resps": [output], "breakdown": record})
+        table = grab.breakdown(line["breakdown"] for line in lines)
+        every += [line["breakdown"] for line in lines]
+        entries[f"{name}{suffix}"] = {"accuracy,none": table["overall"]["all"]["accuracy"], "breakdown,none": table}
+        logs[f"{name}{suffix}"] = lines
+    group = grab.breakdown(every)
+    entries[f"grab{suffix}"] = {"accuracy,none": group["overall"]["all"]["accuracy"], "breakdown,none": group}
+    return entries, logs
+
+
 def write_results(
     folder: Path,
     model: str,
@@ -149,8 +182,10 @@ def write_results(
     if environment is not None:
         document[KEY] = dict(environment)
     for task, records in (samples or {}).items():
-        lines = [
-            {"doc_id": index, "target": record.get("answer"), "filtered_resps": [record.get("predicted")]}
+        lines = [  # a record given as a whole log line (with its breakdown) is written as it is
+            record
+            if "breakdown" in record
+            else {"doc_id": index, "target": record.get("answer"), "filtered_resps": [record.get("predicted")]}
             | {"breakdown": dict(record)}
             for index, record in enumerate(records)
         ]

@@ -446,24 +446,27 @@ def test_mmsci_table_per_setting_with_the_papers_average(evaluated: Evaluated, r
     subjects = table_rows(markdown, "MMSci per subject (%)")
     assert row_of(subjects, "optics") == ["optics", cell(2, 3), cell(3, 3)]  # indices 0, 4, 8
 
-    captioning = table_rows(markdown, "MMSci captioning metrics")
+    captioning = table_rows(markdown, "MMSci captioning: reference-based metrics")
+    judged = table_rows(markdown, "MMSci captioning: judged metrics")
     names = ("bleu2", "bleu4", "cumulative_bleu_2", "cumulative_bleu_4", "rouge1", "rouge2", "rougeL", "meteor")
-    names += ("bertscore_f1", "cider", "factscore")
+    names += ("bertscore_f1", "cider")
     for model in MODELS:
         results = evaluated.runs[model].results()["results"]
         for task, label in (
             ("mmsci_caption_image_only", "image only"),
             ("mmsci_caption_with_abstract", "with abstract"),
         ):
-            (row,) = [r for r in captioning if r[:2] == [model, label]]
+            (row,) = [r for r in captioning if r[:2] == [model, f"{label}, default x1"]]
             recorded = [results[task][f"{name},none"] for name in names]
-            assert row[2:5] == ["default x1", "3", "3 / 0" if model == "model-b" else "0 / 0"]
-            assert row[5:16] == ["n/a" if value is None else f"{value:.4f}" for value in recorded]
+            assert row[2] == ("3 (3 / 0)" if model == "model-b" else "3 (0 / 0)")
+            assert row[3:13] == ["n/a" if value is None else f"{value:.4f}" for value in recorded]
             if model == "model-b":  # every caption empty: no overlap with the reference
                 assert results[task]["caption_report,none"]["outputs"]["empty"] == 3
-    (row_a,) = [r for r in captioning if r[:2] == ["model-a", "image only"]]
-    assert float(row_a[9]) > 0  # ROUGE-1 of an overlapping caption
-    assert "judge judge_off 3" in markdown  # FActScore / G-Eval need the judge, which these runs leave off
+            # FActScore / G-Eval need the judge, which these runs leave off: n/a, and the judge column says why
+            (scores,) = [r for r in judged if r[:2] == [model, f"{label}, default x1"]]
+            assert scores[2:] == ["n/a", "n/a", "not configured (FActScore / G-Eval relevance n/a; 3 captions)"]
+    (row_a,) = [r for r in captioning if r[:2] == ["model-a", "image only, default x1"]]
+    assert float(row_a[7]) > 0  # ROUGE-1 of an overlapping caption
 
 
 def test_figures_are_drawn_and_not_blank(report: Path) -> None:

@@ -215,7 +215,7 @@ def test_page_loads_with_thumbnails_and_both_models_side_by_side(built: Built, t
     assert [model for model, _ in cells] == ["0", "1"]
     assert '<div class="ok">correct</div>' in cells[0][1] and "answer: 2" in cells[0][1]
     assert '<div class="bad">wrong</div>' in cells[1][1] and "(empty)" in cells[1][1]
-    assert "resolved by: whole answer (output empty)" in cells[1][1]
+    assert "decided by: refused: empty output" in cells[1][1]  # the rule that gave the verdict, named
 
 
 def test_filters_from_the_page_address(built: Built, tmp_path: Path) -> None:
@@ -234,7 +234,7 @@ def test_filters_from_the_page_address(built: Built, tmp_path: Path) -> None:
         assert len(visible_rows(dom)) == shown, query
     dom = chromium_dom(f"{page.as_uri()}#model=model-b&method=unresolved", tmp_path / "model-b")
     rows = visible_rows(dom)
-    assert len(rows) == 3 and all("resolved by: unresolved (no answer stated)" in row for row in rows)
+    assert len(rows) == 3 and all("decided by: refused: no answer stated" in row for row in rows)
     assert re.search(r'<th class="model" data-model="0" hidden="">model-a</th>', dom)  # model-a's column hidden
     assert all('<td class="cell" data-model="0" hidden="">' in row for row in rows)
 

@@ -24,9 +24,9 @@ from scifig_tasks.benchmarks.grab import rules as grab
 from scifig_tasks.report.build import build_report
 from scifig_tasks.report.coverage import coverage, coverage_note
 from scifig_tasks.report.document import Details, Section, Table, to_html, to_markdown
+from scifig_tasks.report.judge_status import judge_use, judge_words
 from scifig_tasks.report.paths import shown, shown_path
 from scifig_tasks.report.runs import Run
-from scifig_tasks.report.summary import judge_words
 from tests.harness.demo_run import PER_TASK, DemoRun
 
 MACHINE_PATH = re.compile(r"(?<![\w.:/~-])/(?:home|tmp|root|work|Users|var|mnt|private|opt|srv)/[\w.-]+")
@@ -70,19 +70,44 @@ def test_full_published_set_gets_no_note_and_a_subset_says_what_it_covered() -> 
     assert not local.full and local.text.startswith("2,170 questions of locally built data")
     note = coverage_note("grab", [("my-vlm", generated)])
     assert note is not None and note.kind == "coverage"
-    assert note.text.endswith(
-        "The published rows are on the full published GRAB set (2,170 questions): the numbers "
-        "are not directly comparable."
+    assert note.text == (  # that it is not the published set said once
+        "Not the published data: the published rows are on the full published GRAB set (2,170 questions); my-vlm "
+        "scored 40 questions (the data the run read held 40: a subset or locally generated data). The numbers are "
+        "not directly comparable."
     )
     plot_twist = coverage(Run("m"), "plot_twist", "plot_twist", 32)
     assert not plot_twist.full and "locally generated data" in plot_twist.text  # the paper's charts are not public
 
 
 def test_judge_use_in_words() -> None:
-    assert judge_words({"not_used": 40}, 40, "the judge") == "not used (40 questions)"
-    assert judge_words({"rule": 28, "judge": 12}, 40, "gpt-4o-mini") == "gpt-4o-mini, 12 of 40 questions"
-    assert judge_words({"judged": 10, "judge_failed": 2}, 12, "gpt-4o-mini") == (
+    """From the statuses a breakdown's flags.judge records (one per question), a captioning report's judged metrics
+    (one per caption) and CharXiv's counts: one reader for every cell."""
+    assert judge_words(judge_use({"flags": {"judge": {"not_used": 40}}}), "the judge") == "not used (40 questions)"
+    mixed = {"flags": {"judge": {"not_used": 28, "judged": 12}}}
+    assert judge_words(judge_use(mixed), "gpt-4o-mini") == "gpt-4o-mini, 12 of 40 questions"
+    failed = {"flags": {"judge": {"judged": 10, "judge_failed": 2}}}
+    assert judge_words(judge_use(failed), "gpt-4o-mini") == (
         "gpt-4o-mini, 10 of 12 questions; failed on 2 (counted wrong)"
+    )
+    outputs = {"flags": {"judge": {"judge_off": 12}, "answer_source": {"not_provided": 12}}}
+    assert judge_words(judge_use(outputs), "the judge") == (
+        "not used (12 outputs); needed but not configured for 12 (counted wrong)"
+    )
+    captions = {
+        "judged": {
+            "factscore": {"status": {"scored": 9}},
+            "geval_relevance": {"status": {"scored": 8, "unparsable": 1}},
+        }
+    }
+    assert judge_words(judge_use(captions), "gpt-4o-mini") == (
+        "gpt-4o-mini: FActScore 9 of 9 captions scored; G-Eval relevance 8 of 9 captions scored (1 unreadable reply)"
+    )
+    charxiv = {
+        "overall": {"questions": 8},
+        "counts": {"by_judge": 5, "wrong_without_judge": 0, "flags": {"judge_failed": 1}},
+    }
+    assert judge_words(judge_use(charxiv), "gpt-4o") == (
+        "gpt-4o, 5 of 8 questions; failed on 1 (ungraded, left out of the accuracy)"
     )
 
 

@@ -71,26 +71,43 @@ def _number(text: str) -> Decimal | None:
         return None
 
 
-def rule_verdict(response: str, answer: str) -> bool | None:
-    """Whether ``response`` is right for the ground truth ``answer`` where a rule decides exactly (see the module
-    docstring for each case); ``None`` when only the judge can say."""
+RULE_CASES = {
+    "empty": "an empty response",
+    "same": "the response is the ground truth",
+    "numbers": "bare numbers compared by value",
+    "number_vs_not_applicable": "a number against Not Applicable",
+    "categorical": "Yes / No / Not Applicable compared",
+}
+"""Each case :func:`rule_decision` decides, as a record names it (the module docstring says why each is safe)."""
+
+
+def rule_decision(response: str, answer: str) -> tuple[bool, str] | None:
+    """Whether ``response`` is right for the ground truth ``answer`` and the case that decided it (a value of
+    :data:`RULE_CASES`), where a rule decides exactly; ``None`` when only the judge can say."""
     said, truth = committed(response), committed(answer)
     if not said:
-        return False
+        return False, RULE_CASES["empty"]
     if _spaced(said) == _spaced(truth):
-        return True
+        return True, RULE_CASES["same"]
     said_number, true_number = _number(said), _number(truth)
     if said_number is not None and true_number is not None:
-        return said_number == true_number
+        return said_number == true_number, RULE_CASES["numbers"]
     said_word, true_word = _spaced(said).casefold(), _spaced(truth).casefold()
-    if said_number is not None and true_word == NOT_APPLICABLE:
-        return False
-    if true_number is not None and said_word == NOT_APPLICABLE:
-        return False
+    if (said_number is not None and true_word == NOT_APPLICABLE) or (
+        true_number is not None and said_word == NOT_APPLICABLE
+    ):
+        return False, RULE_CASES["number_vs_not_applicable"]
     categorical = (*_YES_NO, NOT_APPLICABLE)
     if said_word in categorical and true_word in categorical:
         if said_word == true_word:
-            return True  # "Yes" for "yes"
+            return True, RULE_CASES["categorical"]  # "Yes" for "yes"
         if said_word in _YES_NO or true_word in _YES_NO:
-            return False
+            return False, RULE_CASES["categorical"]
     return None
+
+
+def rule_verdict(response: str, answer: str) -> bool | None:
+    """Whether ``response`` is right for the ground truth ``answer`` where a rule decides exactly (see the module
+    docstring for each case); ``None`` when only the judge can say."""
+    decided = rule_decision(response, answer)
+    return None if decided is None else decided[0]

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from scifig_tasks.benchmarks.charxiv import grading, scores
-from scifig_tasks.benchmarks.charxiv.rules import rule_verdict
+from scifig_tasks.benchmarks.charxiv.rules import rule_decision
 from scifig_tasks.core.raw_outputs import output_status
 
 if TYPE_CHECKING:
@@ -83,9 +83,9 @@ def graded_now(doc: Mapping[str, Any], output: str | None, judge: JudgeClient | 
     record = ungraded_record(doc, output, protocol="default")
     if record["verdict"] is not None:
         return record
-    verdict = rule_verdict(record["response"], record["answer"])
-    if verdict is not None:
-        return {**record, "verdict": int(verdict), "graded_by": "rule"}
+    decided = rule_decision(record["response"], record["answer"])
+    if decided is not None:  # the record names the case that decided (the sample viewer shows it)
+        return {**record, "verdict": int(decided[0]), "graded_by": "rule", "rule": decided[1]}
     if judge is None:
         return {**record, "verdict": 0, "flag": NO_JUDGE}
     return _with_grade(record, _grade([record], judge, paper=False)[record["query_id"]])

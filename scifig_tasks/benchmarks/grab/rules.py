@@ -96,11 +96,17 @@ def precision_class(question: str) -> PrecisionClass:
     return "integer" if precision in ("list", "equation") else precision  # type: ignore[return-value]
 
 
+def truncate(output: str, answer: str) -> str:
+    """The output as the authors' rule compares it: leading whitespace stripped, cut to ``len(answer)`` (``"39"`` is
+    ``"3"`` for the answer ``"3"``)."""
+    return output.lstrip()[: len(answer)]
+
+
 def exact_match(output: str | None, answer: str) -> bool:
     """GRAB core metric: leading whitespace stripped, output truncated to ``len(answer)``, compared with ``==``."""
     if output is None:
         return False
-    return output.lstrip()[: len(answer)] == answer
+    return truncate(output, answer) == answer
 
 
 README_EXTRACTION_PROMPT = (
@@ -156,13 +162,17 @@ class GrabScore:
     reason: str = ""
     whole_answer_correct: bool | None = None
     truncation_correct: bool | None = None
+    truncated: str | None = None
+    """The text the authors' rule compared with the answer (:func:`truncate`; of the judge's extraction under the
+    ablation), where it was applied: recorded so a reader sees what decided, e.g. ``"3"`` cut from ``"39"``."""
 
 
 def score_exact(output: str | None, answer: str) -> GrabScore:
     """Score one output with the authors' rule alone (truncation, then ``==``)."""
     status = output_status(output)
     correct = status == "ok" and exact_match(output, answer)
-    return GrabScore(correct=correct, output_status=status, truncation_correct=correct)
+    cut = truncate(output, answer) if status == "ok" and output is not None else None
+    return GrabScore(correct=correct, output_status=status, truncation_correct=correct, truncated=cut)
 
 
 def score_extracted(
@@ -184,7 +194,8 @@ def score_extracted(
     # scored as the authors' code scores the reply (README: strip, truncate, ==), its numbers in ASCII
     extracted = ascii_numerals(judge_text).strip()
     correct = extracted != "None" and exact_match(extracted, answer)
-    return GrabScore(correct, status, "judged", extracted, rule="llm_extraction")
+    cut = truncate(extracted, answer) if extracted != "None" else None
+    return GrabScore(correct, status, "judged", extracted, rule="llm_extraction", truncated=cut)
 
 
 _QUOTE_PAIRS = {'"': '"', "'": "'", "`": "`", "\u201c": "\u201d", "\u2018": "\u2019"}
@@ -250,6 +261,7 @@ def sample_record(doc: Mapping[str, Any], score: GrabScore) -> dict[str, Any]:
         "extracted": score.extracted,
         "rule": score.rule,
         **({"reading": score.reading, "read": score.read, "reason": score.reason} if score.reading else {}),
+        **({"truncated": score.truncated} if score.truncated is not None else {}),
         **{
             f"{rule}_correct": int(verdict)
             for rule, verdict in (

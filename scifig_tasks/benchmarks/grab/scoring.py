@@ -20,6 +20,7 @@ from scifig_tasks.benchmarks.grab.rules import (
     extraction_reply_readable,
     precision_of,
     score_extracted,
+    truncate,
 )
 from scifig_tasks.core.raw_outputs import output_status
 from scifig_tasks.core.scoring_protocol import Protocol
@@ -46,6 +47,7 @@ def score_rules(output: str | None, answer: str, question: str, protocol: Protoc
         reason=whole.reason,
         whole_answer_correct=whole.correct,
         truncation_correct=truncation,
+        truncated=truncate(output, answer),
     )
 
 

@@ -18,9 +18,10 @@ from scifig_tasks.report import figures
 from scifig_tasks.report.audit import audit_table
 from scifig_tasks.report.coverage import coverage, coverage_note
 from scifig_tasks.report.document import Figure, Note, Section, Table, percent, percent_ci
-from scifig_tasks.report.judge_status import caption_metric_words, judge_use
+from scifig_tasks.report.judge_status import judge_use, judge_words
 from scifig_tasks.report.references import citations_note, ref_cell, references
 from scifig_tasks.report.runs import Run
+from scifig_tasks.report.summary import judge_model
 
 SETTINGS = {"fig2cap": "I Fig2Cap", "subfig2cap": "II SubFig2Cap", "subcap2fig": "III SubCap2Fig"}
 GROUP = "mmsci"
@@ -31,8 +32,25 @@ CAPTION_TASKS = {
     "mmsci_caption_with_abstract_paper": "with abstract (paper setting)",
 }
 CAPTION_METRICS = mmsci_captioning.CAPTION_METRICS
+REFERENCE_METRICS = mmsci_captioning.REFERENCE_METRICS
+JUDGED_METRICS = mmsci_captioning.JUDGED_METRICS
 UNIT_METRICS = mmsci_captioning.FRACTION_METRICS
 """Metrics on a 0-1 scale (drawn together); CIDEr (x10 scale) and G-Eval (1-5) are in the table only."""
+METRIC_LABELS = {
+    "bleu2": "BLEU-2",
+    "bleu4": "BLEU-4",
+    "cumulative_bleu_2": "cum. BLEU-2",
+    "cumulative_bleu_4": "cum. BLEU-4",
+    "rouge1": "ROUGE-1",
+    "rouge2": "ROUGE-2",
+    "rougeL": "ROUGE-L",
+    "meteor": "METEOR",
+    "bertscore_f1": "BERTScore F1",
+    "cider": "CIDEr",
+    "factscore": "FActScore",
+    "geval_relevance": "G-Eval relevance",
+}
+"""Each captioning metric's column, as the paper names it (the results files' metric names are in the note)."""
 
 
 def _cell(cell: dict[str, Any] | None) -> str:
@@ -147,7 +165,9 @@ def _value(value: Any) -> str:
 
 
 def _captioning(runs: list[Run], figdir: Path) -> list[Any]:
-    rows, reasons = [], []
+    """Two tables, each fitting the page: the reference-based metrics, and the judged ones beside what the judge did
+    for them (:mod:`scifig_tasks.report.judge_status`, the statuses the results file records)."""
+    rows, judged_rows, reasons = [], [], []
     drawn: dict[str, dict[str, float]] = {}
     for run in runs:
         for task, label in CAPTION_TASKS.items():
@@ -157,30 +177,45 @@ def _captioning(runs: list[Run], figdir: Path) -> list[Any]:
             report = run.metric(task, "caption_report") or {}
             n = report.get("n", "-")
             outputs = report.get("outputs") or {}
-            unusable = f"{outputs.get('empty', 0)} / {outputs.get('request_failed', 0)}"
+            captions = f"{n} ({outputs.get('empty', 0)} / {outputs.get('request_failed', 0)})"
             setting = report.get("protocol") or {}
             protocol = f"{setting.get('name', 'default')} x{setting.get('captions_per_figure', 1)}"
-            cells = [_value(values[name]) for name in CAPTION_METRICS]
-            rows.append([run.model, label, protocol, str(n), unusable, *cells])
+            prompt = f"{label}, {protocol}"
+            rows.append([run.model, prompt, captions, *(_value(values[name]) for name in REFERENCE_METRICS)])
+            use = judge_use(report)
+            judge = judge_words(use, judge_model(run, task)) if use is not None else "not recorded"
+            judged_rows.append([run.model, prompt, *(_value(values[name]) for name in JUDGED_METRICS), judge])
             for name, detail in (report.get("metrics") or {}).items():
                 if values.get(name) is None and detail.get("reason"):
-                    reasons.append(f"{run.model} / {label} / {name}: {_short(detail['reason'])}")
-            use = judge_use(report)
-            for name, statuses in (use.captions if use is not None else {}).items():
-                if values.get(name) is None:
-                    reasons.append(f"{run.model} / {label} / {name}: {caption_metric_words(statuses)}")
+                    metric = METRIC_LABELS.get(name, name)
+                    reasons.append(f"{run.model} / {label} / {metric}: {_short(detail['reason'])}")
             drawn[f"{run.model} ({label})"] = {
                 name: values[name] for name in UNIT_METRICS if isinstance(values.get(name), int | float)
             }
-    header = ["model", "prompt", "protocol", "captions", "empty / failed", *CAPTION_METRICS]
+    keys = ["model", "prompt, protocol"]
+    named = ", ".join(f"{METRIC_LABELS[name]} {name}" for name in CAPTION_METRICS)
     blocks: list[Any] = [
-        Table("MMSci captioning metrics", header, rows),
+        Table(
+            "MMSci captioning: reference-based metrics",
+            [*keys, "captions (empty / failed)", *(METRIC_LABELS[m] for m in REFERENCE_METRICS)],
+            rows,
+            keys=2,
+        ),
+        Table(
+            "MMSci captioning: judged metrics",
+            [*keys, *(METRIC_LABELS[m] for m in JUDGED_METRICS), "judge"],
+            judged_rows,
+            keys=2,
+        ),
         Note(
-            "bleu2 / bleu4 are the paper's BLEU-2 / BLEU-4: mean per-caption modified 2- and 4-gram precisions (the "
-            "authors' evaluate precisions); cumulative BLEU is reported separately. BLEU, ROUGE, METEOR, BERTScore "
+            "BLEU-2 / BLEU-4 are the paper's: mean per-caption modified 2- and 4-gram precisions (the authors' "
+            "evaluate precisions); cumulative BLEU is reported separately (cum.). BLEU, ROUGE, METEOR, BERTScore "
             "and FActScore are fractions (0-1); CIDEr is on the x10 scale; G-Eval relevance is 1-5. protocol: "
             "'default' or 'paper' scoring, with the number of captions per figure (the paper setting samples 3 and "
-            "averages). n/a: the metric could not be computed in that run."
+            "averages). captions: the figures captioned, with the empty outputs and failed requests among them. "
+            "judge: the captions each judged metric asked the judge about and how many it scored (a caption without "
+            "a score is left out of the mean). n/a: the metric could not be computed in that run. The results "
+            f"files' metric names: {named}."
         ),
     ]
     if reasons:

@@ -59,7 +59,9 @@ def section(runs: list[Run], figdir: Path) -> Section | None:
                 if run.has(task)
             ]
             if len(items) == 2 and items[0][1].text == items[1][1].text:  # one statement for both splits
-                covered.append((run.model, replace(items[0][1], text=f"both CS splits, {items[0][1].text}")))
+                item = items[0][1]
+                both = replace(item, text=f"both CS splits, {item.text}", scope=f"both CS splits, {item.scope}")
+                covered.append((run.model, both))
             else:
                 covered += [(f"{run.model}, {heading}", item) for heading, item in items]
         if refs and (note := coverage_note("scifibench", covered)) is not None:

@@ -117,7 +117,8 @@ function rowElement(index) {
     const out = el("div"); out.append(el("span", {class: "meta"}, "output:"), textBlock(c.o || "(empty)"));
     td.append(out);
     if (c.a) td.append(textBlock(c.a, "answer", "answer: "));
-    if (c.m) td.append(textBlock(c.m + (c.r ? " (" + c.r + ")" : ""), "meta", "resolved by: "));
+    // the rule that gave the verdict, as the scoring recorded it; else what the record says of the output
+    if (c.v) td.append(textBlock(c.v, "meta decided", "decided by: "));
     else if (c.r) td.append(textBlock(c.r, "meta"));
     if (c.d) td.append(textBlock(c.d, "meta"));
     tr.append(td);
