@@ -5,6 +5,7 @@ Manual: docs/curation.md, "Output files".
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Iterable, Iterator, Sequence
@@ -19,11 +20,12 @@ from tqdm.auto import tqdm
 
 from curation.grab.card import write_card
 from curation.grab.plan import PlanItem, cached_plan, select
-from curation.grab.render import DEFAULT_DPI, render_job
+from curation.grab.render import DEFAULT_DPI, render_checked_job
 from curation.parquet import ParquetRows
 from curation.workers import process_pool
 from scifig_tasks.benchmarks.grab.multiple_choice import mc_options
 from scifig_tasks.benchmarks.grab.source import grab_features
+from scifig_tasks.core import checked_images
 from scifig_tasks.core.errors import CommandError
 from scifig_tasks.core.schema import list_feature
 
@@ -33,6 +35,8 @@ MC_FEATURES = datasets.Features(
 )
 SPLIT = "GRAB"
 MC_DIR = "properties_mc"
+VOUCHER = "scifig curate grab"
+"""Who vouches for the PNGs a build writes (the pass records of :mod:`scifig_tasks.core.checked_images`)."""
 
 
 @dataclass(frozen=True)
@@ -54,18 +58,29 @@ def _warm_worker() -> None:
     import matplotlib.figure  # noqa: F401
 
 
-def render_all(items: Sequence[PlanItem], dpi: int, workers: int) -> Iterator[bytes]:
-    """PNG bytes of every item, in plan order (rendered in ``workers`` processes when > 1)."""
+def render_all(items: Sequence[PlanItem], dpi: int, workers: int) -> Iterator[tuple[bytes, bool]]:
+    """PNG bytes of every item and whether its alpha is opaque everywhere, in plan order (rendered in ``workers``
+    processes when > 1)."""
     jobs = [(item.params, dpi) for item in items]
     if workers <= 1 or len(jobs) <= 1:
-        yield from map(render_job, jobs)
+        yield from map(render_checked_job, jobs)
         return
     chunk = max(1, min(8, len(jobs) // (workers * 4)))
     pool = process_pool(workers, "fork", _warm_worker)
     try:
-        yield from pool.map(render_job, jobs, chunksize=chunk)
+        yield from pool.map(render_checked_job, jobs, chunksize=chunk)
     finally:  # an error or an interrupt in the consumer stops the pending renders too
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def vouch(png: bytes, opaque: bool) -> None:
+    """Record that a PNG this build encoded is usable as it is in a VLMEvalKit TSV, so the TSV writer need not decode
+    it (:mod:`scifig_tasks.core.checked_images`): the builder made it from an 8-bit RGBA buffer it held (it decodes to
+    exactly that buffer: :func:`curation.grab.render.encode_png`) and checked on that buffer that the alpha is 255
+    everywhere, the rule's RGBA case. A PNG with any transparency is not vouched for: the TSV writer decodes it and
+    composites it on white. Recorded here, in the process that writes the data, where the datasets cache is known."""
+    if opaque:
+        checked_images.remember_passed(hashlib.sha256(png).hexdigest(), "png", by=VOUCHER)
 
 
 def _row(item: PlanItem, png: bytes, seed: int) -> dict[str, Any]:
@@ -162,9 +177,10 @@ def build_grab(
     multiple = ParquetRows(out / MC_DIR / f"{SPLIT}.parquet", MC_FEATURES) if mc else None
     try:
         with closing(render_all(items, dpi, workers)) as renders:
-            for item, png in tqdm(
+            for item, (png, opaque) in tqdm(
                 zip(items, renders, strict=True), total=len(items), desc="GRAB graphs", disable=not progress
             ):
+                vouch(png, opaque)
                 row = _row(item, png, seed)
                 main.add(row)
                 if multiple is not None and item.task == "properties":

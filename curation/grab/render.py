@@ -245,16 +245,42 @@ def encode_png(rgba: Any, dpi: float) -> bytes:
     return png_file(width, height, dpi, compressed)
 
 
-def render_png(params: dict[str, Any], dpi: int = DEFAULT_DPI) -> bytes:
-    """The RGBA PNG of one planned graph; the figure is released as soon as the PNG is encoded (or encoding fails)."""
+def opaque(rgba: Any) -> bool:
+    """Whether an ``(height, width, 4)`` RGBA buffer's alpha is 255 everywhere: the case in which its PNG is usable
+    as it is in a VLMEvalKit TSV (``scifig_tasks.core.checked_images.usable_as_stored``: VLMEvalKit drops the alpha
+    channel without compositing). Read on the array, a small cost next to drawing it."""
+    return bool(np.asarray(rgba)[:, :, 3].min() == 255)
+
+
+def _encoded(canvas: Any) -> tuple[bytes, bool]:
+    # The buffer's view is a local here: it is gone when this returns, before the figure is released.
+    pixels = np.asarray(canvas.buffer_rgba())
+    return encode_png(pixels, canvas.figure.dpi), opaque(pixels)
+
+
+def render_checked(params: dict[str, Any], dpi: int = DEFAULT_DPI) -> tuple[bytes, bool]:
+    """The RGBA PNG of one planned graph and whether its alpha is opaque everywhere (:func:`opaque`); the figure is
+    released as soon as the PNG is encoded (or encoding fails)."""
     canvas = draw_figure(params, dpi)
     try:
-        return encode_png(canvas.buffer_rgba(), canvas.figure.dpi)
+        return _encoded(canvas)
     finally:
         release_figure(canvas)
+
+
+def render_png(params: dict[str, Any], dpi: int = DEFAULT_DPI) -> bytes:
+    """The RGBA PNG of one planned graph (:func:`render_checked`)."""
+    return render_checked(params, dpi)[0]
 
 
 def render_job(job: tuple[dict[str, Any], int]) -> bytes:
     """Worker entry point: ``(params, dpi) -> PNG bytes``."""
     params, dpi = job
     return render_png(params, dpi)
+
+
+def render_checked_job(job: tuple[dict[str, Any], int]) -> tuple[bytes, bool]:
+    """Worker entry point: ``(params, dpi) -> (PNG bytes, alpha opaque everywhere)``; the pass is recorded by the
+    process that writes the data (which knows the datasets cache), not here."""
+    params, dpi = job
+    return render_checked(params, dpi)

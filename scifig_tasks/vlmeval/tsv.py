@@ -13,18 +13,15 @@ import json
 import math
 import os
 import sys
-import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
-import PIL
-from PIL import Image
 from tqdm.auto import tqdm
 
-from scifig_tasks.core import provenance, registry
+from scifig_tasks.core import checked_images, provenance, registry
 from scifig_tasks.core.benchmark import VlmevalDataset
 from scifig_tasks.core.data import load_benchmark
 from scifig_tasks.core.image_cells import undecoded
@@ -117,26 +114,12 @@ def row_of(name: str, line: Row) -> dict[str, Any]:
 # ---- images --------------------------------------------------------------------------------------------------------
 
 
-def _stored_bytes_usable(image: Image.Image) -> bool:
-    """Whether the stored file can go to VLMEvalKit as it is: RGB, grey or palette pixels, or RGBA / grey-alpha pixels
-    whose alpha is opaque everywhere (VLMEvalKit's ``convert("RGB")`` then gives what :func:`to_rgb`'s compositing
-    gives). Any other image — transparency, 16-bit, CMYK — is converted by :func:`to_rgb`, as the lmms-eval adapters
-    do for pixel models."""
-    if image.mode in ("RGB", "L"):
-        return True
-    if image.mode == "P":
-        return "transparency" not in image.info
-    return image.mode in ("RGBA", "LA") and image.getchannel("A").getextrema() == (255, 255)
-
-
-_EXTENSIONS = {"PNG": "png", "JPEG": "jpg", "GIF": "gif", "BMP": "bmp", "TIFF": "tif", "WEBP": "webp"}
-
-
 def image_bytes(cell: Any) -> tuple[bytes, str]:
     """The bytes written for an image cell and their file extension: the stored bytes, or the PNG of
     :func:`to_rgb` (transparency composited on white) for other pixel modes. The pixels are decoded here, strictly
     (the TSV is what VLMEvalKit builds its requests from): damaged pixel data raises the data check's file, row and
-    column. Stored bytes that passed once are not decoded again (:func:`_passed`)."""
+    column. Stored bytes that passed once, or that their builder vouched for, are not decoded again
+    (:mod:`scifig_tasks.core.checked_images`)."""
     data, extension, _ = _image_file(cell)
     return data, extension
 
@@ -148,68 +131,18 @@ def _image_file(cell: Any) -> tuple[bytes, str, str]:
     except OSError:
         data = None  # a file that cannot be read: decoding it below raises the data check's error
     digest = hashlib.sha256(data).hexdigest() if data is not None else ""
-    known = _passed(digest) if data is not None else None
+    known = checked_images.passed(digest) if data is not None else None
     if data is not None and known is not None:
         return data, known, digest
     image = decoded_pixels(cell)
-    if data is None or not _stored_bytes_usable(image) or image.format not in _EXTENSIONS:
+    if data is None or not checked_images.usable_as_stored(image) or image.format not in checked_images.EXTENSIONS:
         buffer = io.BytesIO()
         to_rgb(image).save(buffer, format="PNG")
         converted = buffer.getvalue()
         return converted, "png", hashlib.sha256(converted).hexdigest()
-    extension = _EXTENSIONS[image.format]
-    _remember_passed(digest, extension)
+    extension = checked_images.EXTENSIONS[image.format]
+    checked_images.remember_passed(digest, extension)
     return data, extension, digest
-
-
-# Stored bytes that passed: decoded strictly and usable as they are. Whether they pass depends on the bytes alone (by
-# their SHA-256), the rule above (FORMAT_VERSION) and the decoder (Pillow's version), so a pass is kept for this
-# process and in the datasets cache: the datasets of one source share their images (a benchmark's plain, paper and
-# LLM-extraction datasets), and a TSV rewritten for another folder or a changed source file holds mostly the same
-# images. Only a pass is kept: damaged data and converted images are decoded each time they are written.
-
-_PASSED: dict[str, str] = {}
-"""SHA-256 of stored bytes that passed in this process -> the file extension written."""
-
-
-def _passed_record(digest: str) -> Path:
-    import datasets
-
-    return Path(datasets.config.HF_DATASETS_CACHE) / "scifig_tsv_images" / f"{digest}.json"
-
-
-def _passed_as() -> dict[str, Any]:
-    return {"format": FORMAT_VERSION, "pillow": PIL.__version__}
-
-
-def _passed(digest: str) -> str | None:
-    """The extension of stored bytes that passed before (in this process, or recorded by another under the same
-    rule and decoder); None when they were not seen (an unreadable record is no record)."""
-    known = _PASSED.get(digest)
-    if known is not None:
-        return known
-    try:
-        record = json.loads(_passed_record(digest).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    extension = record.get("extension") if isinstance(record, dict) else None
-    if extension not in _EXTENSIONS.values() or {key: record.get(key) for key in _passed_as()} != _passed_as():
-        return None
-    _PASSED[digest] = extension
-    return extension
-
-
-def _remember_passed(digest: str, extension: str) -> None:
-    """Keep a pass for this process and later ones; a cache folder that cannot be written only costs a decode."""
-    _PASSED[digest] = extension
-    path = _passed_record(digest)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".partial", delete=False, encoding="utf-8") as f:
-            json.dump({"extension": extension, **_passed_as()}, f)
-        os.replace(f.name, path)
-    except OSError:
-        return
 
 
 def _image_columns(index: int, cells: list[Any]) -> dict[str, str]:

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from PIL import Image, ImageDraw
 
-from scifig_tasks.core import data
+from scifig_tasks.core import checked_images, data
 from scifig_tasks.core.images import to_rgb
 from scifig_tasks.vlmeval import tsv
 from tests.harness.grab_data import Row, records, write_records
@@ -42,7 +42,7 @@ def test_tsv_images_decode_to_their_pixels_and_bytes_that_passed_are_not_decoded
 ) -> None:
     monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", str(tmp_path / "hf"))
     monkeypatch.setattr(data, "_LOADED", {})
-    monkeypatch.setattr(tsv, "_PASSED", {})
+    monkeypatch.setattr(checked_images, "_PASSED", {})
     pngs = [png("RGBA"), png("RGB"), png("RGBA", alpha=0)]  # opaque alpha, no alpha, a transparent background
     rows = records([Row("properties", "3"), Row("function", "4"), Row("series", "5")])
     for row, stored in zip(rows, pngs, strict=True):
@@ -72,13 +72,13 @@ def test_tsv_images_decode_to_their_pixels_and_bytes_that_passed_are_not_decoded
     paper, _ = tsv.write_tsv("grab_paper", tmp_path / "a")
     assert len(decoded) == 1 and paper.read_bytes() == path.read_bytes()
     # a later process finds the passes in the datasets cache
-    monkeypatch.setattr(tsv, "_PASSED", {})
+    monkeypatch.setattr(checked_images, "_PASSED", {})
     decoded.clear()
     later, _ = tsv.write_tsv("grab", tmp_path / "b")
     assert len(decoded) == 1 and later.read_bytes() == path.read_bytes()
     # a record written under another rule or decoder is no pass
-    monkeypatch.setattr(tsv, "_PASSED", {})
-    monkeypatch.setattr(tsv, "FORMAT_VERSION", tsv.FORMAT_VERSION + 1)
+    monkeypatch.setattr(checked_images, "_PASSED", {})
+    monkeypatch.setattr(checked_images, "RULE_VERSION", checked_images.RULE_VERSION + 1)
     decoded.clear()
     tsv.write_tsv("grab", tmp_path / "c")
     assert len(decoded) == 3
