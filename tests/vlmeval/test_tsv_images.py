@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import io
+import json
 from pathlib import Path
 
 import datasets
@@ -66,6 +67,8 @@ def test_tsv_images_decode_to_their_pixels_and_bytes_that_passed_are_not_decoded
     written = [base64.b64decode(cell) for cell in cells]
     assert written[:2] == pngs[:2]  # the PNG's own bytes, not a re-encoding
     assert written[2] != pngs[2] and Image.open(io.BytesIO(written[2])).mode == "RGB"  # composited on white
+    passes = [json.loads(path.read_text()) for path in (tmp_path / "hf" / checked_images.FOLDER).glob("*.json")]
+    assert [record["by"] for record in passes] == [checked_images.DECODED] * 2  # the passes, found by decoding
 
     # another dataset of the same images: only the converted image is decoded again
     decoded.clear()
