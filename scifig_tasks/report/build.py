@@ -11,7 +11,7 @@ import importlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Protocol, get_args
+from typing import Any, get_args
 
 from scifig_tasks.core import provenance, registry
 from scifig_tasks.core.raw_outputs import OutputStatus
@@ -21,6 +21,7 @@ from scifig_tasks.report.document import Details, Note, Section, Table, to_html,
 from scifig_tasks.report.headline import headline_table, left_out
 from scifig_tasks.report.judge_notes import judge_off_note
 from scifig_tasks.report.paths import shown, shown_path
+from scifig_tasks.report.progress import Progress, quiet
 from scifig_tasks.report.protocols import protocol_views
 from scifig_tasks.report.runs import Run, load_runs, results_files
 from scifig_tasks.report.samples import write_samples_page
@@ -50,17 +51,6 @@ class Report:
     figures: list[Path]
     sections: list[str]
     samples: Path | None = None
-
-
-class Progress(Protocol):
-    """Where :func:`build_report` says what it is doing: a line per step (``detail``: a count within a step, which
-    the receiver may thin out)."""
-
-    def __call__(self, text: str, *, detail: bool = False) -> None: ...
-
-
-def quiet(text: str, *, detail: bool = False) -> None:
-    """A :class:`Progress` that says nothing (``scifig demo``'s report, a notebook)."""
 
 
 def build_report(results: Iterable[Path], out: Path, progress: Progress = quiet) -> Report:

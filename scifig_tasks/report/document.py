@@ -116,7 +116,8 @@ h1 { border-bottom: 2px solid #345; } h2 { margin-top: 2em; border-bottom: 1px s
 table { border-collapse: collapse; margin: 0.5em 0 1.5em 0; font-size: 0.9em; }
 caption { text-align: left; font-weight: bold; padding: 0.3em 0; }
 th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; }
-th { background: #eef2f6; } td { text-align: right; overflow-wrap: break-word; } td:first-child { text-align: left; }
+th { background: #eef2f6; } td { text-align: right; } td:first-child { text-align: left; }
+td.w, th.w { overflow-wrap: anywhere; }
 td.n { white-space: nowrap; } td.t { text-align: left; min-width: 12em; }
 tr.reference td { color: #555; font-style: italic; background: #fafafa; }
 figure { margin: 1em 0 2em 0; } figure img { max-width: 100%; border: 1px solid #ddd; }
@@ -132,32 +133,26 @@ table.headline td, table.headline th { font-size: 1.05em; }
 
 NUMBER = re.compile(r"^[-+]?[\d.,]+%?( ?± ?[\d.]+)?( \([-+]?[\d.]+-[\d.]+\))?( \([-+][\d.]+\))?$|^-$|^n/a$")
 """A cell that is a number (``40.0 (11.8-76.9)``, ``12.5 ± 1.2``, ``-3.0 (+1.5)``): kept on one line. Every other cell
-may wrap, at spaces and at the break points of :func:`pieces` only, so a model name never breaks inside a word
-(``t``: a long text cell, left-aligned)."""
+may wrap where the browser breaks a line, at spaces and after hyphens (:func:`pieces`), never inside a word: a column is
+as wide as the longest unbroken part of its names (``t``: a long text cell, left-aligned)."""
 
-BREAK_AFTER = re.compile(r"(?<=[/_=,;:])(?=\S)|(?<=[-–])(?=\w)|(?<=\.)(?=[A-Za-z])")
-"""Where a word may break besides spaces: after ``/``, ``_``, ``=``, ``,``, ``;``, ``:``, after a hyphen before a letter
-or digit, after a full stop before a letter (``meta-llama/Llama-3.2-11B``, ``2024_results.json``)."""
-LONGEST_PIECE = 24
-"""An unbroken run longer than this (a hash, a path without separators) is cut every so many characters."""
+BREAK_AFTER = re.compile(r"(?<=[-–])(?=\w)")
+"""Where a browser breaks a word besides spaces: after a hyphen or dash before a letter or digit (``meta-``
+``llama/Llama-`` ``3.2-`` ``11B``); not after ``/`` or ``_``."""
+LONGEST_PIECE = 40
+"""An unbroken run longer than this is no name (a hash, a path without separators): its cell (``w``) may break it
+anywhere, so no table is widened by it."""
 
 
 def pieces(word: str) -> list[str]:
-    """A word (no white space) cut at its break points (:data:`BREAK_AFTER`), a run longer than
-    :data:`LONGEST_PIECE` further cut into pieces of that length: the shortest a cell may wrap to."""
-    found = []
-    for part in BREAK_AFTER.split(word):
-        found += [part[start : start + LONGEST_PIECE] for start in range(0, len(part), LONGEST_PIECE)] or [""]
-    return found
+    """A word (no white space) cut where a browser may break it (:data:`BREAK_AFTER`): the shortest a cell may wrap
+    to; a run longer than :data:`LONGEST_PIECE` counts as that long (its cell breaks it anywhere)."""
+    return [part[:LONGEST_PIECE] for part in BREAK_AFTER.split(word)]
 
 
-@functools.lru_cache(maxsize=65536)
-def _breakable(text: str) -> str:
-    """``text`` as HTML with a ``<wbr>`` at each break point of each word (:func:`pieces`)."""
-    return "".join(
-        "<wbr>".join(html.escape(piece) for piece in pieces(word)) if word and not word.isspace() else html.escape(word)
-        for word in re.split(r"(\s+)", text)
-    )
+def _unbroken(text: str) -> bool:
+    """Whether ``text`` holds a run longer than :data:`LONGEST_PIECE` that no space or hyphen breaks."""
+    return any(len(part) > LONGEST_PIECE for word in text.split() for part in BREAK_AFTER.split(word))
 
 
 EM_PX = 14.4
@@ -213,14 +208,15 @@ def column_parts(block: Table, box: float = BOX_PX) -> list[list[int]]:
     return parts
 
 
+WRAP = ' class="w"'
+"""A header cell holding an unbroken run longer than :data:`LONGEST_PIECE`: it may break anywhere."""
+
+
 def _cell_class(text: str) -> str:
     if NUMBER.match(text):
         return ' class="n"'
-    return ' class="t"' if len(text) > 40 else ""
-
-
-def _cell_html(text: str) -> str:
-    return f"<td{_cell_class(text)}>{html.escape(text) if NUMBER.match(text) else _breakable(text)}</td>"
+    kinds = [kind for kind, holds in (("t", len(text) > 40), ("w", _unbroken(text))) if holds]
+    return f' class="{" ".join(kinds)}"' if kinds else ""
 
 
 def _table_html(block: Table, css: str = "") -> list[str]:
@@ -230,11 +226,13 @@ def _table_html(block: Table, css: str = "") -> list[str]:
     for number, shown in enumerate(columns, start=1):
         caption = block.caption if len(columns) == 1 else f"{block.caption} ({PART_WORD} {number} of {len(columns)})"
         parts.append(f'<div class="table"><table{css}><caption>{esc(caption)}</caption><thead><tr>')
-        parts += [f"<th>{_breakable(block.header[i])}</th>" for i in shown]
+        headers = block.header
+        parts += [f"<th{WRAP if _unbroken(headers[i]) else ''}>{esc(headers[i])}</th>" for i in shown]
         parts.append("</tr></thead><tbody>")
         for row in block.rows:
             kind = ' class="reference"' if row and row[0].startswith("(published)") else ""
-            parts.append(f"<tr{kind}>" + "".join(_cell_html(row[i]) for i in shown if i < len(row)) + "</tr>")
+            cells = "".join(f"<td{_cell_class(row[i])}>{esc(row[i])}</td>" for i in shown if i < len(row))
+            parts.append(f"<tr{kind}>{cells}</tr>")
         parts.append("</tbody></table></div>")
     return parts
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from scifig_tasks.core import registry
 from scifig_tasks.report.paths import shown
+from scifig_tasks.report.progress import Progress
 from scifig_tasks.report.runs import Run
 from scifig_tasks.report.sample_documents import (
     DocsLoader,
@@ -30,8 +31,6 @@ from scifig_tasks.report.sample_records import Group, capped, collect
 if TYPE_CHECKING:
     from jinja2 import Environment
     from markupsafe import Markup
-
-    from scifig_tasks.report.build import Progress
 
 PAGE_ROWS = 50
 """Documents per page of ``samples.html`` (the data's ``page_rows``, read by ``samples.js``)."""

@@ -1,38 +1,42 @@
-"""``scifig report`` at full size: build time, peak memory, output bytes and the time headless Chromium takes to make
-``samples.html`` interactive, for 1, 4 and 16 runs, the report code of ``HEAD`` (before) against the working tree's
-(after), in one run.
+"""``scifig report`` timed: the report code of a baseline commit (before) against the working tree's (after), in one
+run, on two cases.
 
-Data: the full GRAB composition (2,170 questions) drawn by the generator at ``--dpi`` (default 100: 600 x 500 PNGs of
-about 80 kB, as ``bench_chance_run`` uses; ``--data DIR`` reuses a build of ``scifig curate grab --dpi 100 --out DIR``),
-one ``lmms-eval --model scifig_chance --tasks grab --log_samples`` run over it, and copies of that run's results and
-sample logs under other model names for 4 and 16 runs (the same documents, so the page has one row per document and
-one column per run, as for checkpoints of one model).
+``--case grab`` (the default): the full GRAB composition (2,170 questions) drawn by the generator at ``--dpi``
+(default 100: 600 x 500 PNGs of about 80 kB; ``--data DIR`` reuses a build of ``scifig curate grab --dpi 100 --out
+DIR``), one ``lmms-eval --model scifig_chance --tasks grab --log_samples`` run over it and copies for 1, 4 and 16 runs
+(``--runs``), each ``samples.html`` also loaded in headless Chromium: ``ready`` (ms from navigation start until the
+page's script has run), ``painted`` (until the first frame after that), ``chromium`` (the whole process), the output
+folder's bytes and their ratio to the distinct figures it shows.
 
-Before: the ``HEAD`` tree (``git archive HEAD scifig_tasks | tar -x``) first on ``PYTHONPATH``, so ``scifig_tasks`` is
-imported from it; after: the working tree. For each of ``--repeat`` rounds and each run count, both reports are built
-(alternating which goes first) into fresh folders, then both ``samples.html`` are loaded in headless Chromium. Printed
-per case: the median and range of
+``--case mixed``: runs of every registered benchmark. Each benchmark's small data
+(``tests/harness/<benchmark>_data.py``: ``sample(root)``, with what some of its tasks read besides, as the parity test
+builds it; a benchmark without such a module is left out, said with its reason), one ``lmms-eval`` run of every
+top-level task and group over it for each of two reply policies (a local model whose reply is a function of the model's
+name and the request, a local judge answering in the shapes its prompts ask for, a tiny local BERTScore model), and
+copies of those runs under other model names for ``--models`` runs in all (default 6): the GRAB, CharXiv, MMSci
+multiple-choice and captioning (both settings), Plot Twist (question types, robustness variants, ChartQA) and SciFIBench
+(five-image Caption→Figure questions, the alignment experiment) sections, the comparison and the sample viewer. Printed:
+wall and CPU seconds (the report's own and its forked processes'), peak RSS; then where the after side's time went, read
+from the progress lines ``scifig report`` prints (``[N s]`` stamps), and, with ``--profile``, the report functions that
+took longest under cProfile (one more after build).
 
-* ``build``: wall time of ``python -m scifig_tasks.commands.main report RUNS --out DIR``;
-* ``peak``: the report process's peak RSS (the kernel's ``ru_maxrss``);
-* ``output``: the bytes under the report folder, and their ratio to the bytes of the distinct figures the page shows
-  at full size (the stored images);
-* ``ready``: milliseconds from navigation start until the page's script has run (rows, filters and counts in the
-  document), read by a probe script appended to a copy of the page; ``painted``: until the first frame after that
-  (``-`` when Chromium wrote the page out before that frame, as it does once the old page's load event has come);
-  ``chromium``: the wall time of the whole ``chromium --headless --dump-dom`` process (start-up and image loading
-  included).
+Before: the baseline's ``scifig_tasks`` (``git archive REV scifig_tasks``; ``--baseline``, default ``HEAD``) first on
+``PYTHONPATH``; after: the working tree. Each of ``--repeat`` rounds (default 3) builds both into fresh folders,
+alternating which goes first; medians and ranges are printed.
 
-Run from the repository root: ``python -m tests.perf.bench_report`` (options ``--data``, ``--dpi``, ``--runs 1 4 16``,
-``--repeat`` (default 3), ``--work DIR`` to keep the files). Chromium: ``bash .ci/chromium``. The before side of 16
-runs takes about a minute per round (build and page load).
+Run from the repository root: ``python -m tests.perf.bench_report`` (options ``--case``, ``--baseline``, ``--repeat``,
+``--work DIR`` to keep the files; for the GRAB case ``--data``, ``--dpi``, ``--runs``; for the mixed case
+``--models``, ``--profile``). Chromium: ``bash .ci/chromium``. The before side of 16 GRAB runs takes about a minute per
+round (build and page load); the mixed case's two lmms-eval runs about two minutes on the 2-core machine.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
+import pstats
 import re
 import shutil
 import statistics
@@ -41,6 +45,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from tests.harness.lmms import offline_env
 
@@ -55,10 +60,16 @@ PROBE = """<pre id="probe"></pre><script>
 })();
 </script>
 """
+POLICIES = ("org/Model-A-7B-Instruct", "vendor/model_b-v2.1")
+"""The two reply policies of the mixed case, named as the models (the model's name picks its replies)."""
+STEP = re.compile(r"^scifig report: (.*) \[(\d+) s\]$")
 
 
 def _cli(name: str) -> str:
     return str(Path(sys.executable).with_name(name))
+
+
+# ---- the runs ----------------------------------------------------------------------------------------------------
 
 
 def grab_data(dpi: int, folder: Path) -> Path:
@@ -68,49 +79,108 @@ def grab_data(dpi: int, folder: Path) -> Path:
     return folder
 
 
-def chance_runs(data: Path, work: Path, counts: list[int]) -> dict[int, list[Path]]:
+def copies(first: Path, work: Path, count: int, names: list[str] | None = None) -> list[Path]:
+    """The run folders of ``count`` models: the runs under ``first`` (one results file and its sample logs each),
+    then copies of them in turn under the names ``model-NN`` (or ``names``)."""
+    runs = [path.parent for path in sorted(first.rglob("*_results.json"))]
+    folders = []
+    for number in range(1, count + 1):
+        source = runs[(number - 1) % len(runs)]
+        target = work / "runs" / f"model-{number:02d}"
+        shutil.copytree(source, target)
+        (copied,) = target.glob("*_results.json")
+        name = names[number - 1] if names and number <= len(names) else f"model-{number:02d}"
+        copied.write_text(json.dumps(json.loads(copied.read_text()) | {"model_name": name}))
+        folders.append(target)
+    return folders
+
+
+def grab_runs(data: Path, work: Path, counts: list[int]) -> dict[int, list[Path]]:
     """One chance run over ``data``, then copies of it as models ``model-01``..; the folders of each run count."""
     env = {**offline_env(work), "SCIFIG_GRAB_DATA": str(data)}
-    first = work / "runs" / "model-01"
     command = [_cli("lmms-eval"), "--model", "scifig_chance", "--tasks", "grab", "--log_samples"]
     with (work / "lmms-eval.log").open("wb") as log:
-        subprocess.run([*command, "--output_path", str(first)], env=env, check=True, stdout=log, stderr=log)
-    (results,) = first.rglob("*_results.json")
-    folders = [results.parent]
-    for number in range(2, max(counts) + 1):
-        target = work / "runs" / f"model-{number:02d}"
-        shutil.copytree(results.parent, target)
-        (copied,) = target.glob("*_results.json")
-        content = json.loads(copied.read_text())
-        copied.write_text(json.dumps(content | {"model_name": f"model-{number:02d}"}))
-        folders.append(target)
-    first_results = json.loads(results.read_text())
-    results.write_text(json.dumps(first_results | {"model_name": "model-01"}))
+        subprocess.run([*command, "--output_path", str(work / "chance")], env=env, check=True, stdout=log, stderr=log)
+    folders = copies(work / "chance", work, max(counts))
     return {count: folders[:count] for count in counts}
 
 
-def baseline_tree(work: Path) -> Path:
-    """``HEAD``'s ``scifig_tasks`` unpacked into ``work/base``."""
+def mixed_runs(work: Path, models: int) -> tuple[list[Path], dict[str, str]]:
+    """Every registered benchmark's small data, a run of every top-level task and group over it per reply policy
+    (:data:`POLICIES`), and copies of the runs for ``models`` runs in all; the run folders and the environment that
+    reads their data."""
+    from scifig_tasks.core import task_files
+    from tests.harness.mmsci_data import tiny_bert
+    from tests.harness.openai_server import ChatRequest, FakeOpenAIServer
+    from tests.vlmeval.test_parity_every_task import REPLIES, judge_reply, sample_data
+
+    data, left_out = sample_data(work / "data")
+    for name, reason in left_out.items():
+        print(f"benchmark {name} left out: {reason}", file=sys.stderr)
+
+    def model_reply(request: ChatRequest) -> str:
+        seed = f"{request.body.get('model')}\n{request.text}".encode()
+        return REPLIES[hashlib.sha256(seed).digest()[0] % len(REPLIES)]
+
+    tasks = [info.name for info in task_files.top_level(task_files.scifig_tasks()) if info.benchmark not in left_out]
+    env = {**offline_env(work), **data, "SCIFIG_MMSCI_BERTSCORE_MODEL": str(tiny_bert(work / "tiny-bert"))}
+    with FakeOpenAIServer(model_reply) as model, FakeOpenAIServer(judge_reply) as judge:
+        served = env | {"OPENAI_API_BASE": model.base_url, "OPENAI_API_KEY": "sk-bench"}
+        served |= {"SCIFIG_JUDGE_BASE_URL": judge.base_url, "SCIFIG_JUDGE_MODEL": "bench-judge"}
+        for name in POLICIES:
+            arguments = f"model_version={name},max_retries=1,retry_backoff_s=0"
+            command = [_cli("lmms-eval"), "--model", "openai", "--model_args", arguments, "--tasks", ",".join(tasks)]
+            command += ["--log_samples", "--output_path", str(work / "lmms" / name.replace("/", "_"))]
+            with (work / "lmms-eval.log").open("ab") as log:
+                subprocess.run(command, env=served, check=True, stdout=log, stderr=log, stdin=subprocess.DEVNULL)
+    names = [*POLICIES, *(f"org/model-{number:02d}-Instruct" for number in range(3, models + 1))]
+    return copies(work / "lmms", work, models, names), env
+
+
+def baseline_tree(work: Path, revision: str) -> Path:
+    """``revision``'s ``scifig_tasks`` unpacked into ``work/base``."""
     base = work / "base"
     base.mkdir()
-    archive = subprocess.run(["git", "archive", "HEAD", "scifig_tasks"], cwd=ROOT, check=True, capture_output=True)
+    archive = subprocess.run(["git", "archive", revision, "scifig_tasks"], cwd=ROOT, check=True, capture_output=True)
     subprocess.run(["tar", "-x", "-C", str(base)], input=archive.stdout, check=True)
     return base
 
 
-def build(runs: list[Path], out: Path, env: dict[str, str], tree: Path) -> tuple[float, int]:
-    """Wall seconds and peak RSS (bytes) of one ``scifig report`` with ``scifig_tasks`` imported from ``tree``."""
+# ---- measuring -----------------------------------------------------------------------------------------------------
+
+
+def build(runs: list[Path], out: Path, env: dict[str, str], tree: Path) -> dict[str, Any]:
+    """One ``scifig report`` with ``scifig_tasks`` imported from ``tree``: wall and CPU seconds (the process and the
+    drawing processes it waited for), peak RSS (bytes) and its progress lines."""
     command = [sys.executable, "-m", "scifig_tasks.commands.main", "report", *map(str, runs), "--out", str(out)]
     start = time.monotonic()
     process = subprocess.Popen(
         command, cwd=tree, env=env | {"PYTHONPATH": str(tree)}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
+    assert process.stderr is not None
+    error = process.stderr.read().decode()
     _, status, usage = os.wait4(process.pid, 0)
     wall = time.monotonic() - start
     if os.waitstatus_to_exitcode(status) != 0:
-        error = process.stderr.read().decode()[-2000:] if process.stderr else ""
-        raise SystemExit(f"scifig report failed in {tree}: {error}")
-    return wall, usage.ru_maxrss * 1024
+        raise SystemExit(f"scifig report failed in {tree}: {error[-2000:]}")
+    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "peak": usage.ru_maxrss * 1024, "stderr": error}
+
+
+def steps(stderr: str) -> list[tuple[str, int]]:
+    """The progress lines of a report: (step, seconds since it started)."""
+    return [(found.group(1), int(found.group(2))) for line in stderr.splitlines() if (found := STEP.match(line))]
+
+
+def step_table(found: list[list[tuple[str, int]]]) -> list[str]:
+    """Where the time went, per step of the after side (the median over rounds of the seconds until the next step);
+    the samples page's per-task counts are folded into its step."""
+    spans: dict[str, list[int]] = {}
+    for lines in found:
+        kept = [(text, at) for text, at in lines if not text.startswith("samples.html: figures of")]
+        for (text, at), (_, after) in zip(kept, kept[1:], strict=False):
+            name = re.sub(r"\d[\d,]*", "N", text) if text.startswith(("reading", "read ", "samples.html")) else text
+            spans.setdefault(name, []).append(after - at)
+    return [f"| {name} | {statistics.median(seconds):.0f} |" for name, seconds in spans.items()]
 
 
 def folder_bytes(folder: Path) -> int:
@@ -151,19 +221,63 @@ def spread(values: list[float], scale: float = 1.0, digits: int = 1) -> str:
     return f"{statistics.median(scaled):.{digits}f} [{low:.{digits}f}-{high:.{digits}f}]"
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, help="a full GRAB build (default: drawn at --dpi into the work folder)")
-    parser.add_argument("--dpi", type=int, default=100)
-    parser.add_argument("--runs", type=int, nargs="+", default=[1, 4, 16])
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--work", type=Path, help="keep the files here (default: a temporary folder)")
-    args = parser.parse_args(argv)
-    work = args.work or Path(tempfile.mkdtemp(prefix="bench-report-"))
-    work.mkdir(parents=True, exist_ok=True)
+def profiled(runs: list[Path], out: Path, env: dict[str, str], work: Path) -> list[str]:
+    """One after build under cProfile: the report's functions that took longest (cumulative seconds)."""
+    stats = work / "report.prof"
+    command = [sys.executable, "-m", "cProfile", "-o", str(stats), "-m", "scifig_tasks.commands.main", "report"]
+    command += [*map(str, runs), "--out", str(out)]
+    subprocess.run(command, cwd=ROOT, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    table = pstats.Stats(str(stats))
+    rows = [
+        (cumulative, f"{Path(name).parent.name}/{Path(name).name}:{function}")
+        for (name, _, function), (_, _, _, cumulative, _) in table.stats.items()  # type: ignore[attr-defined]
+        if "scifig_tasks" in name and "commands" not in name and function not in ("<module>", "build_report", "_build")
+    ]
+    return [f"| {where} | {seconds:.1f} |" for seconds, where in sorted(rows, reverse=True)[:15]]
+
+
+# ---- the cases -----------------------------------------------------------------------------------------------------
+
+
+def mixed(args: argparse.Namespace, work: Path) -> None:
+    runs, env = mixed_runs(work, args.models)
+    trees = {"before": baseline_tree(work, args.baseline), "after": ROOT}
+    found: dict[str, dict[str, list[float]]] = {"before": {}, "after": {}}
+    progress: list[list[tuple[str, int]]] = []
+    for round_number in range(args.repeat):
+        for side in ("before", "after") if round_number % 2 == 0 else ("after", "before"):
+            out = work / f"report-{side}-{round_number}"
+            measured = build(runs, out, env, trees[side])
+            for name in ("wall", "cpu", "peak"):
+                found[side].setdefault(name, []).append(measured[name])
+            if side == "after":
+                progress.append(steps(measured["stderr"]))
+            shutil.rmtree(out)
+            print(f"round {round_number + 1}, {side}: {measured['wall']:.1f} s", file=sys.stderr)
+    print(f"every registered benchmark's small data, {args.models} runs; median [range] of {args.repeat} rounds")
+    print(f"before: scifig_tasks of {args.baseline}; after: the working tree")
+    print("| code | wall s | CPU s | peak MB |")
+    print("|---|---|---|---|")
+    for side in ("before", "after"):
+        numbers = found[side]
+        print(
+            f"| {side} | {spread(numbers['wall'])} | {spread(numbers['cpu'])} | "
+            f"{spread(numbers['peak'], 1 / 2**20, 0)} |"
+        )
+    speed = statistics.median(found["before"]["wall"]) / statistics.median(found["after"]["wall"])
+    print(f"| before / after | {speed:.1f}x |  |  |")
+    print("\nafter: seconds per step (its progress lines)\n| step | s |\n|---|---|")
+    print("\n".join(step_table(progress)))
+    if args.profile:
+        print("\nafter, under cProfile: the report's functions that took longest")
+        print("| function | cumulative s |\n|---|---|")
+        print("\n".join(profiled(runs, work / "report-profiled", env, work)))
+
+
+def grab(args: argparse.Namespace, work: Path) -> None:
     data = args.data or grab_data(args.dpi, work / "grab")
-    runs = chance_runs(data, work, args.runs)
-    trees = {"before": baseline_tree(work), "after": ROOT}
+    runs = grab_runs(data, work, args.runs)
+    trees = {"before": baseline_tree(work, args.baseline), "after": ROOT}
     env = {**offline_env(work), "SCIFIG_GRAB_DATA": str(data)}
     figures: dict[tuple[str, int], dict[str, list[float]]] = {}
     for round_number in range(args.repeat):
@@ -171,13 +285,13 @@ def main(argv: list[str] | None = None) -> None:
             sides = ["before", "after"] if round_number % 2 == 0 else ["after", "before"]
             for side in sides:
                 out = work / f"report-{side}-{count}-{round_number}"
-                wall, peak = build(runs[count], out, env, trees[side])
+                measured = build(runs[count], out, env, trees[side])
                 loaded = load_in_chromium(out / "samples.html", work / f"profile-{side}-{count}-{round_number}")
                 shown = figure_bytes(out)
                 entry = figures.setdefault((side, count), {})
                 for name, value in {
-                    "build": wall,
-                    "peak": peak,
+                    "build": measured["wall"],
+                    "peak": measured["peak"],
                     "output": folder_bytes(out),
                     "ratio": folder_bytes(out) / shown,
                     "page": (out / "samples.html").stat().st_size,
@@ -185,7 +299,7 @@ def main(argv: list[str] | None = None) -> None:
                 }.items():
                     entry.setdefault(name, []).append(value)
                 shutil.rmtree(out)
-                print(f"round {round_number + 1}, {count} runs, {side}: {wall:.1f} s", file=sys.stderr)
+                print(f"round {round_number + 1}, {count} runs, {side}: {measured['wall']:.1f} s", file=sys.stderr)
     print(f"GRAB, 2,170 questions at dpi {args.dpi}, one chance run and copies; median [range] of {args.repeat} rounds")
     header = "| runs | code | build s | peak MB | output MB (x figures) | samples.html MB | ready ms | painted ms |"
     header += " chromium ms |"
@@ -204,6 +318,23 @@ def main(argv: list[str] | None = None) -> None:
         speed = statistics.median(before["build"]) / statistics.median(after["build"])
         load = statistics.median(before["ready"]) / statistics.median(after["ready"])
         print(f"|  | before / after | {speed:.1f}x |  |  |  | {load:.1f}x |  |  |")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--case", choices=("mixed", "grab"), default="grab")
+    parser.add_argument("--models", type=int, default=6, help="mixed: the runs reported (copies of two)")
+    parser.add_argument("--baseline", default="HEAD", help="the commit whose scifig_tasks is 'before'")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--profile", action="store_true", help="mixed: also one after build under cProfile")
+    parser.add_argument("--data", type=Path, help="grab: a full GRAB build (default: drawn at --dpi)")
+    parser.add_argument("--dpi", type=int, default=100)
+    parser.add_argument("--runs", type=int, nargs="+", default=[1, 4, 16], help="grab: the run counts")
+    parser.add_argument("--work", type=Path, help="keep the files here (default: a temporary folder)")
+    args = parser.parse_args(argv)
+    work = args.work or Path(tempfile.mkdtemp(prefix="bench-report-"))
+    work.mkdir(parents=True, exist_ok=True)
+    (mixed if args.case == "mixed" else grab)(args, work)
     if args.work is None:
         shutil.rmtree(work)
 
