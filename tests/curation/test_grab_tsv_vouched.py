@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import io
 import json
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,6 @@ import datasets
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from PIL import Image
 
 from curation.grab import build, render
 from curation.grab.plan import PlanItem, plan_grab
@@ -24,6 +22,7 @@ from curation.grab.questions import QUESTION_TYPES
 from scifig_tasks.core import checked_images, data
 from scifig_tasks.core.images import to_rgb
 from scifig_tasks.vlmeval import tsv
+from tests.harness.vlmeval import as_vlmeval_decodes
 
 DPI = 20
 LIMIT = 3
@@ -36,15 +35,6 @@ and a fixed-schema function graph."""
 
 def small_plan(seed: int = 0) -> tuple[PlanItem, ...]:
     return tuple(plan_grab(seed, [qtype for qtype in QUESTION_TYPES if qtype.key in TYPES]))
-
-
-def as_vlmeval_decodes(cell: str) -> bytes:
-    """The RGB pixels VLMEvalKit reads from a TSV image cell (``vlmeval.smp.vlm.decode_base64_to_image``: RGBA / P /
-    LA converted to RGB, the alpha channel dropped without compositing)."""
-    image = Image.open(io.BytesIO(base64.b64decode(cell)))
-    if image.mode in ("RGBA", "P", "LA"):
-        image = image.convert("RGB")
-    return image.convert("RGB").tobytes()
 
 
 def test_a_built_grab_set_is_written_to_a_tsv_without_decoding_its_opaque_images(

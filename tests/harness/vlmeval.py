@@ -7,11 +7,15 @@ read the ``*_scifig_scores.json`` files ``evaluate`` writes.
 
 from __future__ import annotations
 
+import base64
+import io
 import json
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+from PIL import Image
 
 from tests.harness import warm_start
 from tests.harness.lmms import CLI_TIMEOUT_S
@@ -62,3 +66,12 @@ def vlmeval_scores(out: Path, name: str) -> dict[str, Any]:
     path = out / f"{MODEL}_{name}_scifig_scores.json"
     assert path.exists(), f"no scores for {name}: {sorted(p.name for p in out.iterdir())}"
     return json.loads(path.read_text())
+
+
+def as_vlmeval_decodes(cell: str) -> bytes:
+    """The RGB pixels VLMEvalKit reads from a TSV image cell (``vlmeval.smp.vlm.decode_base64_to_image``: base64
+    decoded, opened, RGBA / P / LA converted to RGB, which drops the alpha channel without compositing)."""
+    image = Image.open(io.BytesIO(base64.b64decode(cell)))
+    if image.mode in ("RGBA", "P", "LA"):
+        image = image.convert("RGB")
+    return image.convert("RGB").tobytes()

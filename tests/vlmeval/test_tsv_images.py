@@ -18,6 +18,7 @@ from scifig_tasks.core import checked_images, data
 from scifig_tasks.core.images import to_rgb
 from scifig_tasks.vlmeval import tsv
 from tests.harness.grab_data import Row, records, write_records
+from tests.harness.vlmeval import as_vlmeval_decodes
 
 
 def png(mode: str, alpha: int = 255) -> bytes:
@@ -27,15 +28,6 @@ def png(mode: str, alpha: int = 255) -> bytes:
     buffer = io.BytesIO()
     image.save(buffer, format="PNG")
     return buffer.getvalue()
-
-
-def as_vlmeval_decodes(cell: str) -> bytes:
-    """The RGB pixels VLMEvalKit reads from a TSV image cell (``vlmeval.smp.vlm.decode_base64_to_image``: base64
-    decoded, opened, RGBA / P / LA converted to RGB, which drops the alpha channel without compositing)."""
-    image = Image.open(io.BytesIO(base64.b64decode(cell)))
-    if image.mode in ("RGBA", "P", "LA"):
-        image = image.convert("RGB")
-    return image.convert("RGB").tobytes()
 
 
 def test_tsv_images_decode_to_their_pixels_and_bytes_that_passed_are_not_decoded_again(
