@@ -62,7 +62,7 @@ def build_report(results: Iterable[Path], out: Path, progress: Progress = quiet)
     found = results_files(list(results))
     progress(f"reading {len(found):,} results file{'s' if len(found) != 1 else ''}")
     runs = load_runs(found)
-    progress(f"read {len(runs)} model{'s' if len(runs) != 1 else ''}: {', '.join(run.model for run in runs)}")
+    progress(f"read {len(runs)} model{'s' if len(runs) != 1 else ''}, {sum(len(run.entries) for run in runs):,} tasks")
     if not any(registry.benchmark_of(task) is not None for run in runs for task in run.entries):
         _no_benchmark(runs)
     out.mkdir(parents=True, exist_ok=True)

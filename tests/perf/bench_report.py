@@ -108,7 +108,12 @@ def grab_runs(data: Path, work: Path, counts: list[int]) -> dict[int, list[Path]
 def mixed_runs(work: Path, models: int) -> tuple[list[Path], dict[str, str]]:
     """Every registered benchmark's small data, a run of every top-level task and group over it per reply policy
     (:data:`POLICIES`), and copies of the runs for ``models`` runs in all; the run folders and the environment that
-    reads their data."""
+    reads their data. A ``--work`` folder that holds them from an earlier call (``env.json`` and as many runs) is
+    used again."""
+    saved = work / "env.json"
+    folders = [work / "runs" / f"model-{number:02d}" for number in range(1, models + 1)]
+    if saved.is_file() and all(folder.is_dir() for folder in folders):
+        return folders, json.loads(saved.read_text())
     from scifig_tasks.core import task_files
     from tests.harness.mmsci_data import tiny_bert
     from tests.harness.openai_server import ChatRequest, FakeOpenAIServer
@@ -134,7 +139,9 @@ def mixed_runs(work: Path, models: int) -> tuple[list[Path], dict[str, str]]:
             with (work / "lmms-eval.log").open("ab") as log:
                 subprocess.run(command, env=served, check=True, stdout=log, stderr=log, stdin=subprocess.DEVNULL)
     names = [*POLICIES, *(f"org/model-{number:02d}-Instruct" for number in range(3, models + 1))]
-    return copies(work / "lmms", work, models, names), env
+    folders = copies(work / "lmms", work, models, names)
+    saved.write_text(json.dumps(env))
+    return folders, env
 
 
 def baseline_tree(work: Path, revision: str) -> Path:
