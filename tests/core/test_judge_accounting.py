@@ -87,7 +87,7 @@ def test_usage_is_charged_to_each_task_with_the_servers_tokens(tmp_path: Path, o
     ]
     assert usage_report(clients=[judge]) is None  # drained: the next results file starts afresh
     assert usage_words(total) == (
-        f"5 requests, 1 cache hits, {total['prompt_tokens']:,} prompt + {total['completion_tokens']:,} completion "
+        f"5 requests, 1 cache hit, {total['prompt_tokens']:,} prompt + {total['completion_tokens']:,} completion "
         f"tokens, cost {total['cost']:.4f}"
     )
 

@@ -108,7 +108,8 @@ def usage_words(row: Mapping[str, Any] | None, *, priced: bool | None = None) ->
     ``no price configured``); failures named when there were any."""
     if not row:
         return "no judge usage recorded"
-    parts = [f"{row.get('requests', 0):,} requests", f"{row.get('cache_hits', 0):,} cache hits"]
+    requests, hits = row.get("requests", 0), row.get("cache_hits", 0)
+    parts = [f"{requests:,} request{'' if requests == 1 else 's'}", f"{hits:,} cache hit{'' if hits == 1 else 's'}"]
     if row.get("failed"):
         parts.append(f"{row['failed']:,} failed")
     parts.append(f"{row.get('prompt_tokens', 0):,} prompt + {row.get('completion_tokens', 0):,} completion tokens")
