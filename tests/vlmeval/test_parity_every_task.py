@@ -93,10 +93,10 @@ def judge_reply(request: ChatRequest) -> str:
 
 
 def counts(table: Any) -> Any:
-    """A result without the judge's cache hits (run history, not a count a number is computed from) and with NaN
-    made comparable."""
+    """A result without the judge's cache hits (run history, not a count a number is computed from), without the
+    words saying why a metric is unavailable (they name this machine's folders) and with NaN made comparable."""
     if isinstance(table, dict):
-        return {key: counts(value) for key, value in table.items() if key != "cache_hits"}
+        return {key: counts(value) for key, value in table.items() if key not in ("cache_hits", "reason")}
     if isinstance(table, list):
         return [counts(value) for value in table]
     return "nan" if isinstance(table, float) and math.isnan(table) else table

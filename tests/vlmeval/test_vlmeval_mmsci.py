@@ -173,8 +173,9 @@ def test_mmsci_in_vlmeval_matches_lmms_eval(tmp_path: Path, openai_server, lmms_
     lines = markdown[markdown.index("## MMSci") :].split("\n## ")[0].splitlines()
     vlmeval_rows = [line.split("|")[2:] for line in lines if line.startswith(f"| {MODEL} (VLMEvalKit) |")]
     lmms_rows = [line.split("|")[2:] for line in lines if line.startswith(f"| {MODEL} |")]
-    # settings table (strict, authors' denominator), resolution table, captioning table (x2 prompts)
-    assert len(vlmeval_rows) == 5, lines
+    # the settings table (strict), the authors' denominator, the resolution table, the captioning tables in two parts
+    # (reference-based metrics, judged metrics), each x2 prompts
+    assert len(vlmeval_rows) == 7, lines
     assert vlmeval_rows == lmms_rows
     categories = [line for line in lines if line.startswith("| Biological sciences |")]
     assert categories == ["| Biological sciences | 40.0 (11.8-76.9) | 40.0 (11.8-76.9) |"]  # 2/5, both frameworks
