@@ -84,7 +84,8 @@ def probe(tmp_path: Path) -> dict[str, object]:
     script = scripts / "probe-tool"
     script.write_text(f"#!{sys.executable}\n{PROBE}")
     script.chmod(0o755)
-    env = {key: value for key, value in os.environ.items() if key != "PATH"}
+    # the warm process's environment (this worker's may have drifted since: a library setting a variable in process)
+    env = {key: value for key, value in warm_start.BASE_ENV.items() if key != "PATH"}
     env.update({"ONLY_IN_REQUEST": "yes", "TMPDIR": str(tmp), "PYTHONPATH": str(lib)})
     return {"env": env, "work": work, "script": str(script)}
 
