@@ -73,6 +73,7 @@ class WarmStarter:
 
     def __init__(self) -> None:
         self._process: subprocess.Popen | None = None
+        self._base: dict[str, str] = BASE_ENV
         self._read: frozenset[str] = frozenset()
         self._modules: frozenset[str] = frozenset()
         self._lock = threading.Lock()
@@ -90,7 +91,7 @@ class WarmStarter:
                 stdout=subprocess.PIPE,
                 text=True,
                 cwd=ROOT,
-                env=BASE_ENV,
+                env=self._base,
             )
             line = self._process.stdout.readline()
             try:
@@ -128,6 +129,12 @@ class WarmStarter:
         folder = os.path.abspath(cwd if cwd is not None else os.getcwd())
         with self._lock:
             process = self._start()
+            if not self._starts_alike(command, env, folder) and self._drifted():
+                # the worker's own environment changed for good (importing VLMEvalKit in process sets LD_LIBRARY_PATH
+                # and TORCHINDUCTOR_CACHE_DIR): a warm process started from it again serves the runs that copy it
+                self.close()
+                self._base = dict(os.environ)
+                process = self._start()
             if not self._starts_alike(command, env, folder):
                 return None
             with tempfile.TemporaryDirectory(prefix="warm-start-") as files:
@@ -153,14 +160,24 @@ class WarmStarter:
             raise subprocess.TimeoutExpired(argv, timeout, completed.stdout, completed.stderr)
         return completed
 
+    def _drifted(self) -> bool:
+        """This worker's environment differs from the warm process's in a variable read at start or by the
+        pre-imports."""
+        return any(
+            (name in self._read or name in START_VARIABLES or name.startswith(START_PREFIXES))
+            and name not in APPLIED_AGAIN
+            and os.environ.get(name) != self._base.get(name)
+            for name in {*os.environ, *self._base}
+        )
+
     def _starts_alike(self, argv: list[str], env: Mapping[str, str], cwd: str) -> bool:
         """``env`` holds the warm process's value of every variable read at start or by the pre-imports, and no
         folder the run's ``sys.path`` gains holds a module the warm process has imported."""
-        for name in {*env, *BASE_ENV}:
+        for name in {*env, *self._base}:
             read = name in self._read or name in START_VARIABLES or name.startswith(START_PREFIXES)
-            if read and name not in APPLIED_AGAIN and env.get(name) != BASE_ENV.get(name):
+            if read and name not in APPLIED_AGAIN and env.get(name) != self._base.get(name):
                 return False
-        known = BASE_ENV.get("PYTHONPATH", "").split(os.pathsep)
+        known = self._base.get("PYTHONPATH", "").split(os.pathsep)
         added = [
             os.path.join(cwd, entry) for entry in env.get("PYTHONPATH", "").split(os.pathsep) if entry not in known
         ]

@@ -84,8 +84,7 @@ def probe(tmp_path: Path) -> dict[str, object]:
     script = scripts / "probe-tool"
     script.write_text(f"#!{sys.executable}\n{PROBE}")
     script.chmod(0o755)
-    # the warm process's environment (this worker's may have drifted since: a library setting a variable in process)
-    env = {key: value for key, value in warm_start.BASE_ENV.items() if key != "PATH"}
+    env = {key: value for key, value in os.environ.items() if key != "PATH"}
     env.update({"ONLY_IN_REQUEST": "yes", "TMPDIR": str(tmp), "PYTHONPATH": str(lib)})
     return {"env": env, "work": work, "script": str(script)}
 
@@ -189,3 +188,17 @@ def test_a_run_a_fork_would_start_differently_is_not_forked(probe: dict, tmp_pat
     assert warm_start.STARTER.run(report, env, here, timeout=60) is None, "the working folder shadows torch"
     completed = warm_start.run(report, {**env, "PYTHONHASHSEED": "7"}, work, timeout=60)
     assert completed.returncode == 3 and json.loads(completed.stderr.split("\n", 1)[0])["ppid"] == os.getpid()
+
+
+def test_a_worker_whose_own_environment_changed_starts_a_warm_process_from_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Importing VLMEvalKit in a test's process sets ``LD_LIBRARY_PATH`` and ``TORCHINDUCTOR_CACHE_DIR`` for good;
+    the runs that copy the worker's environment afterwards are still forked, from a warm process started again."""
+    (tmp_path / "quiet.py").write_text("import os\nprint(os.environ['LD_LIBRARY_PATH'])\n")
+    warm_start.STARTER.run([sys.executable, "-c", "pass"], dict(os.environ), tmp_path, timeout=60)
+    before = warm_start.STARTER.pid
+    monkeypatch.setenv("LD_LIBRARY_PATH", str(tmp_path / "lib64"))
+    forked = warm_start.STARTER.run([sys.executable, "-m", "quiet"], dict(os.environ), tmp_path, timeout=60)
+    assert forked is not None and forked.stdout == f"{tmp_path / 'lib64'}\n", forked
+    assert warm_start.STARTER.pid not in (None, before)
