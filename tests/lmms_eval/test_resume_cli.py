@@ -341,7 +341,11 @@ def test_a_run_whose_server_failed_resumes_with_the_failed_questions(
 
 
 def children_running(command_part: str) -> list[int]:
-    """The ids of this process's children whose command line holds ``command_part`` (Linux ``/proc``)."""
+    """The ids of this process's children whose command line holds ``command_part``, and of the runs forked from the
+    warm process (``tests.harness.warm_start``: a fork keeps the warm process's command line) (Linux ``/proc``)."""
+    from tests.harness import warm_start
+
+    warm = warm_start.STARTER.pid
     found = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
@@ -349,7 +353,8 @@ def children_running(command_part: str) -> list[int]:
             command = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode()
         except (OSError, IndexError):
             continue
-        if int(fields[1]) == os.getpid() and command_part in command:
+        parent = int(fields[1])
+        if (parent == os.getpid() and command_part in command) or (warm is not None and parent == warm):
             found.append(int(stat.parent.name))
     return found
 
