@@ -62,7 +62,7 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command(
         "export-upstream",
-        "scifig_tasks.lmms_eval.export:register",
+        "scifig_tasks.export.lmms_eval_folders:register",
         "write a self-contained lmms-eval task folder (lmms_eval/tasks/<bench>/) for upstream contribution",
     ),
     Command(

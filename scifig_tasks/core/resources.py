@@ -32,8 +32,20 @@ def shipped_config_dir(kind: str) -> Path:
         return Path(__file__).resolve().parents[2] / "model_configs" / kind
 
 
+PRESET_SUFFIXES = (".yaml", ".yml")
+"""A shipped preset's file: ``<name>.yaml``, or ``<name>.yml`` where a framework's task scanner would take a
+``.yaml`` file for a task (the folders ``scifig export-upstream`` writes)."""
+
+
 def shipped_names(kind: str) -> list[str]:
-    return sorted(path.stem for path in shipped_config_dir(kind).glob("*.yaml"))
+    folder = shipped_config_dir(kind)
+    return sorted({path.stem for suffix in PRESET_SUFFIXES for path in folder.glob(f"*{suffix}")})
+
+
+def _shipped_file(kind: str, name: str) -> Path:
+    """The shipped preset ``name``'s file (the first suffix found; the ``.yaml`` one when there is none)."""
+    candidates = [shipped_config_dir(kind) / f"{name}{suffix}" for suffix in PRESET_SUFFIXES]
+    return next((path for path in candidates if path.is_file()), candidates[0])
 
 
 def read_config(
@@ -43,8 +55,8 @@ def read_config(
     name has no ``.yaml``/``.yml`` suffix and no directory. ``error`` (naming the file) for an unknown name (the
     shipped names listed, then ``unknown_hint``), a missing file or invalid YAML."""
     path = Path(name_or_path).expanduser()
-    if path.suffix not in (".yaml", ".yml") and len(path.parts) == 1:
-        path = shipped_config_dir(kind) / f"{name_or_path}.yaml"
+    if path.suffix not in PRESET_SUFFIXES and len(path.parts) == 1:
+        path = _shipped_file(kind, str(name_or_path))
         if not path.is_file():
             available = ", ".join(shipped_names(kind)) or "none"
             raise error(str(name_or_path), None, f"unknown preset; available: {available}{unknown_hint}")

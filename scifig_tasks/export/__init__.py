@@ -1,0 +1,1 @@
+"""Exports of the benchmarks for the frameworks' own repositories (scifig export-upstream)."""
