@@ -51,6 +51,9 @@ EXPORTED_SECTIONS: tuple[str, ...] = (
 """Heading prefixes of the ``## `` sections an exported README keeps: what a maintainer reviews and a user runs
 (the tasks, what is asked, how it is scored, how it differs from the paper, what to cite)."""
 
+CODE = "## Code layout"
+"""The heading of the exporter's section on the vendored code."""
+
 CITATION = "Citation"
 """The heading prefix of the section that goes last."""
 
@@ -84,7 +87,7 @@ class _Section:
 
     @property
     def name(self) -> str:
-        return f"section '## {self.heading}'" if self.heading else "opening"
+        return f"section '## {self.heading}'" if self.heading else "opening (before the first ## heading)"
 
 
 def _sections(text: str) -> list[_Section]:
@@ -149,7 +152,7 @@ def _check(bench: str, section: _Section, text: str) -> None:
             raise ValueError(
                 f"{bench}: the package README's {section.name} (line {line} of it) names {what} "
                 f"({found.group(0)!r}), which the exported README cannot hold; move it under a ### heading or into a "
-                f"section whose heading starts with none of {', '.join(EXPORTED_SECTIONS)}"
+                f"section that is not exported (its heading starting with none of {', '.join(EXPORTED_SECTIONS)})"
             )
 
 
@@ -160,20 +163,21 @@ def upstream_readme(package_readme: str, *, bench: str, data_section: str, code_
 
     A ``ValueError`` names the benchmark and what to change when an exported part names something of the package
     alone, when a given section does not start with its heading, or when the result is longer than the limit."""
-    for given, heading in ((data_section, "## Data"), (code_section, "## Code layout")):
+    for argument, given, heading in (("data_section", data_section, "## Data"), ("code_section", code_section, CODE)):
         if not given.startswith(heading):
-            raise ValueError(f"{bench}: the exported README's section must start with {heading!r}: {given[:40]!r}")
+            raise ValueError(f"{bench}: {argument} must start with {heading!r}, not {given[:40]!r}")
     opening, *rest = _sections(package_readme)
     kept = [section for section in rest if section.heading.startswith(EXPORTED_SECTIONS)]
-    body, citation = [], []
+    body: list[str] = []
+    citation: list[str] = []
     for section in [opening, *kept]:
         text = _trimmed(_without_package_columns(_summary(section.lines)))
         _check(bench, section, text)
         if text:
             (citation if section.heading.startswith(CITATION) else body).append(text)
     link = (
-        f"Exported by scifig ({PACKAGE_HOME}), whose documentation of these tasks is complete: how each rule is "
-        "implemented and tested, and the changelog."
+        "The full documentation of these tasks (how each rule is implemented and tested, the changelog) comes with the "
+        f"scifig package: {PACKAGE_HOME}"
     )
     parts = [*body, data_section.strip("\n"), code_section.strip("\n"), link, *citation]
     readme = "\n\n".join(parts) + "\n"
