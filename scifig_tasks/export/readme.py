@@ -175,10 +175,7 @@ def upstream_readme(package_readme: str, *, bench: str, data_section: str, code_
         _check(bench, section, text)
         if text:
             (citation if section.heading.startswith(CITATION) else body).append(text)
-    link = (
-        "The full documentation of these tasks (how each rule is implemented and tested, the changelog) comes with the "
-        f"scifig package: {PACKAGE_HOME}"
-    )
+    link = f"Full documentation (how each rule is implemented and tested, the changelog): scifig, {PACKAGE_HOME}"
     parts = [*body, data_section.strip("\n"), code_section.strip("\n"), link, *citation]
     readme = "\n\n".join(parts) + "\n"
     count = len(readme.splitlines())
