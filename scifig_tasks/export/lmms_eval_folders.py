@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import textwrap
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -421,7 +422,20 @@ def _data_section(source: Path, data_files: Mapping[str, Mapping[str, str]]) -> 
                 + ", ".join(f"`{split}`" for split in src.splits)
                 + ". For a local copy, `dataset_path: parquet` with `dataset_kwargs: {data_files: {<split>: <file>}}`."
             )
-    return "\n".join(lines) + "\n"
+    return _wrapped(lines)
+
+
+def _wrapped(lines: list[str]) -> str:
+    """Markdown lines wrapped at 120 columns (a bullet's continuation indented under its text)."""
+    return (
+        "\n".join(
+            textwrap.fill(line, 120, subsequent_indent="  " if line.startswith("* ") else "", break_on_hyphens=False)
+            if line
+            else ""
+            for line in lines
+        )
+        + "\n"
+    )
 
 
 def _code_section(bench: str, exported: Exported, placement: Placement) -> str:
@@ -445,7 +459,7 @@ def _code_section(bench: str, exported: Exported, placement: Placement) -> str:
             else ""
         ),
     ]
-    return "\n".join(lines) + "\n"
+    return _wrapped(lines)
 
 
 def _yaml_files(folder: Path) -> list[Path]:

@@ -54,10 +54,15 @@ class Style:
 
     def format(self, text: str, path: Path) -> str:
         """``text`` formatted as the framework's pre-commit hooks leave it (run twice: the result is their fixed
-        point); ``path`` names the file in an error."""
-        for _ in range(2):
-            text = self._once(text, path)
-        return text
+        point); ``path`` names the file in an error. A text already formatted in this process is not formatted again
+        (exporting several benchmarks formats the shared core once)."""
+        key = (self.framework, text)
+        if key not in _FORMATTED:
+            formatted = text
+            for _ in range(2):
+                formatted = self._once(formatted, path)
+            _FORMATTED[key] = formatted
+        return _FORMATTED[key]
 
     def _once(self, text: str, path: Path) -> str:
         import isort
@@ -75,6 +80,9 @@ class Style:
 
             text, _ = FormatCode(text, style_config=self.yapf_style)
         return text
+
+
+_FORMATTED: dict[tuple[str, str], str] = {}
 
 
 LMMS_EVAL = Style(

@@ -161,10 +161,11 @@ def test_a_benchmark_registered_from_outside_runs_through_every_command(tmp_path
 
     exported = command([scifig, "export-upstream", "--bench", "toybars", "--out", str(tmp_path / "up")], env, tmp_path)
     assert exported.returncode == 0, exported.stderr[-3000:]
-    assert {path.name for path in (tmp_path / "up" / "toybars").iterdir()} >= {
+    assert {path.name for path in (tmp_path / "up" / "lmms_eval" / "tasks" / "toybars").iterdir()} >= {
         "toybars.yaml",
         "utils.py",
-        "toybars_questions.py",
+        "toybars_hooks.py",
+        "toy_bench",
     }
     assert RAN == RUN  # what the guide lists (test_the_guide_lists_the_commands_the_test_runs)
 
