@@ -247,7 +247,7 @@ class Hooks:
     placement: Placement
     imports: dict[str, str] = field(default_factory=dict)
     """Import line -> the module it imports, for the closure."""
-    functions: list[str] = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)
     keys: dict[str, dict[str, str]] = field(default_factory=dict)
 
     @property
@@ -268,17 +268,14 @@ class Hooks:
 
     def text(self) -> str:
         doc = (
-            f'"""Hooks generated for the {self.bench} tasks from their YAMLs: what lmms-eval hands a task without '
-            "options (the bound scoring hooks), the documents of a source whose rows hold several questions, the "
-            "refusal of a task that needs an LLM judge before any request, and the breakdown files."
+            f'"""Hooks generated for the {self.bench} tasks from their YAMLs, one line each '
+            "(``_task_utils/scifig/exported_hooks.py``): ``*_docs`` refuse a task that needs an LLM judge before any "
+            "request and expand a source whose rows hold several questions; ``*_results`` bind the options a YAML "
+            "declares (lmms-eval hands process_results none); ``*_breakdown`` write the breakdown files."
             '"""'
         )
         imports = "\n".join(sorted(self.imports))
-        return f"{doc}\n\nfrom typing import Any\n\n{imports}\n\n\n" + "\n\n\n".join(self.functions) + "\n"
-
-
-def _core(name: str) -> str:
-    return f"{CORE}.{name}"
+        return f"{doc}\n\n{imports}\n\n" + "\n".join(self.lines) + "\n"
 
 
 def _hooks(source: Path, bench: str, placement: Placement, rules: Mapping[str, QuestionsRule]) -> Hooks:
@@ -305,6 +302,7 @@ def _task_hooks(
     scoring: Mapping[str, tuple[str, str, dict[str, Any]]],
     tasks: Mapping[str, Any],
 ) -> None:
+    """One line per hook the task needs (:mod:`scifig_tasks.core.exported_hooks`)."""
     source = _source_of(config)
     rule = rules.get(source) if source is not None else None
     judged = task in tasks and requires_judge(task_files.scoring_hook(tasks[task]))
@@ -312,42 +310,28 @@ def _task_hooks(
     if rule is not None or judged:
         if own is not None and not (isinstance(own, task_yaml.FunctionTag) and own.folder == path.parent):
             raise ExportError(f"{path}: process_docs must be a `!function module.name` of a file beside the YAML")
-        body = [f'    """The documents of {task}']
-        if judged:
-            hooks.use(placement_module(hooks, "judged_hooks"), "refuse_without_judge")
-            body[0] += ", refused before any model request when no judge is configured"
-            body.append(f'    refuse_without_judge(["{task}"])')
+        hooks.use(placement_module(hooks, "exported_hooks"), "documents")
+        arguments = [f'"{task}"', *(["judged=True"] if judged else [])]
         if rule is not None:
-            hooks.use(placement_module(hooks, "row_questions"), EXPAND)
             hooks.use(rule.vendored(hooks.placement), f"{rule.name} as {source}_questions")
-            body[0] += f", one per question of each row of {source}"
-            body.append(f'    dataset = {EXPAND}(dataset, {source}_questions, "{source}")')
+            arguments += [f"questions={source}_questions", f'source="{source}"']
         if own is not None:
-            body[0] += f", then {own.name}"
-        body[0] += '."""'
-        body.append(f"    return {hooks.own(own.name)}(dataset)" if own is not None else "    return dataset")
-        hooks.functions.append(f"def {task}_docs(dataset: Any) -> Any:\n" + "\n".join(body))
+            arguments.append(f"then={hooks.own(own.name)}")
+        hooks.lines.append(f"{task}_docs = documents({', '.join(arguments)})")
         hooks.key(path.name, "process_docs", f"{task}_docs")
     if path.name in scoring:
         _, hook, options = scoring[path.name]
         hooks.use(placement_module(hooks, "task_options"), "bind")
         arguments = "".join(f", {name}={value!r}" for name, value in options.items())
-        hooks.functions.append(
-            f"# {task} scores with the options its YAML declares (lmms-eval hands process_results none)\n"
-            f"{task}_results = bind({hooks.own(hook)}{arguments})"
-        )
+        hooks.lines.append(f"{task}_results = bind({hooks.own(hook)}{arguments})")
         hooks.key(path.name, "process_results", f"{task}_results")
     metrics = config.get("metric_list") or []
     breakdown = next((m for m in metrics if m.get("metric") == "breakdown"), None)
     if breakdown is not None and isinstance(breakdown.get("aggregation"), task_yaml.FunctionTag):
-        hooks.use(placement_module(hooks, "breakdown_files"), "write_breakdown")
+        hooks.use(placement_module(hooks, "exported_hooks"), "breakdown_file")
         hooks.use(f"{TASKS}._task_utils.file_utils", "generate_submission_file")
-        hooks.functions.append(
-            f"def {task}_breakdown(records: list[Any], args: Any = None) -> str:\n"
-            f'    """{task}\'s breakdown, written to the run\'s submissions folder; the file\'s path."""\n'
-            f'    path = generate_submission_file("{task}_breakdown.json", args)\n'
-            f"    return write_breakdown(path, {hooks.own(breakdown['aggregation'].name)}(records))"
-        )
+        aggregate = hooks.own(breakdown["aggregation"].name)
+        hooks.lines.append(f'{task}_breakdown = breakdown_file("{task}", {aggregate}, generate_submission_file)')
         hooks.keys.setdefault(path.name, {})["metric_list"] = _metric_list(
             "metric_list", metrics, f"{hooks.module}.{task}_breakdown"
         )
@@ -358,14 +342,9 @@ def _group_hooks(hooks: Hooks, path: Path, group: str, config: Mapping[str, Any]
     breakdown = next((m for m in metrics if m.get("metric") == "breakdown"), None)
     if breakdown is None or not isinstance(breakdown.get("aggregation"), task_yaml.FunctionTag):
         return
-    hooks.use(placement_module(hooks, "breakdown_files"), "group_path, read_breakdowns, write_breakdown")
+    hooks.use(placement_module(hooks, "exported_hooks"), "group_breakdown")
     merge = hooks.own(breakdown["aggregation"].name)
-    hooks.functions.append(
-        f"def {group}_group_breakdown(parts: list[Any], sizes: list[int], weight_by_size: bool = True) -> str:\n"
-        f'    """{group}\'s breakdown, merged from its tasks\' breakdown files and written beside them."""\n'
-        f'    merged = {merge}(read_breakdowns(parts, "{group}"), sizes, weight_by_size)\n'
-        f'    return write_breakdown(group_path(parts, "{group}"), merged)'
-    )
+    hooks.lines.append(f'{group}_group_breakdown = group_breakdown("{group}", {merge})')
     hooks.keys.setdefault(path.name, {})["aggregate_metric_list"] = _metric_list(
         "aggregate_metric_list", metrics, f"{hooks.module}.{group}_group_breakdown"
     )
@@ -506,7 +485,7 @@ def export(bench: str, out: Path, data: Mapping[str, Path] | None = None) -> Exp
     written = vendor(hook_files, out, placement, formatted, imports)
     for path in hook_files:
         (folder / path.name).write_text(formatted(placement.rename(path.read_text("utf-8")), path), "utf-8")
-    if hooks.functions:
+    if hooks.lines:
         generated.write_text(formatted(hooks.text(), generated), encoding="utf-8")
     yamls = []
     for path in _yaml_files(source):
@@ -518,7 +497,7 @@ def export(bench: str, out: Path, data: Mapping[str, Path] | None = None) -> Exp
         raise ExportError(f"--data {', '.join(sorted(unused))}: no task of {bench} reads that source")
     forbidden = FORBIDDEN_ROOTS + ((owner.name.split(".")[0],) if owner is not None else ())
     check_self_contained([*folder.rglob("*.py"), *written.files], forbidden)
-    judged = sorted(name.removesuffix("_docs") for name in _judged(hooks))
+    judged = sorted(_judged(hooks))
     rules = questions_rules(source, owner)
     exported = Exported(
         folder,
@@ -548,7 +527,7 @@ def _original(module: str, placement: Placement) -> str:
 
 
 def _judged(hooks: Hooks) -> list[str]:
-    return [line.split("(")[0][4:] for line in hooks.functions if "refuse_without_judge([" in line]
+    return [line.partition("_docs = ")[0] for line in hooks.lines if "judged=True" in line]
 
 
 def python_lines(folder: Path) -> int:

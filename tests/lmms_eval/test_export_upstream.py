@@ -168,13 +168,15 @@ def test_generated_hooks_refuse_judged_tasks_bind_options_and_write_breakdown_fi
     assert keys["grab_functions_llm_extract.yaml"]["process_docs"] == (
         "!function grab_hooks.grab_functions_llm_extract_docs"
     )
-    docs = next(f for f in hooks.functions if f.startswith("def grab_functions_llm_extract_docs("))
-    assert 'refuse_without_judge(["grab_functions_llm_extract"])' in docs
-    assert docs.rstrip().endswith("return utils.grab_functions_docs_llm_extract(dataset)")  # then its own hook
+    lines = "\n".join(hooks.lines)
+    assert (
+        'grab_functions_llm_extract_docs = documents("grab_functions_llm_extract", judged=True, '
+        "then=utils.grab_functions_docs_llm_extract)" in lines
+    )  # then its own process_docs
     assert "process_docs" not in keys["grab_functions.yaml"]  # no judge needed: its own process_docs stays
     # options bound (lmms-eval hands process_results none)
-    assert "grab_functions_paper_results = bind(utils.grab_process_results, llm_extract=False, protocol='paper')" in (
-        "\n".join(hooks.functions)
+    assert (
+        "grab_functions_paper_results = bind(utils.grab_process_results, llm_extract=False, protocol='paper')" in lines
     )
     # the breakdown metric's aggregation writes a file; the group merges its tasks' files
     assert "aggregation: !function grab_hooks.grab_functions_breakdown" in keys["grab_functions.yaml"]["metric_list"]

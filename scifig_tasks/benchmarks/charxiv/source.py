@@ -1,5 +1,5 @@
-"""CharXiv's data: the published dataset (``princeton-nlp/CharXiv``, split ``validation``), its columns, checks and
-question documents, and the authors' own local layout.
+"""CharXiv's data: the published dataset (``princeton-nlp/CharXiv``, split ``validation``), its columns and checks,
+the authors' own local layout, and its rows' question documents (:mod:`scifig_tasks.benchmarks.charxiv.questions`).
 
 Rule (the authors' ``build_descriptive_quries`` / ``build_reasoning_queries``, princeton-nlp/CharXiv 7ebe88f): every
 chart of the validation split is asked its four descriptive questions (response keys ``<figure id>_<0..3>``) and its
@@ -18,7 +18,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from scifig_tasks.benchmarks.charxiv.prompts import NUMBER_IN_GENERAL, descriptive_question, reasoning_question
+from scifig_tasks.benchmarks.charxiv.prompts import NUMBER_IN_GENERAL
+from scifig_tasks.benchmarks.charxiv.questions import (
+    FIGURE_PATH,
+    QUESTIONS_PER_CHART,
+    descriptive_questions,
+    reasoning_questions,
+)
 from scifig_tasks.core.errors import DataError
 from scifig_tasks.core.schema import BenchmarkSource, Column, expect_int, expect_str
 
@@ -36,24 +42,13 @@ CATEGORIES = ("cs", "econ", "eess", "math", "physics", "q-bio", "q-fin", "stat")
 """The arXiv subjects of the charts (the authors' ``DOMAIN2ABBR`` keys)."""
 YEARS = ("20", "21", "22", "23")
 """The years of the charts' papers, two digits (2020-2023)."""
-QUESTIONS_PER_CHART = 4
-"""Descriptive questions per chart (``descriptive_q1`` .. ``descriptive_q4``)."""
 
-_FIGURE_PATH = re.compile(r"images/(\d+)\.jpg")
 _NUMBER = re.compile(r"-?\d+(\.\d+)?")
-
-
-def figure_id(figure_path: str) -> int:
-    """The authors' figure id of a Hub ``figure_path`` (``images/<id>.jpg``)."""
-    found = _FIGURE_PATH.fullmatch(figure_path)
-    if found is None:
-        raise ValueError(f"figure_path {figure_path!r} is not images/<id>.jpg")
-    return int(found.group(1))
 
 
 def _figure_path(value: Any) -> str | None:
     problem = expect_str()(value)
-    if problem is None and _FIGURE_PATH.fullmatch(value) is None:
+    if problem is None and FIGURE_PATH.fullmatch(value) is None:
         return f"expected images/<figure id>.jpg, got {value!r}"
     return problem
 
@@ -67,70 +62,6 @@ def _charxiv_row(row: Mapping[str, Any], split: str) -> tuple[str, str] | None:
     if row["reasoning_a_type"] == NUMBER_IN_GENERAL and _NUMBER.fullmatch(row["reasoning_a"]) is None:
         return "reasoning_a", f"a number-in-general answer (type 4) must be a plain number, got {row['reasoning_a']!r}"
     return None
-
-
-def subplot_location(row: Mapping[str, Any]) -> list[int] | str:
-    """The subplot a chart's descriptive questions are about: the text ``subplot_loc`` for subplots not in a grid,
-    else ``[subplot_row, subplot_col]`` (row 0: a single plot). These columns may be null, so the row checks do not
-    read them; this rule does."""
-    text = row.get("subplot_loc")
-    if text is not None:
-        if not isinstance(text, str) or not text.strip():
-            raise ValueError(f"subplot_loc must be a subplot named in words or null, got {text!r}")
-        return text
-    place = [row.get("subplot_row"), row.get("subplot_col")]
-    if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in place):
-        raise ValueError(f"subplot_loc is null, so subplot_row and subplot_col must be numbers >= 0, got {place}")
-    return place
-
-
-def _chart_fields(row: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "num_subplots": row["num_subplots"],
-        "category": row["category"],
-        "year": row["year"],
-        "image": row["image"],
-    }
-
-
-def descriptive_questions(row: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """A chart's four descriptive question documents, in the authors' order (``subq_idx`` 0-3), each keyed as the
-    authors key its response (``query_id`` ``<figure id>_<subq_idx>``)."""
-    figure = figure_id(row["figure_path"])
-    location = subplot_location(row)
-    documents = []
-    for index in range(QUESTIONS_PER_CHART):
-        template = row[f"descriptive_q{index + 1}"]
-        documents.append(
-            {
-                "query_id": f"{figure}_{index}",
-                "figure_id": figure,
-                "subq_idx": index,
-                "template": template,
-                "question": descriptive_question(template, location),
-                "answer": row[f"descriptive_a{index + 1}"],
-                **_chart_fields(row),
-            }
-        )
-    return documents
-
-
-def reasoning_questions(row: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """A chart's reasoning question document, keyed as the authors key its response (``query_id`` the figure id);
-    its answer-format line follows the answer type (``reasoning_a_type``), not the question's source."""
-    figure = figure_id(row["figure_path"])
-    return [
-        {
-            "query_id": str(figure),
-            "figure_id": figure,
-            "answer_type": row["reasoning_a_type"],
-            "question_source": row["reasoning_q_source"],
-            "raw_question": row["reasoning_q"],
-            "question": reasoning_question(row["reasoning_q"], row["reasoning_a_type"], row["reasoning_a"]),
-            "answer": row["reasoning_a"],
-            **_chart_fields(row),
-        }
-    ]
 
 
 def charxiv_features() -> datasets.Features:

@@ -12,11 +12,11 @@ from typing import Any
 import datasets
 import pytest
 
+from scifig_tasks.benchmarks.charxiv.questions import figure_id
 from scifig_tasks.benchmarks.charxiv.source import (
     CHARXIV_DESCRIPTIVE,
     CHARXIV_REASONING,
     charxiv_features,
-    figure_id,
     read_authors_layout,
 )
 from scifig_tasks.core.data import load_benchmark
