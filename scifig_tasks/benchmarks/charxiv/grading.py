@@ -221,31 +221,46 @@ def cut_off(reply: str) -> bool:
 
 # --- asking the judge -------------------------------------------------------------------------------------------
 
+Reader = Callable[[str], T | None]
+"""What a reply says (None for a reply of another shape)."""
 
-def ask(judge: JudgeClient, prompts: Sequence[str], read: Callable[[str], T | None]) -> list[T | Ungraded]:
-    """Each prompt's reading (``read(reply)``, None for a reply of another shape) or :class:`Ungraded`, asked as the
-    authors ask: with :data:`GRADING_REQUEST` at 256 tokens, and again at 512 and at 1024 for a reply cut off.
+
+def _check(read: Reader[T], final: bool) -> Callable[[str], bool]:
+    """The judge client's check of a reply to a grading query: ``read`` reads it, or (below the last budget) it is a
+    JSON object cut off (:func:`cut_off`), to be asked again with twice the tokens."""
+    return lambda reply: read(reply) is not None or (not final and cut_off(reply))
+
+
+def ask(judge: JudgeClient, prompts: Sequence[str], read: Reader[T] | Sequence[Reader[T]]) -> list[T | Ungraded]:
+    """Each prompt's reading (``read(reply)``, or the prompt's own reader of a list ``read``; None for a reply of
+    another shape) or :class:`Ungraded`, asked as the authors ask: with :data:`GRADING_REQUEST` at 256 tokens, and
+    again at 512 and at 1024 for a reply cut off. All prompts of a budget are asked together, whatever their reader
+    (the judge's bound full until the last replies, not a wave per reader).
 
     A cut-off reply below 1024 tokens is accepted (and cached under its token budget, so a rerun goes on at the
     next budget); at 1024 it is, like any reply of another shape, asked again by the judge client and then
     ``judge_failed``.
     """
+    readers = [read] * len(prompts) if callable(read) else list(read)
+    if len(readers) != len(prompts):
+        raise ValueError(f"CharXiv grading: {len(readers)} readers for {len(prompts)} prompts")
     outcomes: dict[int, T | Ungraded] = {}
     pending = list(range(len(prompts)))
     for max_tokens in MAX_TOKENS:
         if not pending:
             break
         final = max_tokens == MAX_TOKENS[-1]
-
-        def accept(reply: str, final: bool = final) -> bool:
-            return read(reply) is not None or (not final and cut_off(reply))
-
+        # one check per reader: a prompt asked twice is sent once
+        checks = {reader: _check(reader, final) for reader in dict.fromkeys(readers[i] for i in pending)}
         results = judge.complete_many(
-            [prompts[i] for i in pending], max_tokens=max_tokens, request=GRADING_REQUEST, accept=accept
+            [prompts[i] for i in pending],
+            max_tokens=max_tokens,
+            request=GRADING_REQUEST,
+            accept=[checks[readers[i]] for i in pending],
         )
         again = []
         for i, result in zip(pending, results, strict=True):
-            value = read(result.text) if result.status == "judged" and result.text is not None else None
+            value = readers[i](result.text) if result.status == "judged" and result.text is not None else None
             if value is not None:
                 outcomes[i] = value
             elif result.status == "judged" and not final:
@@ -256,35 +271,76 @@ def ask(judge: JudgeClient, prompts: Sequence[str], read: Callable[[str], T | No
     return [outcomes[i] for i in range(len(prompts))]
 
 
+@dataclass(frozen=True)
+class _Asked:
+    """One grading query: the questions it grades, its text and the reader of its reply (a grade per question)."""
+
+    query_ids: tuple[str, ...]
+    text: str
+    read: Reader[list[Grade]]
+
+
+def _descriptive_asks(items: Sequence[Mapping[str, Any]], per_query: int) -> list[_Asked]:
+    readers: dict[int, Reader[list[Grade]]] = {}  # one per batch size (a batch's reader needs its size)
+    asked = []
+    for query in descriptive_grading_queries(items, per_query):
+        size = len(query.query_ids)
+        read = readers.setdefault(size, lambda reply, n=size: read_descriptive(reply, n))
+        asked.append(_Asked(query.query_ids, query.text, read))
+    return asked
+
+
+def _reasoning_asks(items: Sequence[Mapping[str, Any]], paper: bool) -> list[_Asked]:
+    keys = PAPER_REASONING_KEYS if paper else REASONING_KEYS
+
+    def read(reply: str) -> list[Grade] | None:
+        grade = read_reasoning(reply, keys)
+        return None if grade is None else [grade]
+
+    return [
+        _Asked(
+            (str(item["query_id"]),),
+            reasoning_grading_query(item["raw_question"], int(item["answer_type"]), item["answer"], item["response"]),
+            read,
+        )
+        for item in items
+    ]
+
+
+def grade(
+    judge: JudgeClient,
+    descriptive: Sequence[Mapping[str, Any]] = (),
+    reasoning: Sequence[Mapping[str, Any]] = (),
+    *,
+    per_query: int = PER_QUERY,
+    paper: bool = True,
+) -> dict[str, Grade | Ungraded]:
+    """Per ``query_id``, the grade of each descriptive item (``query_id``, ``template``, ``response``, ``answer``), in
+    the authors' batches of ``per_query`` (the paper protocol; the default protocol grades a batch of one), and of
+    each reasoning item (``query_id``, ``raw_question``, ``answer_type``, ``answer``, ``response``), one query each
+    (``paper``: read only ``extracted_answer``, as the authors' parser; otherwise the prompt's own ``extract_answer``
+    too, :data:`REASONING_KEYS`). Every query is asked in one :func:`ask`. A batch that is never read leaves each of
+    its questions :class:`Ungraded`."""
+    asked = _descriptive_asks(descriptive, per_query) + _reasoning_asks(reasoning, paper)
+    outcomes = ask(judge, [query.text for query in asked], [query.read for query in asked])
+    graded: dict[str, Grade | Ungraded] = {}
+    for query, outcome in zip(asked, outcomes, strict=True):
+        if isinstance(outcome, Ungraded):
+            graded.update(dict.fromkeys(query.query_ids, outcome))
+        else:
+            graded.update(zip(query.query_ids, outcome, strict=True))
+    return graded
+
+
 def grade_descriptive(
     judge: JudgeClient, items: Sequence[Mapping[str, Any]], per_query: int = PER_QUERY
 ) -> dict[str, Grade | Ungraded]:
-    """Per ``query_id``, the grade of each descriptive item (``query_id``, ``template``, ``response``, ``answer``) in
-    the authors' batches of ``per_query`` (the paper protocol; the default protocol grades a batch of one). A batch
-    that is never read leaves each of its questions :class:`Ungraded`."""
-    queries = descriptive_grading_queries(items, per_query)
-    graded: dict[str, Grade | Ungraded] = {}
-    for size in sorted({len(query.query_ids) for query in queries}):  # a batch's reader needs its size
-        same = [query for query in queries if len(query.query_ids) == size]
-        replies = ask(judge, [query.text for query in same], lambda reply, n=size: read_descriptive(reply, n))
-        for query, outcome in zip(same, replies, strict=True):
-            if isinstance(outcome, Ungraded):
-                graded.update(dict.fromkeys(query.query_ids, outcome))
-            else:
-                graded.update(zip(query.query_ids, outcome, strict=True))
-    return graded
+    """Per ``query_id``, the grade of each descriptive item (:func:`grade`)."""
+    return grade(judge, items, per_query=per_query)
 
 
 def grade_reasoning(
     judge: JudgeClient, items: Sequence[Mapping[str, Any]], *, paper: bool = True
 ) -> dict[str, Grade | Ungraded]:
-    """Per ``query_id``, the grade of each reasoning item (``query_id``, ``raw_question``, ``answer_type``,
-    ``answer``, ``response``), one query each. ``paper``: read only ``extracted_answer``, as the authors' parser;
-    otherwise the prompt's own ``extract_answer`` too (:data:`REASONING_KEYS`)."""
-    keys = PAPER_REASONING_KEYS if paper else REASONING_KEYS
-    prompts = [
-        reasoning_grading_query(item["raw_question"], int(item["answer_type"]), item["answer"], item["response"])
-        for item in items
-    ]
-    outcomes = ask(judge, prompts, lambda reply: read_reasoning(reply, keys))
-    return {str(item["query_id"]): outcome for item, outcome in zip(items, outcomes, strict=True)}
+    """Per ``query_id``, the grade of each reasoning item, one query each (:func:`grade`)."""
+    return grade(judge, reasoning=items, paper=paper)

@@ -67,15 +67,11 @@ def _with_grade(record: dict[str, Any], grade: grading.Grade | grading.Ungraded)
 
 def _grade(records: Sequence[dict[str, Any]], judge: JudgeClient, *, paper: bool) -> dict[str, Any]:
     """Per query id, the judge's grade of each record: descriptive in batches (five under the paper protocol, one
-    under the default), reasoning one per query."""
+    under the default), reasoning one per query, all asked together."""
     descriptive = [record for record in records if record["kind"] == "descriptive"]
     reasoning = [record for record in records if record["kind"] == "reasoning"]
-    graded: dict[str, Any] = {}
-    if descriptive:
-        graded.update(grading.grade_descriptive(judge, descriptive, grading.PER_QUERY if paper else 1))
-    if reasoning:
-        graded.update(grading.grade_reasoning(judge, reasoning, paper=paper))
-    return graded
+    per_query = grading.PER_QUERY if paper else 1
+    return dict(grading.grade(judge, descriptive, reasoning, per_query=per_query, paper=paper))
 
 
 def graded_now(doc: Mapping[str, Any], output: str | None, judge: JudgeClient | None) -> dict[str, Any]:

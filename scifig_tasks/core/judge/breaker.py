@@ -5,9 +5,12 @@ named once, and so is one whose replies keep coming out of shape. See docs/judge
 from __future__ import annotations
 
 import contextlib
+import functools
+import itertools
 import logging
 import socket
 import threading
+import time
 from collections.abc import Iterator
 
 from scifig_tasks.core.judge.config import JudgeConfig, _endpoint
@@ -64,6 +67,10 @@ class Breaker:
         self._silent_timeouts = 0  # requests in a row that timed out with no reply of any kind in between
         self._slow_noted = False
         self._slow_after = min(SLOW_NOTICE_S, config.timeout_s / 2)
+        self._watch_lock = threading.Lock()
+        self._waiting: dict[int, float] = {}  # requests in flight -> when each was sent (time.monotonic())
+        self._tokens = itertools.count()
+        self._timed: int | None = None  # the request the running timer is for; None: no timer runs
 
     @property
     def reason(self) -> str | None:
@@ -73,17 +80,46 @@ class Breaker:
     @contextlib.contextmanager
     def watching(self) -> Iterator[None]:
         """One request: the first to wait ``min(SLOW_NOTICE_S, timeout / 2)`` seconds for its reply (of the client)
-        gives one WARNING line."""
-        notice = None
-        if not self._slow_noted:
-            notice = threading.Timer(self._slow_after, self._note_slow)
-            notice.daemon = True
-            notice.start()
+        gives one WARNING line.
+
+        One timer watches every request in flight: it runs out when the oldest of them would have waited that long
+        (a timer thread per request cost each request a thread's start, in the middle of the judge's busy phase)."""
+        if self._slow_noted:
+            yield
+            return
+        with self._watch_lock:
+            token = next(self._tokens)
+            self._waiting[token] = time.monotonic()
+            first = self._timed is None
+            if first:
+                self._timed = token
+        if first:
+            self._time(token, self._slow_after)
         try:
             yield
         finally:
-            if notice is not None:
-                notice.cancel()
+            with self._watch_lock:
+                del self._waiting[token]
+
+    def _time(self, token: int, seconds: float) -> None:
+        """Start the timer of request ``token``, which runs out in ``seconds``."""
+        timer = threading.Timer(seconds, functools.partial(self._ran_out, token))
+        timer.daemon = True
+        timer.start()
+
+    def _ran_out(self, token: int) -> None:
+        """The timer of request ``token`` ran out: the judge is slow if that request still waits; otherwise the timer
+        goes on for the oldest request still waiting, if any."""
+        with self._watch_lock:
+            slow = token in self._waiting
+            oldest, since = None, 0.0
+            if not slow and self._waiting:
+                oldest, since = min(self._waiting.items(), key=lambda item: item[1])
+            self._timed = token if slow else oldest
+        if slow:
+            self._note_slow()
+        elif oldest is not None:
+            self._time(oldest, max(0.0, since + self._slow_after - time.monotonic()))
 
     def answered(self) -> None:
         """A request got a reply of some kind (any HTTP status): the run of silent timeouts ends."""

@@ -176,10 +176,10 @@ class JudgeClient:
                 if not self.dry_run and shared.failure is not None:
                     self.ledger.failed_because(shared.failure, shared.error or "")
                 return shared
-            return self._complete(entry, stored, path, accept)  # read by another check: ask for this one
+            return self._complete(entry, stored, path, accept, secrets)  # read by another check: ask for this one
         try:
             # an identical request may have finished since the first look
-            result = self._cached(path, stored, accept) or self._complete(entry, stored, path, accept)
+            result = self._cached(path, stored, accept) or self._complete(entry, stored, path, accept, secrets)
             mine.set_result(result)
             return result
         except BaseException as exc:
@@ -189,10 +189,13 @@ class JudgeClient:
             with self._lock:
                 self._in_flight.pop(path, None)
 
-    def _complete(self, entry: dict[str, Any], stored: dict[str, Any], path: Path, accept: Accept) -> JudgeResult:
+    def _complete(
+        self, entry: dict[str, Any], stored: dict[str, Any], path: Path, accept: Accept, secrets: dict[str, str]
+    ) -> JudgeResult:
         """Send one request for a cache miss; cache the reply when it is an answer (only the sender's
         :class:`~scifig_tasks.core.judge.replies.Answer`, a reply ``accept`` read, ever is), under the request's
-        fields, with the model it named when that is not the configured one (``answered_by``)."""
+        fields, with the model it named when that is not the configured one (``answered_by``). ``secrets``: what
+        the call masks (:meth:`_secrets`, read once per call: it reads the whole environment)."""
         messages = [{"role": "system", "content": entry["system"]}] if entry["system"] is not None else []
         body: dict[str, Any] = {
             "model": self.config.model,
@@ -204,9 +207,9 @@ class JudgeClient:
             body["max_tokens"] = entry["max_tokens"]
         if self.dry_run:
             return self._not_sent(path)
-        result = self._send(body, accept)
+        result = self._send(body, accept, secrets)
         if result.status == "judged" and result.text is not None:
-            record = {**stored, "text": mask(result.text, self._secrets())}
+            record = {**stored, "text": mask(result.text, secrets)}
             if result.answered_by is not None:
                 record["answered_by"] = result.answered_by
             self.cache.put(path, record)
@@ -218,10 +221,16 @@ class JudgeClient:
         *,
         max_tokens: int | None = None,
         request: Mapping[str, Any] | None = None,
-        accept: Accept,
+        accept: Accept | Sequence[Accept],
     ) -> list[JudgeResult]:
-        """``complete`` for every prompt concurrently (duplicates asked once); results in input order."""
-        unique = list(dict.fromkeys(prompts))
+        """``complete`` for every prompt concurrently (duplicates asked once); results in input order. ``accept`` is
+        one check for every prompt, or one per prompt (prompts of different shapes asked together, so that no group
+        waits for another's last replies)."""
+        checks = [accept] * len(prompts) if callable(accept) else list(accept)
+        if len(checks) != len(prompts):
+            raise ValueError(f"complete_many: {len(checks)} checks for {len(prompts)} prompts")
+        asked = list(zip(prompts, checks, strict=True))
+        unique = list(dict.fromkeys(asked))
         if not unique:
             return []
         workers = min(self.config.max_concurrency, len(unique))
@@ -230,19 +239,19 @@ class JudgeClient:
             tqdm(total=len(unique), desc="LLM judge", unit="prompt", disable=len(prompts) <= 1) as bar,
         ):
             futures = {
-                prompt: pool.submit(
+                (prompt, check): pool.submit(
                     contextvars.copy_context().run,
                     self.complete,
                     prompt,
                     max_tokens=max_tokens,
                     request=request,
-                    accept=accept,
+                    accept=check,
                 )
-                for prompt in unique
+                for prompt, check in unique
             }
             for _ in as_completed(futures.values()):
                 bar.update()
-        return [futures[prompt].result() for prompt in prompts]
+        return [futures[key].result() for key in asked]
 
     def sample(
         self,
@@ -264,11 +273,12 @@ class JudgeClient:
         with self.ledger.call():
             if self.dry_run:
                 return self._not_sent(None)
-            return self._send(body, accept)
+            return self._send(body, accept, self._secrets())
 
-    def _send(self, body: dict[str, Any], accept: Accept) -> JudgeResult:
-        """Ask the endpoint (:meth:`Sender.ask`: its bound, retries and breaker); counted as judged or failed."""
-        reply = self.sender.ask(body, accept, self._secrets())
+    def _send(self, body: dict[str, Any], accept: Accept, secrets: dict[str, str]) -> JudgeResult:
+        """Ask the endpoint (:meth:`Sender.ask`: its bound, retries and breaker, ``body`` masked with ``secrets``);
+        counted as judged or failed."""
+        reply = self.sender.ask(body, accept, secrets)
         if isinstance(reply, Failure):
             self.ledger.count("failed")
             self.ledger.failed_because(reply.kind, reply.detail or reply.error)
