@@ -63,7 +63,7 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         "export-upstream",
         "scifig_tasks.export.lmms_eval_folders:register",
-        "write a self-contained lmms-eval task folder (lmms_eval/tasks/<bench>/) for upstream contribution",
+        "write a benchmark into an lmms-eval checkout (lmms_eval/tasks/<bench>/) for upstream contribution",
     ),
     Command(
         "vlmeval",
