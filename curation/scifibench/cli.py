@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from curation.cluster import FROM_DASK_CONFIG
 from curation.outputs import run_build, stand_alone
 from curation.scifibench.embed import DEFAULT_BATCH_SIZE, DEFAULT_MODEL, DEFAULT_PRETRAINED, DEFAULT_SHARD_SIZE
 from curation.scifibench.neighbours import DEFAULT_EXACT_MAX, DEFAULT_K, DEFAULT_NPROBE
@@ -111,6 +112,24 @@ def _add_curate(subparsers: Any) -> None:
         help="with --vectors-on-disk: processes sharing the neighbour search by cells (default 1)",
     )
     knn.add_argument("--min-distance", type=float, default=None, help="similarity threshold (default: from data)")
+    engine = parser.add_argument_group("cluster (Dask; docs/scale-out.md)")
+    engine.add_argument(
+        "--cluster",
+        nargs="?",
+        const=FROM_DASK_CONFIG,
+        default=None,
+        metavar="ADDRESS",
+        help="embed and scan the neighbour cells on a Dask cluster, with the same results: 'local' (worker "
+        "processes on this machine), a scheduler's address (tcp://HOST:8786), or nothing: Dask's scheduler-address "
+        "setting (DASK_SCHEDULER_ADDRESS), else local. Every worker must see --pairs and the cache folder by the "
+        "same paths (default: this process alone, no cluster)",
+    )
+    engine.add_argument(
+        "--cluster-workers",
+        type=_positive,
+        default=None,
+        help="worker processes of a local cluster, one thread each (default: one per CPU)",
+    )
     tiers = parser.add_argument_group("questions and tiers")
     tiers.add_argument("--seed", type=int, default=0, help="option shuffling, random negatives, IVF training")
     tiers.add_argument("--gold-size", type=int, default=GOLD_SIZE, help=f"gold questions per task ({GOLD_SIZE})")
@@ -197,6 +216,8 @@ def settings_from(args: argparse.Namespace) -> Any:
         use_gpu=args.gpu,
         vectors_on_disk=args.vectors_on_disk,
         knn_processes=args.knn_processes,
+        cluster=args.cluster,
+        cluster_workers=args.cluster_workers,
         min_distance=args.min_distance,
         seed=args.seed,
         gold_size=args.gold_size,
@@ -211,6 +232,13 @@ def run_curate(args: argparse.Namespace) -> int:
 
         if args.knn_processes > 1 and not args.vectors_on_disk:
             raise ValueError("--knn-processes shares the on-disk search: add --vectors-on-disk (or drop it)")
+        if args.knn_processes > 1 and args.cluster is not None:
+            raise ValueError(
+                "--knn-processes shares the search among local processes, --cluster among the "
+                "cluster's workers: give one of them"
+            )
+        if args.cluster_workers is not None and args.cluster is None:
+            raise ValueError("--cluster-workers sizes a local cluster: add --cluster (or drop it)")
         return curate(settings_from(args))
 
     def report(summary: dict[str, Any] | None) -> None:

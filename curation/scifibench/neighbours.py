@@ -252,15 +252,27 @@ def cell_lists(probes: np.ndarray, nlist: int) -> CellLists:
 
 
 def scan_cells(
-    lists: CellLists, vectors: Any, heap_width: int, cells: range, progress: tqdm | None, lock: threading.Lock
+    lists: CellLists,
+    vectors: Any,
+    heap_width: int,
+    cells: range,
+    progress: tqdm | None,
+    lock: threading.Lock,
+    held: np.ndarray | None = None,
 ) -> Any:
     """A Faiss ``ResultHeap`` of ``heap_width`` candidates per vector from the pairs of ``cells``: per cell,
     ``faiss.pairwise_distances`` between its probers and its members, kept for both vectors of each pair. ``vectors``
-    needs ``len`` and ``take(ids, axis=0)`` giving float32 rows. Runs single-threaded BLAS in the calling thread."""
+    needs ``len`` and ``take(ids, axis=0)`` giving float32 rows. Runs single-threaded BLAS in the calling thread.
+    ``held``: the ascending ids of the vectors the heap keeps rows for, in that order (the members and probers of
+    ``cells``; default every vector), so a share of the cells holds candidates only for the vectors it meets."""
     import faiss
 
     faiss.omp_set_num_threads(1)  # this thread only: parallel over cells, not inside each product
-    heap = faiss.ResultHeap(len(vectors), heap_width)
+    heap = faiss.ResultHeap(len(vectors) if held is None else len(held), heap_width)
+
+    def row_of(ids: np.ndarray) -> np.ndarray:
+        return ids if held is None else np.searchsorted(held, ids)
+
     for cell in cells:
         members = lists.members[lists.member_bounds[cell] : lists.member_bounds[cell + 1]].astype(np.int64, copy=False)
         if len(members) == 0:
@@ -276,8 +288,8 @@ def scan_cells(
             rows = np.minimum(np.searchsorted(queries, members), len(queries) - 1)
             selves = np.flatnonzero(queries[rows] == members)
             distances[rows[selves], selves] = np.inf
-            heap.add_result_subset(queries, distances, members)
-            heap.add_result_subset(members, distances.T, queries)
+            heap.add_result_subset(row_of(queries), distances, members)
+            heap.add_result_subset(row_of(members), distances.T, queries)
         if progress is not None:
             with lock:
                 progress.update(len(members))

@@ -14,7 +14,7 @@ import tempfile
 from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -41,6 +41,9 @@ ENCODE_BATCH = 65536  # vectors read from disk and encoded per call
 RECALL_BLOCK = 65536  # database vectors per exact-search block of the recall check
 MERGE_BLOCK = 65536  # vectors whose heaps are merged and re-ranked together
 GB = 1024**3
+
+if TYPE_CHECKING:
+    from curation.cluster import Cluster
 
 
 class DiskSpaceError(OSError):
@@ -153,6 +156,13 @@ def scan_share(scratch: str, nlist: int, heap_width: int, rank: int, processes: 
     return str(paths[0]), str(paths[1])
 
 
+def faiss_serialized(codec: Any) -> np.ndarray:
+    """``codec`` as the bytes a worker reads back with ``faiss.deserialize_index``."""
+    import faiss
+
+    return faiss.serialize_index(codec)
+
+
 def process_heaps(
     codes: np.ndarray,
     codec: Any,
@@ -175,7 +185,7 @@ def process_heaps(
     scratch.mkdir(parents=True, exist_ok=True)
     np.save(scratch / "codes.npy", codes)
     np.save(scratch / "probes.npy", probes)
-    np.save(scratch / "codec.npy", faiss.serialize_index(codec))
+    np.save(scratch / "codec.npy", faiss_serialized(codec))
     threads = max(1, faiss.omp_get_max_threads() // processes)
     context = multiprocessing.get_context("spawn")  # no fork of a process whose OpenMP threads have run
     with contextlib.ExitStack() as stack:
@@ -189,22 +199,38 @@ def process_heaps(
 
 
 def merged_neighbours(
-    vectors: np.ndarray, heaps: list[tuple[np.ndarray, np.ndarray]], width: int, k: int, plan: IndexPlan
+    vectors: np.ndarray,
+    heaps: list[tuple[np.ndarray, np.ndarray]],
+    width: int,
+    k: int,
+    plan: IndexPlan,
+    held: list[np.ndarray] | None = None,
 ) -> Neighbours:
     """The heaps merged (into the first one's order, as :func:`.neighbours.scan_workers` merges), their ``width``
-    distinct candidates re-ranked by exact distance, ``MERGE_BLOCK`` vectors at a time."""
+    distinct candidates re-ranked by exact distance, ``MERGE_BLOCK`` vectors at a time. ``held``: per heap, the
+    ascending ids of the vectors its rows hold (:func:`.neighbours.scan_cells`); a vector a heap holds no row for
+    has nothing in it, as in a heap of every vector that no pair of its cells reached."""
     import faiss
 
-    n, heap_width = heaps[0][0].shape
+    n, heap_width = len(vectors), heaps[0][0].shape[1]
     indices = np.empty((n, k), dtype=np.int64)
     distances = np.empty((n, k), dtype=np.float32)
     with tqdm(total=n, desc="scifibench: merge and exact re-ranking", unit="pair") as progress:
         for start in range(0, n, MERGE_BLOCK):
             stop = min(n, start + MERGE_BLOCK)
             merged = faiss.ResultHeap(stop - start, heap_width)
-            merged.D[:], merged.I[:] = heaps[0][0][start:stop], heaps[0][1][start:stop]
-            for other_d, other_i in heaps[1:]:
-                merged.add_result(np.ascontiguousarray(other_d[start:stop]), np.ascontiguousarray(other_i[start:stop]))
+            for number, (heap_d, heap_i) in enumerate(heaps):
+                if held is None:
+                    rows, part_d, part_i = slice(None), heap_d[start:stop], heap_i[start:stop]
+                else:
+                    low, high = np.searchsorted(held[number], [start, stop])
+                    rows, part_d, part_i = held[number][low:high] - start, heap_d[low:high], heap_i[low:high]
+                if number == 0:  # the merge starts from the first heap's rows
+                    merged.D[rows], merged.I[rows] = part_d, part_i
+                elif held is None:
+                    merged.add_result(np.ascontiguousarray(part_d), np.ascontiguousarray(part_i))
+                else:
+                    merged.add_result_subset(rows, np.ascontiguousarray(part_d), np.ascontiguousarray(part_i))
             merged.finalize()
             part = rerank(vectors, first_unique(merged.I, width), k, plan, first=start)
             indices[start:stop], distances[start:stop] = part.indices, part.distances
@@ -246,11 +272,14 @@ def disk_neighbours(
     scratch: Path | None = None,
     recall_sample: int = DEFAULT_RECALL_SAMPLE,
     executor: Executor | None = None,
+    cluster: Cluster | None = None,
 ) -> Neighbours:
     """The ``k`` nearest other vectors of every vector of the ``.npy`` file ``path`` (see
     curation/scifibench/README.md, **The on-disk search in detail**);
     ``processes`` > 1: the scan shared as :func:`process_heaps` does, in a scratch directory under ``scratch``
-    (default: the system's temporary directory), removed afterwards."""
+    (default: the system's temporary directory), removed afterwards; ``cluster``: the scan's cell groups run on a
+    Dask cluster (:func:`.distributed.scan_on_cluster`), the scratch directory under ``scratch`` seen by every
+    worker."""
     vectors = open_vectors(path)
     n = len(vectors)
     if n < 2:
@@ -263,7 +292,20 @@ def disk_neighbours(
     index = build_index(vectors, plan, seed, use_gpu)
     nlist, heap_width = index.nlist, 2 * min(k + DISK_RERANK_MARGIN, n - 1)
     codec = train_codec(vectors, plan, seed)
-    if processes > 1:
+    if cluster is not None:
+        from curation.scifibench.distributed import CODES_SOURCE, scan_on_cluster
+
+        work = Path(tempfile.mkdtemp(prefix="scifibench-knn-", dir=scratch))
+        try:
+            np.save(work / "codes.npy", encode(vectors, codec))
+            np.save(work / "codec.npy", faiss_serialized(codec))
+            heaps, held = scan_on_cluster(cluster, work, CODES_SOURCE, index.probes, nlist, heap_width)
+            del index
+            found = merged_neighbours(vectors, heaps, heap_width // 2, k, plan, held)
+            del heaps
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    elif processes > 1:
         work = Path(tempfile.mkdtemp(prefix="scifibench-knn-", dir=scratch))
         try:
             heaps = process_heaps(

@@ -37,6 +37,9 @@ class Pairs:
     image_hashes: list[str]
     dropped: dict[str, int] = field(default_factory=dict)
     base_dir: Path | None = None
+    source: str | None = None
+    """What ``read_pairs`` read (``--pairs``, with ``split``): where a cluster's workers read the images again."""
+    split: str | None = None
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -209,4 +212,6 @@ def read_pairs(source: str, split: str | None = None, keep_subfigures: bool = Fa
         image_hashes=[hashes[i] for i in kept],
         dropped=dropped,
         base_dir=base_dir,
+        source=source,
+        split=split,
     )

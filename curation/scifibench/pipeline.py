@@ -5,12 +5,14 @@ Manual: curation/scifibench/README.md, "Steps (paper §3.3, in order) and defaul
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import shlex
 import shutil
 import sys
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
+from curation.cluster import Cluster
 from curation.scifibench.card import write_card
 from curation.scifibench.categories import categorise, describe_rule, other_label, top_categories
 from curation.scifibench.embed import (
@@ -70,6 +73,11 @@ class Settings:
     use_gpu: bool | None = None
     vectors_on_disk: bool = False
     knn_processes: int = 1
+    cluster: str | None = None
+    """``--cluster``: a Dask cluster (``local``, a scheduler address, ``""`` for Dask's own setting) embeds and
+    scans; ``None``: this process does. Where the work runs, not what it computes: not in :meth:`command` or
+    :meth:`to_dict`, so ``curation.json`` and the card are the one-process ones (docs/scale-out.md)."""
+    cluster_workers: int | None = None
     min_distance: float | None = None
     seed: int = 0
     gold_size: int = GOLD_SIZE
@@ -141,9 +149,12 @@ def log(message: str) -> None:
     print(f"scifibench: {message}", file=sys.stderr, flush=True)
 
 
-def cached_neighbours(vectors: np.ndarray, settings: Settings, embeddings_key: str) -> Neighbours:
+def cached_neighbours(
+    vectors: np.ndarray, settings: Settings, embeddings_key: str, cluster: Cluster | None = None
+) -> Neighbours:
     """:func:`nearest_neighbours` of the joint vectors, stored under the cache and reused by a rerun; with
-    ``vectors_on_disk``, :func:`.ondisk.disk_neighbours` of the mapped ``joint.npy`` (``vectors`` is its memmap)."""
+    ``vectors_on_disk``, :func:`.ondisk.disk_neighbours` of the mapped ``joint.npy`` (``vectors`` is its memmap);
+    ``cluster``: the cell scan on a Dask cluster, the same neighbours (one cache entry for both)."""
     plan = plan_index(len(vectors), settings.exact_max, settings.nlist, settings.nprobe)
     key: dict[str, Any] = {"embeddings": embeddings_key, "k": settings.k, "plan": plan.to_dict(), "seed": settings.seed}
     if settings.vectors_on_disk:
@@ -164,10 +175,18 @@ def cached_neighbours(vectors: np.ndarray, settings: Settings, embeddings_key: s
             settings.use_gpu,
             settings.knn_processes,
             scratch=settings.cache,
+            cluster=cluster,
         )
         if isinstance(found.plan, DiskPlan) and found.plan.recall_at_5 is not None:
             recall, sample = found.plan.recall_at_5, found.plan.recall_sample
             log(f"recall@5 against exact search on {sample:,} sampled pairs: {recall:.4f}")
+    elif cluster is not None:
+        from curation.scifibench.distributed import memory_neighbours_on_cluster
+
+        joint = settings.cache / "embeddings" / embeddings_key / "joint.npy"  # what embed_pairs saved
+        found = memory_neighbours_on_cluster(
+            vectors, joint, settings.k, plan, settings.seed, settings.use_gpu, cluster, settings.cache
+        )
     else:
         found = nearest_neighbours(vectors, settings.k, plan, settings.seed, settings.use_gpu)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -225,6 +244,17 @@ def write_outputs(
     return summary
 
 
+@contextlib.contextmanager
+def optional_cluster(settings: Settings) -> Iterator[Cluster | None]:
+    """The Dask cluster ``--cluster`` names, started on first use and closed however the curation ends; ``None``
+    without ``--cluster``: nothing of Dask is imported."""
+    if settings.cluster is None:
+        yield None
+        return
+    with Cluster(settings.cluster, settings.cluster_workers) as cluster:
+        yield cluster
+
+
 def weights_first(settings: Settings) -> None:
     """Refuse before any work (reading a large corpus takes minutes) when the CLIP weights cannot be had now
     (:func:`scifig_tasks.core.clip_baseline.check_weights`: not cached and offline, or the Hub unreachable), unless
@@ -246,6 +276,17 @@ def curate(settings: Settings, layout: ProcessLayout | None = None) -> dict[str,
     pool_size = pool_size_for(settings.gold_size, settings.pool_factor)
     weights_first(settings)
     layout = layout or detect_layout(settings.device)
+    if settings.cluster is not None and layout.world > 1:
+        raise ValueError(
+            "--cluster embeds on the cluster's workers: run the command once, without accelerate launch or torchrun"
+        )
+    with optional_cluster(settings) as cluster:
+        return _curate(settings, layout, pool_size, cluster)
+
+
+def _curate(
+    settings: Settings, layout: ProcessLayout, pool_size: int, cluster: Cluster | None
+) -> dict[str, Any] | None:
     out = settings.out
     out.mkdir(parents=True, exist_ok=True)
     split_names = {task: split_name(settings.domain, task) for task in TASKS}
@@ -271,13 +312,17 @@ def curate(settings: Settings, layout: ProcessLayout | None = None) -> dict[str,
         num_workers=settings.num_workers,
         layout=layout,
         on_disk=settings.vectors_on_disk,
+        cluster=cluster,
+        device=settings.device,
     )
     if vectors is None:
         return None
     embeddings_key = cache_dir_for(pairs, settings.clip, settings.cache, settings.shard_size).name
 
     log(f"[4/8] Faiss nearest neighbours{' (vectors on disk)' if settings.vectors_on_disk else ''}")
-    neighbours = cached_neighbours(vectors, settings, embeddings_key)
+    neighbours = cached_neighbours(vectors, settings, embeddings_key, cluster)
+    if cluster is not None:
+        cluster.close()  # the rest runs here
 
     log("[5/8] similarity filter")
     threshold: Threshold = choose_threshold(neighbours.distances, settings.min_distance)
