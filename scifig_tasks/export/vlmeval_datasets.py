@@ -325,6 +325,12 @@ def _described_classes(described: Benchmark, md5: Mapping[str, str]) -> tuple[st
     for node in tree.body:
         if isinstance(node, ast.ImportFrom) and node.module == DATASETS_MODULE:
             kept = [alias.name for alias in node.names if alias.name != "served"]
+            lacking = [name for name in kept if name not in _base_names()]
+            if lacking:
+                raise ExportError(
+                    f"{source}, line {node.lineno}: imports {', '.join(lacking)} of {DATASETS_MODULE}, which the "
+                    f"exported base ({ADAPTER_MODULES[ADAPTER_MODULE_BASE].name}) does not define"
+                )
             assert node.end_lineno is not None
             base = f"from {_shared_module(ADAPTER_MODULE_BASE)} import {', '.join(kept)}\n"
             edits.append((node.lineno, node.end_lineno, base))
@@ -364,6 +370,19 @@ def _described_classes(described: Benchmark, md5: Mapping[str, str]) -> tuple[st
     text = _after_imports(text, layout_imports)
     layout_files = [_module_file(module) for module in sorted(layouts)]
     return text, classes, layout_files
+
+
+def _base_names() -> set[str]:
+    """The top-level names the exported base module defines."""
+    tree = ast.parse(ADAPTER_MODULES[ADAPTER_MODULE_BASE].read_text(encoding="utf-8"))
+    found = set()
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef | ast.FunctionDef):
+            found.add(node.name)
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            found |= {target.id for target in targets if isinstance(target, ast.Name)}
+    return found
 
 
 def _module_file(module: str) -> Path:
@@ -575,7 +594,7 @@ def _settle(text: str, path: Path) -> str:
     source = isort.code(isort.code(text, **VLMEVAL.isort), **VLMEVAL.isort)
     original = source.splitlines(keepends=True)
     kept = _statements(ast.parse(source))
-    text = VLMEVAL.format(text, path)
+    text = FormatCode(isort.code(text, **VLMEVAL.isort), style_config=VLMEVAL.yapf_style)[0]  # VLMEVAL.format, once
     for _ in range(SETTLE_ROUNDS):
         tree = ast.parse(text)
         prose = _prose_lines(tree)
