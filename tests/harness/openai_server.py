@@ -10,14 +10,16 @@ time the API phase. Handling is bounded in time: delays are capped, idle connect
 every sleeping handler.
 
 Policy helpers: ``fixed_latency`` (add a delay), ``faulty`` (deterministically turn a fraction of requests into
-429 / 500 / timeout / malformed faults), ``by_question`` (answer by substring of the request text) and
-``echoing_key`` (append the request's API key to every reply).
+429 / 500 / timeout / malformed faults), ``gathering`` (hold each request until a number of them are held together),
+``by_question`` (answer by substring of the request text) and ``echoing_key`` (append the request's API key to every
+reply).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -119,6 +121,31 @@ def faulty(
         return Reply(text=f"injected fault: HTTP {kind}", status=int(kind))
 
     return maybe_fault
+
+
+def gathering(policy: Policy, size: int, patience_s: float = 3.0) -> Policy:
+    """Wrap ``policy`` so each request is held until ``size`` requests are held together (then all are answered), or
+    for ``patience_s`` seconds when that many never arrive. A client keeping ``size`` requests in flight reaches that
+    peak (``max_in_flight``) whatever the machine's speed; one asking fewer at a time stays below it. Concurrency is
+    counted, never inferred from timings."""
+    if size < 1:
+        raise ValueError(f"size must be at least 1, got {size}")
+    condition = threading.Condition()
+    state = {"held": 0, "released": 0}  # requests held now; groups released so far
+
+    def gathered(request: ChatRequest) -> Reply:
+        reply = _as_reply(policy(request))
+        with condition:
+            group = state["released"]
+            state["held"] += 1
+            if state["held"] == size:
+                state["held"], state["released"] = 0, group + 1
+                condition.notify_all()
+            elif not condition.wait_for(lambda: state["released"] != group, timeout=patience_s):
+                state["held"] -= 1
+        return reply
+
+    return gathered
 
 
 def by_question(mapping: Mapping[str, str | Reply], default: str | Reply = "") -> Policy:

@@ -8,6 +8,8 @@ What it runs. For each benchmark, small synthetic data (no download) and the tas
 * ``scifibench``: ``scifibench_paper`` (App. B: the judge parses every output);
 * ``plot_twist``: ``plot_twist_open`` (App. B.3: the judge reformats every output);
 * ``mmsci``: ``mmsci_paper`` (the authors' ``print_result.py``: every output that is not a bare label to the judge);
+* ``mmsci_captioning``: ``mmsci_caption_image_only_paper`` (the authors' ``factscore.py`` and
+  ``llm_judge_scores.py`` at aggregation: a split per caption, a rating per fact, G-Eval samples per caption index);
 * ``charxiv``: ``charxiv_full_paper`` (the authors' ``src/evaluate.py``: every response graded at aggregation,
   descriptive ones in batches of five per template).
 
@@ -19,8 +21,9 @@ so the judge is asked as the protocol asks; the judge reads the answer from the 
 
 How to read the figures.
 
-* ``requests``: what the judge server received; ``req/q``: per question scored (at most 1; CharXiv's descriptive
-  batches make it less);
+* ``requests``: what the judge server received; ``req/q``: per question scored (1 where every output is read by the
+  judge; CharXiv's descriptive batches make it less; MMSci captioning's "questions" are figures: a split of one of
+  its 3 captions, a rating per fact, a G-Eval per caption);
 * ``judged s``: the judged phase, from the first request's arrival at the judge to the last reply written (start-up,
   inference and data loading are outside it);
 * ``ideal s`` = requests x latency / concurrency, the judged phase if ``N`` requests were always in flight;
@@ -66,7 +69,7 @@ from tests.perf._common import WRONG_EVERY, answer_policy, build_dataset, make_q
 
 GOAL_EFFICIENCY = 0.8
 REPO = Path(__file__).resolve().parents[2]
-BENCHMARKS = ("grab", "scifibench", "plot_twist", "mmsci", "charxiv")
+BENCHMARKS = ("grab", "scifibench", "plot_twist", "mmsci", "mmsci_captioning", "charxiv")
 
 
 def _wrong(index: int) -> bool:
@@ -228,6 +231,39 @@ def mmsci_case(root: Path, count: int) -> Case:
     return Case("mmsci", "mmsci_paper", count, {"SCIFIG_MMSCI_DATA": str(data)}, model, judge)
 
 
+# --- MMSci captioning: mmsci_caption_image_only_paper ---------------------------------------------------------------
+
+
+def mmsci_captioning_case(root: Path, count: int) -> Case:
+    """One task of ``mmsci_captioning_paper`` (the group's two tasks aggregate one after the other, METEOR's start
+    between them): ``count // 4`` figures, 3 sampled captions each; the judge splits a caption into 3 facts (4 pieces
+    on ``-``), rates each 4 and answers G-Eval with a bare 4."""
+    from scifig_tasks.benchmarks.mmsci.judged_metrics import FACTS_INSTRUCTION, GEVAL_RELEVANCE_CRITERIA
+    from tests.harness.mmsci_data import Caption, row_of_request, write
+
+    figures = max(1, count // 4)
+    if figures > 256:
+        raise SystemExit("mmsci_captioning: at most 1,024 questions (the images' colours name the row)")
+    references = [f"Spectra of sample {row} under pressure, with a scale bar of one micron." for row in range(figures)]
+    data = write(root / "mmsci", captions=[Caption(reference) for reference in references])
+
+    def model(request: ChatRequest) -> str:
+        row = row_of_request(request.body)
+        return f"Spectra of sample {row} under pressure (caption {request.attempt}), with a scale bar."
+
+    def judge(request: ChatRequest) -> Reply:
+        system = request.body["messages"][0]["content"] if request.body["messages"][0]["role"] == "system" else ""
+        if system == FACTS_INSTRUCTION:
+            caption = request.body["messages"][-1]["content"]
+            return Reply(text=f"- {caption}\n- spectra under pressure\n- a scale bar")
+        if system == GEVAL_RELEVANCE_CRITERIA:
+            return Reply(text="4")
+        return Reply(text="4")  # a rating
+
+    env = {"SCIFIG_MMSCI_DATA": str(data), "SCIFIG_MMSCI_BERTSCORE_MODEL": str(root / "no-bertscore-model")}
+    return Case("mmsci_captioning", "mmsci_caption_image_only_paper", figures, env, model, judge)
+
+
 # --- CharXiv: charxiv_full_paper -------------------------------------------------------------------------------------
 
 _CHARXIV_BATCH = re.compile(r"^T(\d+):\nResponse \1: (.*?)\nGround Truth \1: (.*?)\n\n", re.MULTILINE | re.DOTALL)
@@ -293,6 +329,7 @@ BUILDERS: dict[str, Callable[[Path, int], Case]] = {
     "scifibench": scifibench_case,
     "plot_twist": plot_twist_case,
     "mmsci": mmsci_case,
+    "mmsci_captioning": mmsci_captioning_case,
     "charxiv": charxiv_case,
 }
 
@@ -374,13 +411,16 @@ def baseline(options: argparse.Namespace, tmp: Path) -> Iterator[Path | None]:
         subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=REPO, check=False)
 
 
-def _imported_from(base: Path | None) -> str:
+def _imported_from(base: Path | None, where: Path) -> str:
+    """The file ``scifig_tasks`` is imported from with ``base`` on ``PYTHONPATH``, in a folder of no package (as the
+    runs: ``lmms-eval``'s own folder, not the checkout, is first on its path)."""
     env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
     if base is not None:
         env["PYTHONPATH"] = str(base)
     done = subprocess.run(
         [sys.executable, "-c", "import scifig_tasks; print(scifig_tasks.__file__)"],
         env=env,
+        cwd=where,
         capture_output=True,
         text=True,
         check=True,
@@ -396,7 +436,7 @@ def _span(values: list[float], form: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--benchmarks", default=",".join(BENCHMARKS), help="comma-separated (default: all five)")
+    parser.add_argument("--benchmarks", default=",".join(BENCHMARKS), help="comma-separated (default: all)")
     parser.add_argument("--questions", type=int, default=200, help="questions per benchmark (default 200)")
     parser.add_argument("--latency", type=float, default=0.2, help="judge latency per request, s (default 0.2)")
     parser.add_argument("--judge-concurrency", type=int, default=8, help="SCIFIG_JUDGE_MAX_CONCURRENCY (default 8)")
@@ -418,7 +458,7 @@ def main(argv: list[str] | None = None) -> int:
         with baseline(options, tmp) as base:
             codes: dict[str, Path | None] = {"after": None} if base is None else {"after": None, "before": base}
             for label, where in codes.items():
-                print(f"{label}: scifig_tasks from {_imported_from(where)}", flush=True)
+                print(f"{label}: scifig_tasks from {_imported_from(where, tmp)}", flush=True)
             runs: dict[tuple[str, str], list[Measured]] = {}
             for round_ in range(options.rounds):
                 order = list(codes) if round_ % 2 == 0 else list(reversed(codes))
@@ -443,7 +483,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{os.cpu_count()} CPUs; before = {options.base or options.baseline}"
     )
     header = (
-        f"{'benchmark':<11} {'group':<19} {'code':<6} {'questions':>9} {'requests':>8} {'req/q':>5} "
+        f"{'benchmark':<16} {'group':<30} {'code':<6} {'questions':>9} {'requests':>8} {'req/q':>5} "
         f"{'judged s':>20} {'ideal s':>7} {'efficiency':>23} {'in flight':>9}  scores"
     )
     print(header)
@@ -459,7 +499,7 @@ def main(argv: list[str] | None = None) -> int:
             same = all(m.scores == reference for m in measured) and bool(reference)
             request_text = str(requests[0]) if len(set(requests)) == 1 else f"{min(requests)}-{max(requests)}"
             print(
-                f"{name:<11} {case.group:<19} {label:<6} {case.questions:>9} {request_text:>8} "
+                f"{name:<16} {case.group:<30} {label:<6} {case.questions:>9} {request_text:>8} "
                 f"{statistics.median(requests) / case.questions:>5.2f} "
                 f"{_span([m.seconds for m in measured], '.2f'):>20} {statistics.median(ideal):>7.2f} "
                 f"{_span([100 * e for e in efficiency], '.1f') + ' %':>23} "

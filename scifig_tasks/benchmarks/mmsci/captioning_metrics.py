@@ -452,16 +452,18 @@ def evaluate(
         return [mmsci_judged.Sample(keys[i], pick(i), references[i]) for i in chosen]
 
     if scoring == "paper":  # one of the k captions, drawn at random (seeded per sample)
-        fact = mmsci_judged.factscore(
-            samples(lambda i: random.Random(f"{seed}:{keys[i]}").choice(captions[i])), judge, "paper"
-        )
+        drawn = samples(lambda i: random.Random(f"{seed}:{keys[i]}").choice(captions[i]))
+        facts = [lambda: mmsci_judged.factscore(drawn, judge, "paper")]
     else:
-        fact = _average_judged(
-            [mmsci_judged.factscore(samples(lambda i, n=n: captions[i][n]), judge) for n in range(k)]
-        )
-    geval = _average_judged(
-        [mmsci_judged.geval_relevance(samples(lambda i, n=n: captions[i][n]), judge, scoring) for n in range(k)]
-    )
+        facts = [lambda n=n: mmsci_judged.factscore(samples(lambda i: captions[i][n]), judge) for n in range(k)]
+    gevals = [
+        lambda n=n: mmsci_judged.geval_relevance(samples(lambda i: captions[i][n]), judge, scoring) for n in range(k)
+    ]
+    # with a judge, every pass at once (each waits on the judge alone); without one, in order (nothing to wait for)
+    passes = [*facts, *gevals]
+    done = mmsci_judged.side_by_side(passes) if judge is not None else [run() for run in passes]
+    fact = _average_judged(done[: len(facts)])
+    geval = _average_judged(done[len(facts) :])
     judged = {"factscore": fact, "geval_relevance": geval}
 
     statuses = [output_status(prediction) for item in captions for prediction in item]

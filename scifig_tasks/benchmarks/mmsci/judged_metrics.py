@@ -6,6 +6,7 @@ code does, the default differs where stated. Manual: tasks/README.md, 'Judged ca
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import math
 import random
@@ -13,7 +14,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from scifig_tasks.benchmarks.mmsci import captioning_settings
 from scifig_tasks.core import settings
@@ -24,6 +25,8 @@ from scifig_tasks.core.scoring_protocol import Protocol
 from scifig_tasks.core.settings import Settings
 
 logger = logging.getLogger("scifig.mmsci")
+
+T = TypeVar("T")
 
 GAMMA = 10
 DEFAULT_SUBSET = captioning_settings.JUDGED_SUBSET.default
@@ -392,10 +395,24 @@ def sample_judge(
 
 
 def _pool_map(judge: JudgeClient, function: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
+    """``function`` over ``items`` in as many threads as the judge allows requests in flight, each in a copy of the
+    caller's context (its judge calls charged to the caller's task, as ``complete_many``'s)."""
     if not items:
         return []
+    contexts = [contextvars.copy_context() for _ in items]  # the caller's, one copy per item (one thread runs each)
     with ThreadPoolExecutor(max_workers=min(judge.config.max_concurrency, len(items))) as pool:
-        return list(pool.map(function, items))
+        return list(pool.map(lambda context, item: context.run(function, item), contexts, items))
+
+
+def side_by_side(passes: Sequence[Callable[[], T]]) -> list[T]:
+    """Each pass's result, the passes run at the same time (each in a copy of the caller's context): FActScore and
+    each caption index's G-Eval ask the judge independently, so none waits for another's last replies; the judge
+    client's bound keeps its requests in flight at ``SCIFIG_JUDGE_MAX_CONCURRENCY`` whatever the number of passes."""
+    if len(passes) <= 1:
+        return [run() for run in passes]
+    with ThreadPoolExecutor(max_workers=len(passes), thread_name_prefix="scifig-mmsci-judged") as pool:
+        futures = [pool.submit(contextvars.copy_context().run, run) for run in passes]
+        return [future.result() for future in futures]
 
 
 def _factscore_paper(samples: Sequence[Sample], judge: JudgeClient) -> dict[str, Any]:
