@@ -716,12 +716,6 @@ def export_vlmeval(bench: str, root: Path, data: Path | None = None) -> VlmevalE
     ``data``: a folder of ``<dataset>.tsv`` files (or one), whose MD5 goes into ``DATASET_MD5``. Raises
     :class:`~scifig_tasks.export.vendoring.ExportError` in one line naming the file or setting at fault."""
     VLMEVAL.check_versions()
-    try:
-        from scifig_tasks.vlmeval import import_vlmeval
-
-        import_vlmeval()  # the classes' dataset names are read from the classes
-    except ImportError:
-        raise ExportError('exporting VLMEvalKit datasets needs VLMEvalKit: pip install "scifig[vlmeval]"') from None
     known = registry.benchmarks()
     if bench not in known:
         raise ExportError(f"unknown benchmark {bench!r} (registered: {', '.join(known)})")
@@ -730,6 +724,12 @@ def export_vlmeval(bench: str, root: Path, data: Path | None = None) -> VlmevalE
     described = known[bench]
     names = datasets_of(bench)
     md5 = _given_tsvs(data, names, _columns(described, names))
+    try:
+        from scifig_tasks.vlmeval import import_vlmeval
+
+        import_vlmeval()  # the classes' dataset names are read from the classes
+    except ImportError:
+        raise ExportError('exporting VLMEvalKit datasets needs VLMEvalKit: pip install "scifig[vlmeval]"') from None
     plugin = plugin_package(described.task_folder)
     placement = Placement(core=SHARED, own=own_package(bench), plugin=plugin)
     if described.vlmeval is not None:

@@ -24,6 +24,8 @@ import pandas as pd
 import pytest
 
 from scifig_tasks.core import registry
+from scifig_tasks.export.vendoring import ExportError
+from scifig_tasks.export.vlmeval_datasets import export_vlmeval
 from tests.harness import warm_start
 from tests.harness.benchmarks import data_module, own
 from tests.harness.hidden_scifig import hidden_env
@@ -262,3 +264,26 @@ def test_exported_datasets_run_in_vlmeval_without_scifig(tmp_path: Path, openai_
     assert right and all(record["accuracy"]["verdict"] == 1 for record in right)  # the gold answer, by the rules
     wrong = [record for record in charxiv if record["prediction"] == WRONG]
     assert wrong and all(record["accuracy"]["verdict"] == 0 for record in wrong)
+
+
+def test_export_refuses_in_one_line(tmp_path: Path) -> None:
+    """An unknown benchmark, a folder that is no VLMEvalKit checkout and a TSV lacking the columns the exported class
+    reads (scifig's own TSV of a dataset served through its task's hooks has no prompt layout or document) are each
+    refused in one line naming the name, folder or file, before anything is written (VLMEvalKit is not imported)."""
+    root = tmp_path / "VLMEvalKit"
+    (root / "vlmeval" / "dataset").mkdir(parents=True)
+    with pytest.raises(ExportError, match=r"^unknown benchmark 'nope' \(registered: .*grab"):
+        export_vlmeval("nope", root)
+    with pytest.raises(ExportError, match=r"no vlmeval/dataset/__init__.py; give the root of a VLMEvalKit checkout$"):
+        export_vlmeval("grab", root)
+    (root / "vlmeval" / "dataset" / "__init__.py").write_text("")
+    tsv = tmp_path / "tsv" / "charxiv_full.tsv"
+    tsv.parent.mkdir()
+    tsv.write_text("index\timage\timage_path\tquestion\ttask\tdoc\r\n")  # scifig export-tsv's header for it
+    with pytest.raises(ExportError) as refused:
+        export_vlmeval("charxiv_full", root, data=tsv.parent)
+    assert str(refused.value) == (
+        f"{tsv}: no column segments, document, which the exported charxiv_full reads: write it with "
+        "scifig_tasks.export.vlmeval_datasets.write_tsv"
+    )
+    assert sorted(path.name for path in (root / "vlmeval" / "dataset").iterdir()) == ["__init__.py"]
