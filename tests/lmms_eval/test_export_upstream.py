@@ -1,20 +1,18 @@
 """``scifig export-upstream``: the benchmarks written into a copy of lmms-eval's own source tree, checked as its
 maintainers check a contribution and run where scifig does not exist.
 
-"Does not exist" is made honest with a ``sitecustomize`` on ``PYTHONPATH`` for the subprocesses: a meta-path finder
-that refuses every module of the scifig distribution (``scifig_tasks``, ``curation``, ``scifig_model_configs``,
-``scifig_finetune``) ahead of the editable-install finder, and an ``importlib.metadata`` that no longer lists the
-``scifig`` distribution, so its ``lmms_eval.models`` entry point (the plugin that adds our tasks and data loading) is
-invisible. The test first proves both, and that the same probe sees the package without the blocker. The lmms-eval
-tree is a copy of the installed ``lmms_eval`` package (the one the lock pins), put first on ``PYTHONPATH``; the checks
-are lmms-eval's pre-commit formatters at its pinned versions (:data:`scifig_tasks.export.style.LMMS_EVAL`).
+"Does not exist" is made honest with a ``sitecustomize`` on ``PYTHONPATH`` for the subprocesses
+(:mod:`tests.harness.hidden_scifig`): the scifig distribution's modules cannot be imported and its metadata is not
+listed, so its ``lmms_eval.models`` entry point (the plugin that adds our tasks and data loading) is invisible. The
+test first proves both, and that the same probe sees the package without the blocker. The lmms-eval tree is a copy
+of the installed ``lmms_eval`` package (the one the lock pins), put first on ``PYTHONPATH``; the checks are
+lmms-eval's pre-commit formatters at its pinned versions (:data:`scifig_tasks.export.style.LMMS_EVAL`).
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -29,41 +27,9 @@ from scifig_tasks.export.style import LMMS_EVAL
 from scifig_tasks.export.vendoring import ExportError, Placement, plugin_package, write_shared
 from tests.harness import warm_start
 from tests.harness.grab_data import ONE_DP, Row, question_text, write_parquet
+from tests.harness.hidden_scifig import hidden_env
 from tests.harness.openai_server import Reply, by_question
 from tests.harness.paths import REPO
-
-BLOCKER = '''\
-"""Test-only: make the scifig distribution invisible (modules and metadata) in this interpreter."""
-import importlib.abc
-import importlib.metadata as _metadata
-import sys
-
-_BLOCKED = __BLOCKED__
-
-
-class _Blocker(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] in _BLOCKED:
-            raise ModuleNotFoundError(f"No module named {name!r} (scifig is not installed here)", name=name)
-        return None
-
-
-sys.meta_path.insert(0, _Blocker())
-_all_distributions, _one_distribution = _metadata.distributions, _metadata.distribution
-
-
-def _distributions(**kwargs):
-    return (d for d in _all_distributions(**kwargs) if (d.metadata["Name"] or "").lower() != "scifig")
-
-
-def _distribution(name):
-    if name.lower() == "scifig":
-        raise _metadata.PackageNotFoundError(name)
-    return _one_distribution(name)
-
-
-_metadata.distributions, _metadata.distribution = _distributions, _distribution
-'''
 
 PROBE = """
 import importlib.metadata as md, json
@@ -112,17 +78,12 @@ SUBTASKS = {
 }
 
 
-SCIFIG_MODULES = ("scifig_tasks", "curation", "scifig_model_configs", "scifig_finetune")
 BIN = Path(sys.executable).parent
 
 
 def _blocked_env(base: dict[str, str], tmp_path: Path, also: tuple[str, ...] = (), tree: Path | None = None) -> dict:
-    """``base`` with the blocker on ``PYTHONPATH`` (and the lmms-eval ``tree`` after it): scifig's modules and
-    ``also`` cannot be imported."""
-    blocker = tmp_path / "no-scifig"
-    blocker.mkdir(exist_ok=True)
-    (blocker / "sitecustomize.py").write_text(BLOCKER.replace("__BLOCKED__", repr(SCIFIG_MODULES + also)))
-    return {**base, "PYTHONPATH": os.pathsep.join([str(blocker), *([str(tree)] if tree else [])])}
+    """``base`` where scifig's modules and ``also`` cannot be imported, the lmms-eval ``tree`` first on the path."""
+    return hidden_env(base, tmp_path, also, [tree] if tree is not None else [])
 
 
 def _python(code: str, env: dict[str, str], cwd: Path, *args: str) -> dict:
