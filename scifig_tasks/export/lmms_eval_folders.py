@@ -206,21 +206,6 @@ def bound_scoring(folder: Path) -> dict[str, tuple[str, str, dict[str, Any]]]:
     """YAML file name -> (task, "module.function", options) for each task whose scoring hook reads its task's
     options (:func:`scifig_tasks.core.task_options.reads_task_options`): stock lmms-eval passes ``process_results`` no
     options, so the exported folder names a hook bound to them, as scifig binds them when it loads the task."""
-    from scifig_tasks.core import task_files
-    from scifig_tasks.core.task_options import bound, for_task, reads_options
-
-    tasks = task_files.scifig_tasks()
-    found = {}
-    for path in _yaml_files(folder):
-        config = task_yaml.resolved(path)
-        task, hook = config.get("task"), config.get("process_results")
-        if not isinstance(task, str) or task not in tasks or not isinstance(hook, task_yaml.FunctionTag):
-            continue
-        function = hook.resolve()
-        if reads_options(function):
-            found[path.name] = (task, hook.name, bound(for_task(function, tasks[task].options)))
-    return found
-
     from scifig_tasks.core.task_options import bound, for_task, reads_options
 
     tasks = task_files.scifig_tasks()
