@@ -76,14 +76,20 @@ class Cluster:
         if address == LOCAL:
             workers = self.workers or local_workers()
             log(f"starting a local Dask cluster: {workers} worker processes, 1 thread each, on {LOCAL_HOST}")
-            self._local = LocalCluster(
-                n_workers=workers,
-                threads_per_worker=1,
-                processes=True,
-                host=LOCAL_HOST,
-                dashboard_address=None,
-                silence_logs=logging.ERROR,
-            )
+            before = dict(os.environ)
+            try:
+                self._local = LocalCluster(
+                    n_workers=workers,
+                    threads_per_worker=1,
+                    processes=True,
+                    host=LOCAL_HOST,
+                    dashboard_address=None,
+                    silence_logs=logging.ERROR,
+                )
+            finally:  # Dask's nanny sets OMP_NUM_THREADS=1 (and more) here to start its workers with them: Faiss,
+                # loaded after it in this process, ran its k-means, re-ranking and recall check on one thread
+                os.environ.clear()
+                os.environ.update(before)
             client = Client(self._local, set_as_default=False)
             client.register_plugin(_quick_exit(), name="scifig-quick-exit")
             return client

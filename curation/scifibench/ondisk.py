@@ -116,10 +116,15 @@ def train_codec(vectors: np.ndarray, plan: IndexPlan, seed: int) -> Any:
     return codec
 
 
-def encode(vectors: np.ndarray, codec: Any) -> np.ndarray:
-    """The codes of every vector, read from disk in order, ``ENCODE_BATCH`` at a time."""
+def encode(vectors: np.ndarray, codec: Any, path: Path | None = None) -> np.ndarray:
+    """The codes of every vector, read from disk in order, ``ENCODE_BATCH`` at a time; with ``path``, written into
+    that ``.npy`` file as they are made (returned mapped), never whole in memory."""
     n = len(vectors)
-    codes = np.empty((n, codec.sa_code_size()), dtype=np.uint8)
+    shape = (n, codec.sa_code_size())
+    if path is None:
+        codes = np.empty(shape, dtype=np.uint8)
+    else:
+        codes = np.lib.format.open_memmap(path, mode="w+", dtype=np.uint8, shape=shape)
     with tqdm(total=n, desc="scifibench: 8-bit codes", unit="pair") as progress:
         for start in range(0, n, ENCODE_BATCH):
             stop = min(n, start + ENCODE_BATCH)
@@ -297,7 +302,7 @@ def disk_neighbours(
 
         work = Path(tempfile.mkdtemp(prefix="scifibench-knn-", dir=scratch))
         try:
-            np.save(work / "codes.npy", encode(vectors, codec))
+            encode(vectors, codec, work / "codes.npy").flush()
             np.save(work / "codec.npy", faiss_serialized(codec))
             heaps, held = scan_on_cluster(cluster, work, CODES_SOURCE, index.probes, nlist, heap_width)
             del index

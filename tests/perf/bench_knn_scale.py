@@ -1,5 +1,6 @@
 """SciFIBench curation's neighbour search with the vectors on disk (``curation.scifibench.ondisk``): time and peak
-memory against the corpus size, in one and in two processes, and the in-memory search as the baseline.
+memory against the corpus size, in one and in two processes, on a local Dask cluster (``--cluster``), and the
+in-memory search as the baseline.
 
 What it measures. For each size in ``--sizes`` (default 100,000, 300,000 and 1,000,000) it writes ``--dim``
 (default 256) -dimensional clustered joint vectors (``bench_faiss_index.clustered_joint_vectors``: 100 topics x 10
@@ -12,13 +13,17 @@ alike) and 0.983 at 3 x 10^5 (on disk) with the default probe budget; at 1.5 the
 * ``disk``: ``disk_neighbours`` on the mapped file, the pipeline's default plan (IVF cells above 50,000 vectors), 16
   neighbours, with ``--processes`` (default ``1,2``; 2: two spawned processes share the cells, one Faiss thread each,
   where 1 uses both threads);
+* ``cluster``: the same search with its cell groups scanned on a local Dask cluster of ``--cluster-workers``
+  (default ``2``) worker processes, one thread each (``scifig curate scifibench --cluster local``), the cluster's
+  start and stop included in the time;
 * ``memory``: ``nearest_neighbours`` on the vectors loaded whole (the pipeline's default), for the sizes in
   ``--memory-sizes`` (default 100,000 and 300,000), the baseline (its time printed as a ratio to the one-process
   on-disk run's).
 
 Printed per run: wall seconds of the search (the recall check excluded), the process tree's peak anonymous memory
 (``RssAnon``, summed over the process and its children, sampled every 20 ms: what has to fit in memory; the mapped
-file's pages are the kernel's page cache and are printed separately as the peak of ``RssFile``), recall@5 against
+file's pages are the kernel's page cache and are printed separately as the peak of ``RssFile``), the largest single
+child process's peak (a cluster's worker: the memory per worker), recall@5 against
 exact search on 1,000 sampled pairs, and whether the neighbours equal the one-process on-disk run's (and the share of
 rows equal to the in-memory run's). The runs of one size are interleaved ``--repeats`` times (default 1); medians
 and ranges over the repeats. Then the growth exponent in N (least-squares slope of log time and log peak memory
@@ -66,15 +71,18 @@ class TreeSampler:
     """Peak ``RssAnon`` and ``RssFile`` summed over this process and its children, sampled every 20 ms."""
 
     def __init__(self) -> None:
-        self.anon = self.file = 0
+        self.anon = self.file = self.child = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
         me = psutil.Process()
         while not self._stop.wait(0.02):
-            pids = [me.pid] + [child.pid for child in me.children(recursive=True)]
-            self.anon = max(self.anon, sum(status_kb(pid, "RssAnon") for pid in pids) * 1024)
+            children = [child.pid for child in me.children(recursive=True)]
+            anon = {pid: status_kb(pid, "RssAnon") * 1024 for pid in [me.pid, *children]}
+            self.anon = max(self.anon, sum(anon.values()))
+            self.child = max(self.child, *(anon[pid] for pid in children)) if children else self.child
+            pids = [me.pid, *children]
             self.file = max(self.file, sum(status_kb(pid, "RssFile") for pid in pids) * 1024)
 
     def __enter__(self) -> TreeSampler:
@@ -102,6 +110,11 @@ def child(args: argparse.Namespace) -> None:
             vectors = np.load(path)
             found = nearest_neighbours(vectors, 16, plan)
             del vectors
+        elif args.mode == "cluster":
+            from curation.cluster import Cluster
+
+            with Cluster("local", args.child_processes) as cluster:
+                found = disk_neighbours(path, 16, plan, scratch=path.parent, recall_sample=0, cluster=cluster)
         else:
             found = disk_neighbours(
                 path, 16, plan, processes=args.child_processes, scratch=path.parent, recall_sample=0
@@ -111,6 +124,7 @@ def child(args: argparse.Namespace) -> None:
     out = path.with_name(f"{path.stem}-{args.mode}-{args.child_processes}.npy")
     np.save(out, found.indices)
     figures = {"seconds": seconds, "anon": sampler.anon, "file": sampler.file, "recall": recall, "indices": str(out)}
+    figures["child"] = sampler.child
     figures["plan"] = found.plan.describe()
     figures["threads"] = faiss.omp_get_max_threads()
     print(json.dumps(figures), flush=True)
@@ -141,6 +155,7 @@ def main() -> None:
     parser.add_argument("--dim", type=int, default=256)
     parser.add_argument("--spread", type=float, default=1.5, help="noise norm relative to a unit sub-topic centre")
     parser.add_argument("--processes", default="1,2")
+    parser.add_argument("--cluster-workers", default="2", help="local Dask clusters' sizes to run ('' for none)")
     parser.add_argument("--memory-sizes", default="100000,300000", help="sizes also searched in memory (baseline)")
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--dir", type=Path, default=None, help="where the vector files go (default: temp dir)")
@@ -156,6 +171,7 @@ def main() -> None:
 
     sizes = [int(size) for size in args.sizes.split(",")]
     counts = [int(count) for count in args.processes.split(",")]
+    clusters = [int(count) for count in args.cluster_workers.split(",") if count]
     memory_sizes = {int(size) for size in args.memory_sizes.split(",") if size}
     work = Path(tempfile.mkdtemp(prefix="knn-scale-", dir=args.dir))
     print(
@@ -168,23 +184,28 @@ def main() -> None:
         for n in sizes:
             path = work / f"vectors-{n}.npy"
             np.save(path, clustered_joint_vectors(n, args.dim, 100, 10, args.spread, 0))
-            runs = [("disk", count) for count in counts] + ([("memory", 1)] if n in memory_sizes else [])
+            runs = [("disk", count) for count in counts] + [("cluster", count) for count in clusters]
+            runs += [("memory", 1)] if n in memory_sizes else []
             for _ in range(args.repeats):
                 for mode, count in runs:  # interleaved: every configuration once per repeat
                     rows.setdefault((n, f"{mode} x{count}"), []).append(run_child(path, mode, count))
             base = np.load(rows[(n, f"disk x{counts[0]}")][0]["indices"])
             vector_mb = n * args.dim * 4 / MB
             print(f"\nN = {n:,} ({vector_mb:,.0f} MB of vectors), {rows[(n, f'disk x{counts[0]}')][0]['plan']}")
-            print("  run        seconds (median [range])  peak anon MB  per vector  peak file MB  recall@5  same")
+            print(
+                "  run          seconds (median [range])  peak anon MB  per vector  largest child MB  peak file MB"
+                "  recall@5  same"
+            )
             for mode, count in runs:
                 got = rows[(n, f"{mode} x{count}")]
                 same = np.load(got[0]["indices"])
                 agree = "yes" if np.array_equal(same, base) else f"{(same == base).all(axis=1).mean():.4%} rows"
                 anon = statistics.median(run["anon"] for run in got)
+                largest = statistics.median(run["child"] for run in got) / MB
                 print(
-                    f"  {mode} x{count:<4} {spread_of([run['seconds'] for run in got]):>26}  {anon / MB:12,.0f}  "
-                    f"{anon / n:7,.0f} B  {statistics.median(run['file'] for run in got) / MB:12,.0f}  "
-                    f"{got[0]['recall']:.4f}  {agree}"
+                    f"  {mode + ' x' + str(count):<12} {spread_of([run['seconds'] for run in got]):>26}  "
+                    f"{anon / MB:12,.0f}  {anon / n:7,.0f} B  {largest:16,.0f}  "
+                    f"{statistics.median(run['file'] for run in got) / MB:12,.0f}  {got[0]['recall']:.4f}  {agree}"
                 )
             for mode, count in runs[1:]:
                 ratio = statistics.median(r["seconds"] for r in rows[(n, f"{mode} x{count}")]) / statistics.median(
@@ -194,7 +215,7 @@ def main() -> None:
             path.unlink()
         if len(sizes) > 1:
             print("\ngrowth in N (least-squares slope of log figure against log N over the sizes):")
-            for label in [f"disk x{count}" for count in counts]:
+            for label in [f"disk x{count}" for count in counts] + [f"cluster x{count}" for count in clusters]:
                 seconds = [statistics.median(r["seconds"] for r in rows[(n, label)]) for n in sizes]
                 anon = [statistics.median(r["anon"] for r in rows[(n, label)]) for n in sizes]
                 marginal = (anon[-1] - anon[-2]) / (sizes[-1] - sizes[-2])
