@@ -7,7 +7,9 @@ cannot go together stop in one line before any work."""
 from __future__ import annotations
 
 import json
+import pickle
 import re
+import socket
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -20,10 +22,20 @@ pytest.importorskip("faiss")
 
 import faiss  # noqa: E402
 
+from curation import cluster as cluster_module  # noqa: E402
+from curation.cluster import (  # noqa: E402
+    FROM_DASK_CONFIG,
+    Cluster,
+    ClusterError,
+    call_in_task,
+    check_shared,
+    cluster_address,  # noqa: E402
+)
 from curation.scifibench.cli import main  # noqa: E402
 from curation.scifibench.distributed import group_lists, memory_neighbours_on_cluster  # noqa: E402
 from curation.scifibench.neighbours import cell_lists, nearest_neighbours, plan_index  # noqa: E402
 from scifig_tasks.core.clip_baseline import tiny_config  # noqa: E402
+from scifig_tasks.core.errors import DataError  # noqa: E402
 from tests.curation.test_scifibench_curation_pipeline import caption, curate_args, png  # noqa: E402
 
 PAIRS = 256  # above --exact-max 100: an inverted file of 8 cells (the default nlist for 256 pairs)
@@ -172,3 +184,53 @@ def test_cluster_options_that_do_not_go_together_are_one_line(
     code = main(["scifibench", "--pairs", "missing.parquet", "--out", str(tmp_path / "out"), *extra])
     assert code == 2
     assert capsys.readouterr().err == f"scifig curate scifibench: {message}\n"
+
+
+def test_a_task_error_reaches_this_process_whole_and_a_worker_blind_to_the_cache_stops_in_one_line(
+    tmp_path: Path,
+) -> None:
+    def bad_image() -> None:
+        raise DataError("pairs.parquet", 7, "image", "image bytes are not a decodable image")
+
+    with pytest.raises(ValueError) as raised:
+        call_in_task(bad_image)
+    crossed = pickle.loads(pickle.dumps(raised.value))  # Dask sends a task's error pickled
+    assert str(crossed) == "pairs.parquet, row 7 (0-based), column 'image': image bytes are not a decodable image"
+    with pytest.raises(TypeError):
+        pickle.loads(pickle.dumps(DataError("pairs.parquet", 7, "image", "x")))  # why call_in_task converts it
+
+    class Client:  # two workers, one of which reads nothing at the command's path
+        def run(self, function: Callable[..., Any], path: str) -> dict[str, Any]:
+            return {"tcp://127.0.0.1:1": function(path), "tcp://127.0.0.1:2": None}
+
+    with pytest.raises(ClusterError) as blind:
+        check_shared(Client(), tmp_path / "cache", "the cache folder", "--cache-dir")
+    assert str(blind.value) == (
+        f"Dask worker tcp://127.0.0.1:2 does not see the cache folder {tmp_path / 'cache'}: give every worker the "
+        "same --cache-dir on a shared file system"
+    )
+    assert [path.name for path in (tmp_path / "cache").iterdir()] == []  # the probe file is gone
+
+
+@pytest.mark.slow
+def test_a_scheduler_that_does_not_answer_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    with socket.socket() as probe:  # a port on the loopback interface that nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        address = f"tcp://127.0.0.1:{probe.getsockname()[1]}"
+    monkeypatch.setattr(cluster_module, "CONNECT_TIMEOUT_S", 1)
+    with pytest.raises(ClusterError) as raised, Cluster(address) as cluster:
+        cluster.client()
+    assert str(raised.value).startswith(f"cannot reach the Dask scheduler at {address} (")
+    assert str(raised.value).endswith(
+        "start it (dask scheduler, then dask worker ADDRESS on each machine) or give another --cluster"
+    )
+    monkeypatch.setenv("DASK_SCHEDULER_ADDRESS", address)
+    import dask
+
+    dask.config.refresh()
+    try:
+        assert cluster_address(FROM_DASK_CONFIG) == address and cluster_address("local") == "local"
+    finally:
+        monkeypatch.delenv("DASK_SCHEDULER_ADDRESS")
+        dask.config.refresh()
+    assert cluster_address(FROM_DASK_CONFIG) == "local"
