@@ -62,8 +62,8 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command(
         "export-upstream",
-        "scifig_tasks.export.lmms_eval_folders:register",
-        "write a benchmark into an lmms-eval checkout (lmms_eval/tasks/<bench>/) for upstream contribution",
+        "scifig_tasks.commands.export_upstream:register",
+        "write a benchmark into an lmms-eval (or VLMEvalKit) checkout for upstream contribution",
     ),
     Command(
         "vlmeval",

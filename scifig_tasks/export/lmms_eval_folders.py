@@ -12,10 +12,9 @@ Manual: docs/contributing-upstream.md, "What differs from the packaged task fold
 
 from __future__ import annotations
 
-import argparse
 import re
 import textwrap
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -518,57 +517,3 @@ def _judged(hooks: Hooks) -> list[str]:
 def python_lines(folder: Path) -> int:
     """The Python lines under ``folder``."""
     return sum(len(path.read_text(encoding="utf-8").splitlines()) for path in folder.rglob("*.py"))
-
-
-def _data_args(values: Iterable[str], bench: str) -> dict[str, Path]:
-    parsed = {}
-    for value in values:
-        name, sep, path = value.partition("=")
-        parsed[name if sep else bench] = Path(path if sep else value)
-    return parsed
-
-
-def register(commands: Any) -> None:
-    parser = commands.add_parser(
-        "export-upstream",
-        help="write a benchmark into an lmms-eval checkout (lmms_eval/tasks/<bench>/) for upstream contribution",
-        description=(
-            "Write the benchmark into the lmms-eval repository at OUT: lmms_eval/tasks/<bench>/ (its task folder) "
-            "and lmms_eval/tasks/_task_utils/scifig/ (the scoring code every exported benchmark shares), working "
-            "without scifig installed, in lmms-eval's own style (its pre-commit black and isort), loading data with "
-            "plain lmms-eval (the Hub id, or local parquet files given with --data)."
-        ),
-        epilog=(
-            "examples:\n"
-            "  scifig export-upstream --bench grab --out ~/src/lmms-eval\n"
-            "  scifig export-upstream --bench grab --out ~/src/lmms-eval --data grab-data/   "
-            "# local data written by scifig curate grab"
-        ),
-    )
-    parser.add_argument("--bench", required=True, help=f"one of: {', '.join(benchmarks())}")
-    parser.add_argument("--out", type=Path, required=True, help="the lmms-eval checkout (or an empty folder)")
-    parser.add_argument(
-        "--data",
-        action="append",
-        default=[],
-        metavar="[SOURCE=]PATH",
-        help="local parquet file or folder of <split>.parquet written into the YAMLs as data_files "
-        "(SOURCE defaults to the benchmark, e.g. plot_twist_chartqa=chartqa.parquet)",
-    )
-    parser.set_defaults(handler=_run)
-
-
-def _run(args: argparse.Namespace) -> int:
-    exported = export(args.bench, args.out, _data_args(args.data, args.bench))
-    print(f"exported {args.bench} to {exported.folder} ({python_lines(exported.folder)} Python lines)")
-    print(f"shared code: {exported.shared} ({python_lines(exported.shared)} Python lines, all exported benchmarks)")
-    for name, rule in exported.questions.items():
-        print(f"questions per row of {name}: {rule}, applied by {HOOKS.format(bench=args.bench)}.py")
-    if exported.judged:
-        print(f"need an LLM judge (refused before any request without one): {', '.join(exported.judged)}")
-    for name, splits in exported.data_files.items():
-        for split, path in splits.items():
-            print(f"data {name} {split}: {path}")
-    pins = ", ".join(f"{name} {version}" for name, version in LMMS_EVAL.pins.items())
-    print(f"formatted as lmms-eval's pre-commit configuration formats ({pins})")
-    return 0
