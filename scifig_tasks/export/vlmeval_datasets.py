@@ -8,10 +8,11 @@
   class serving each of its tasks and groups through the tasks' own scoring hooks (the hooks module vendored, the
   prompt and the scored document written into its TSV: :func:`write_tsv`).
 * ``vlmeval/dataset/utils/scifig/``: shared by every exported benchmark, written once (a second export must find the
-  same bytes): the ``scifig_tasks.core`` modules the classes reach, the base classes (:mod:`.vlmeval_base`) and the
-  parts of scifig's VLMEvalKit adapter they use (TSV layouts, the judge VLMEvalKit's options choose, prediction files
-  read as exact text). Nothing else of the adapter is copied: it finds datasets through scifig's registry and task
-  YAMLs, which an exported tree does not hold.
+  same bytes): the ``scifig_tasks.core`` modules the classes reach, the base classes (:mod:`scifig_tasks.vlmeval.base`,
+  the one VLMEvalKit plumbing scifig's own classes subclass too) and the parts of scifig's VLMEvalKit adapter they use
+  (TSV layouts, the judge VLMEvalKit's options choose, prediction files read as exact text). Nothing else of the
+  adapter is copied: it finds datasets through scifig's registry and task YAMLs, which an exported tree does not
+  hold.
 * ``vlmeval/dataset/utils/scifig_<bench>/``: the modules of the benchmark's package the classes reach.
 
 Every file is formatted as VLMEvalKit's pre-commit leaves it (:data:`scifig_tasks.export.style.VLMEVAL`). The export
@@ -39,7 +40,7 @@ from typing import Any
 from scifig_tasks.core import registry, task_files, task_yaml
 from scifig_tasks.core.benchmark import Benchmark
 from scifig_tasks.core.judge.required import _Requirement
-from scifig_tasks.export.style import VLMEVAL
+from scifig_tasks.export.style import VLMEVAL, replace_lines
 from scifig_tasks.export.vendoring import (
     FORBIDDEN_ROOTS,
     ExportError,
@@ -60,11 +61,13 @@ PLACEHOLDER_URL = "https://scifig-tsv-not-uploaded-yet.invalid/{name}.tsv"
 so a missing TSV fails at download naming the file, never fetches anything."""
 
 ADAPTER = Path(__file__).resolve().parents[1] / "vlmeval"
+ADAPTER_MODULE_BASE = "scifig_tasks.vlmeval.base"
+"""The VLMEvalKit plumbing scifig's own classes are written on, copied whole as the exported classes' base."""
 ADAPTER_MODULES = {
     "scifig_tasks.vlmeval.tsv_layout": ADAPTER / "tsv_layout.py",
     "scifig_tasks.vlmeval.judging": ADAPTER / "judging.py",
     "scifig_tasks.vlmeval.prediction_tables": ADAPTER / "prediction_tables.py",
-    "scifig_tasks.export.vlmeval_base": Path(__file__).resolve().parent / "vlmeval_base.py",
+    ADAPTER_MODULE_BASE: ADAPTER / "base.py",
 }
 """The modules outside ``scifig_tasks.core`` the exported classes use -> their source; each lands in the shared
 folder under :data:`SHARED_NAMES`."""
@@ -72,11 +75,11 @@ SHARED_NAMES = {
     "scifig_tasks.vlmeval.tsv_layout": "tsv_layout",
     "scifig_tasks.vlmeval.judging": "vlmeval_judging",
     "scifig_tasks.vlmeval.prediction_tables": "prediction_tables",
-    "scifig_tasks.export.vlmeval_base": "dataset",
+    ADAPTER_MODULE_BASE: "dataset",
 }
-ADAPTER_MODULE_BASE = "scifig_tasks.export.vlmeval_base"
 DATASETS_MODULE = "scifig_tasks.vlmeval.datasets"
-"""The base a benchmark's own classes are written on; the exported base (:mod:`.vlmeval_base`) stands in for it."""
+"""The base a benchmark's own classes are written on (the plumbing of :data:`ADAPTER_MODULE_BASE` over scifig's
+registry and task YAMLs); the exported base stands in for it."""
 TASK_TSV_COLUMNS = ("segments", "document")
 """Columns a hook-served dataset's exported TSV adds to scifig's (:func:`write_tsv`)."""
 
@@ -271,14 +274,6 @@ def _scifig_imports(
     return found
 
 
-def _replace_lines(text: str, edits: list[tuple[int, int, str]]) -> str:
-    """``text`` with lines ``start..end`` (1-based, inclusive) of each edit replaced by its text."""
-    lines = text.splitlines(keepends=True)
-    for start, end, new in sorted(edits, reverse=True):
-        lines[start - 1 : end] = [new]
-    return "".join(lines)
-
-
 def _literal(value: Any) -> str:
     """A Python literal of ``value`` (options: strings, numbers, booleans, None, lists and mappings of them)."""
     text = repr(value)
@@ -363,7 +358,7 @@ def _described_classes(described: Benchmark, md5: Mapping[str, str]) -> tuple[st
     missing = sorted(set(loaded) - {found.name for found in classes})
     if missing:
         raise ExportError(f"{source}: no class {', '.join(missing)} defined at the module's top level")
-    text = _replace_lines(text, edits)
+    text = replace_lines(text, edits)
     layout_imports = "".join(
         f"from {module.rpartition('.')[0]} import {alias}\n" for module, alias in sorted(layouts.items())
     )
@@ -399,7 +394,7 @@ def _after_imports(text: str, lines: str) -> str:
     """``text`` with ``lines`` added after its last top-level import."""
     tree = ast.parse(text)
     last = max(node.end_lineno or node.lineno for node in tree.body if isinstance(node, ast.Import | ast.ImportFrom))
-    return _replace_lines(text, [(last + 1, last, lines)]) if lines else text
+    return replace_lines(text, [(last + 1, last, lines)]) if lines else text
 
 
 def _hook_reference(tag: Any, where: Path, folder: Path) -> str:
@@ -501,212 +496,6 @@ def _columns(described: Benchmark, names: tuple[str, ...]) -> dict[str, tuple[st
     return found
 
 
-# ---- VLMEvalKit's checks --------------------------------------------------------------------------------------------
-
-YAPF_OFF, YAPF_ON = "# yapf: disable", "# yapf: enable"
-SETTLE_ROUNDS = 4
-
-
-def _style_problems(text: str) -> list[tuple[int, str]]:
-    """``(line, code)`` of each complaint of pycodestyle (flake8's E/W checks) as VLMEvalKit's pre-commit runs flake8:
-    ``--max-line-length=120 --ignore=W503`` (which also drops pycodestyle's default ignore list)."""
-    import pycodestyle
-
-    found: list[tuple[int, str]] = []
-
-    class Report(pycodestyle.BaseReport):
-        def error(self, line_number: int, offset: int, message: str, check: Any) -> str | None:
-            code = message[:4]
-            if code not in self.expected and not self._ignore_code(code):
-                found.append((line_number, code))
-            return code
-
-    guide = pycodestyle.StyleGuide(max_line_length=120, ignore=["W503"], quiet=True)
-    checker = pycodestyle.Checker(
-        lines=text.splitlines(keepends=True), options=guide.options, report=Report(guide.options)
-    )
-    checker.check_all()
-    return found
-
-
-def _prose_lines(tree: ast.Module) -> set[int]:
-    """The lines of statement-level strings (docstrings: text no code reads)."""
-    lines: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
-            assert node.end_lineno is not None
-            lines.update(range(node.lineno, node.end_lineno + 1))
-    return lines
-
-
-def _wrapped(line: str, comment: bool) -> list[str]:
-    """A prose or full-line comment line of more than 120 columns, broken at spaces (the continuation indented as the
-    line; a comment's continuation is a comment)."""
-    indent = line[: len(line) - len(line.lstrip())]
-    lead = indent + ("# " if comment else "")
-    found, rest = [], line
-    while len(rest) > 120:
-        cut = rest.rfind(" ", len(lead) + 1, 121)
-        if cut <= len(lead):
-            break
-        found.append(rest[:cut].rstrip())
-        rest = lead + rest[cut + 1 :]
-    return [*found, rest]
-
-
-def _statements(tree: ast.Module) -> list[ast.stmt]:
-    return [node for node in ast.walk(tree) if isinstance(node, ast.stmt)]
-
-
-def _span(node: ast.stmt) -> tuple[int, int]:
-    """The lines of a simple statement, or of a compound statement's header."""
-    body = getattr(node, "body", None)
-    if isinstance(body, list) and body and not isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
-        return node.lineno, body[0].lineno - 1
-    if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
-        start = min([node.lineno, *(decorator.lineno for decorator in node.decorator_list)])
-        return start, node.body[0].lineno - 1
-    assert node.end_lineno is not None
-    return node.lineno, node.end_lineno
-
-
-_settled: dict[str, str] = {}
-"""Source text -> its settled text (the shared modules are settled once for all the benchmarks of a process)."""
-
-
-def settle(text: str, path: Path) -> str:
-    """``text`` formatted as VLMEvalKit's pre-commit leaves it (:data:`scifig_tasks.export.style.VLMEVAL`), then made
-    to pass all three of its tools unchanged. Its isort (99 columns) and yapf (120 columns) wrap a long import
-    differently, and yapf's pep8 style leaves what its flake8 (``--ignore=W503``, so W504, E125 and E226 apply)
-    refuses; each such statement keeps the layout isort gives it (for an import) or its source's, between
-    ``# yapf: disable`` / ``# yapf: enable``. Docstring and comment lines that renaming made longer than 120 columns
-    are broken at spaces. Raises :class:`ExportError` naming the line when the three still disagree."""
-    if text not in _settled:
-        _settled[text] = _settle(text, path)
-    return _settled[text]
-
-
-def _settle(text: str, path: Path) -> str:
-    import isort
-    from yapf.yapflib.yapf_api import FormatCode
-
-    assert VLMEVAL.yapf_style is not None
-    source = isort.code(isort.code(text, **VLMEVAL.isort), **VLMEVAL.isort)
-    original = source.splitlines(keepends=True)
-    kept = _statements(ast.parse(source))
-    text = FormatCode(isort.code(text, **VLMEVAL.isort), style_config=VLMEVAL.yapf_style)[0]  # VLMEVAL.format, once
-    for _ in range(SETTLE_ROUNDS):
-        tree = ast.parse(text)
-        prose = _prose_lines(tree)
-        lines = text.splitlines(keepends=True)
-        long_imports = {
-            node.lineno
-            for node in ast.walk(tree)
-            if isinstance(node, ast.ImportFrom)
-            and (node.end_lineno != node.lineno or " import (" in lines[node.lineno - 1])
-            and not _off(lines, node.lineno)
-        }
-        problems = {line for line, _ in _style_problems(text)} | long_imports
-        if (
-            not problems
-            and isort.check_code(text, **VLMEVAL.isort)
-            and FormatCode(text, style_config=VLMEVAL.yapf_style)[0] == text
-        ):
-            return text
-        edits: list[tuple[int, int, str]] = []
-        taken: set[int] = set()
-        for number in sorted(problems):
-            line = lines[number - 1].rstrip("\n")
-            comment = line.lstrip().startswith("#")
-            if (number in prose or comment) and len(line) > 120:
-                edits.append((number, number, "".join(f"{part}\n" for part in _wrapped(line, comment))))
-                continue
-            index, node = _innermost(_statements(tree), number)
-            if _disabled(lines, number):  # already the source's layout: only a long string is left to break
-                split = _split_string(line) if len(line) > 120 else None
-                if split is None:
-                    raise ExportError(f"{path}, line {number}: VLMEvalKit's flake8, isort and yapf disagree here")
-                edits.append((number, number, "".join(f"{part}\n" for part in split)))
-                continue
-            if node is None:
-                raise ExportError(f"{path}, line {number}: VLMEvalKit's flake8, isort and yapf disagree here")
-            if index in taken:
-                continue
-            taken.add(index)
-            start, end = _span(node)
-            was_start, was_end = _span(kept[index])
-            indent = " " * (len(lines[start - 1]) - len(lines[start - 1].lstrip()))
-            body = "".join(original[was_start - 1 : was_end])
-            edits.append((start, end, f"{indent}{YAPF_OFF}\n{body}{indent}{YAPF_ON}\n"))
-        text = FormatCode(isort.code(_replace_lines(text, edits), **VLMEVAL.isort), style_config=VLMEVAL.yapf_style)[0]
-    raise ExportError(f"{path}: VLMEvalKit's flake8, isort and yapf still disagree after {SETTLE_ROUNDS} rounds")
-
-
-def _split_string(line: str) -> list[str] | None:
-    """A continuation line inside brackets that starts with a string literal longer than 120 columns, as two adjacent
-    literals (Python joins them: the same value) broken after a space, else anywhere outside an escape sequence, an
-    f-string field or a doubled brace; None when it is not one."""
-    import io
-    import tokenize
-
-    try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(line.strip() + "\n").readline))
-    except (tokenize.TokenError, SyntaxError):
-        return None
-    first = tokens[0]
-    if first.type != tokenize.STRING or first.start[1] != 0:
-        return None
-    literal = first.string
-    prefix = literal[: len(literal) - len(literal.lstrip("rRbBfFuU"))]
-    quote = literal[len(prefix)]
-    if literal[len(prefix) : len(prefix) + 3] == quote * 3:
-        return None
-    body, rest = literal[len(prefix) + 1 : -1], line.strip()[len(literal) :]
-    indent = line[: len(line) - len(line.lstrip())]
-    room = 120 - len(indent) - len(prefix) - 2
-    formatted = "f" in prefix.lower()
-    depth, cut, anywhere, position = 0, -1, -1, 0
-    while position < min(room, len(body)):
-        escaped = len(body[:position]) - len(body[:position].rstrip("\\"))
-        if depth == 0 and escaped % 2 == 0 and position > 0:
-            anywhere = position  # a cut before this character splits no escape sequence, field or doubled brace
-            cut = position if body[position - 1] == " " else cut
-        pair = body[position : position + 2]
-        if formatted and pair in ("{{", "}}") and depth == 0:
-            position += 2
-            continue
-        if formatted and body[position] in "{}":
-            depth += 1 if body[position] == "{" else -1
-        position += 1
-    cut = cut if cut > 0 else anywhere
-    if cut <= 0:
-        return None
-    return [f"{indent}{prefix}{quote}{body[:cut]}{quote}", f"{indent}{prefix}{quote}{body[cut:]}{quote}{rest}"]
-
-
-def _disabled(lines: list[str], number: int) -> bool:
-    """Whether line ``number`` lies between a ``# yapf: disable`` and its ``# yapf: enable``."""
-    for line in reversed(lines[: number - 1]):
-        if line.strip() in (YAPF_OFF, YAPF_ON):
-            return line.strip() == YAPF_OFF
-    return False
-
-
-def _off(lines: list[str], number: int) -> bool:
-    """Whether line ``number`` follows a ``# yapf: disable`` line."""
-    return number >= 2 and lines[number - 2].strip() == YAPF_OFF
-
-
-def _innermost(statements: list[ast.stmt], number: int) -> tuple[int, ast.stmt | None]:
-    """The statement whose own lines (:func:`_span`) hold line ``number``, and its position among ``statements``."""
-    found: tuple[int, ast.stmt | None] = (-1, None)
-    for index, node in enumerate(statements):
-        start, end = _span(node)
-        if start <= number <= end:
-            found = (index, node)
-    return found
-
-
 # ---- the export -----------------------------------------------------------------------------------------------------
 
 
@@ -744,12 +533,12 @@ def export_vlmeval(bench: str, root: Path, data: Path | None = None) -> VlmevalE
     imports = _scifig_imports(class_path, text, copied)
     for path in [*own_files, *ADAPTER_MODULES.values()]:
         imports += _scifig_imports(path, copied=copied)
-    written = vendor([], root, placement, settle, imports)
+    written = vendor([], root, placement, VLMEVAL.format, imports)
     files = list(written.files)
     shared_folder = folder_of(root, SHARED)
     for module, path in ADAPTER_MODULES.items():
         target = shared_folder / f"{SHARED_NAMES[module]}.py"
-        write_shared(target, settle(_rename_adapter(placement.rename(path.read_text("utf-8"))), target))
+        write_shared(target, VLMEVAL.format(_rename_adapter(placement.rename(path.read_text("utf-8"))), target))
         files.append(target)
     own_folder = folder_of(root, placement.own)
     own = list(written.own)
@@ -759,10 +548,10 @@ def export_vlmeval(bench: str, root: Path, data: Path | None = None) -> VlmevalE
         relative = path.resolve().relative_to(plugin.folder.resolve())
         target = own_folder / relative
         _write_packages(own_folder, relative, plugin, placement)
-        target.write_text(settle(_rename_adapter(placement.rename(path.read_text("utf-8"))), target), "utf-8")
+        target.write_text(VLMEVAL.format(_rename_adapter(placement.rename(path.read_text("utf-8"))), target), "utf-8")
         files.append(target)
         own.append(relative.as_posix())
-    class_text = settle(_rename_adapter(placement.rename(text)), class_path)
+    class_text = VLMEVAL.format(_rename_adapter(placement.rename(text)), class_path)
     class_path.write_text(class_text, encoding="utf-8")
     files.append(class_path)
     check_self_contained(files, FORBIDDEN_ROOTS + ((plugin.name.split(".")[0],) if plugin else ()))
@@ -795,4 +584,4 @@ def _write_packages(own_folder: Path, relative: Path, plugin: Package, placement
         source = plugin.folder / part / "__init__.py"
         text = placement.rename(source.read_text("utf-8")) if source.is_file() else ""
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(settle(text, target) if text else "", "utf-8")
+        target.write_text(VLMEVAL.format(text, target) if text else "", "utf-8")

@@ -12,7 +12,8 @@ from typing import Any
 from scifig_tasks.core import registry
 from scifig_tasks.core.judge import task_scope
 from scifig_tasks.vlmeval import names, task_hooks
-from scifig_tasks.vlmeval.datasets import Message, SciFigDataset
+from scifig_tasks.vlmeval.base import Message, flattened, segments_message
+from scifig_tasks.vlmeval.datasets import SciFigDataset
 
 
 class SciFigTask(SciFigDataset):
@@ -32,13 +33,7 @@ class SciFigTask(SciFigDataset):
     def build_prompt(self, line: int | Mapping[str, Any]) -> Message:
         line = self._row(line)
         segments, _ = task_hooks.prompt(str(line["task"]), int(line["doc"]))
-        images = self.dump_image(line)
-        return [
-            {"type": "text", "value": segment}
-            if isinstance(segment, str)
-            else {"type": "image", "value": images[segment]}
-            for segment in segments
-        ]
+        return segments_message(segments, self.dump_image(line))
 
     def doc(self, line: Mapping[str, Any]) -> dict[str, Any]:
         """The document a line asks (as ``process_results`` gets it)."""
@@ -65,19 +60,7 @@ class SciFigTask(SciFigDataset):
                     **results,
                 }
         self._results = results
-        metrics = {key: value for key, value in results[name].items() if _number(value)}
-        for task, entry in results.items():
-            if task != name:
-                metrics |= {
-                    f"{task}/{key}": value for key, value in entry.items() if _number(value) and key != "samples"
-                }
-        own = results[name]
-        details = own.get("breakdown", own.get("caption_report"))
-        return metrics, details if isinstance(details, dict) else {}
+        return flattened(name, results)
 
     def extra_scores(self) -> dict[str, Any]:
         return {"results": self._results}
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 from tqdm.auto import tqdm
 
 from scifig_tasks.core import checked_images, provenance, registry
@@ -30,6 +29,7 @@ from scifig_tasks.core.schema import BenchmarkSource
 from scifig_tasks.core.validation_records import files_identity
 from scifig_tasks.vlmeval import names, task_hooks
 from scifig_tasks.vlmeval.tsv_layout import TsvFormat
+from scifig_tasks.vlmeval.tsv_layout import read_tsv as read_tsv  # the reader of what write_tsv writes
 
 if TYPE_CHECKING:
     import datasets
@@ -329,11 +329,6 @@ def data_of(path: Path) -> dict[str, Any]:
         return {}
     found = written.get(provenance.DATA) if isinstance(written, dict) else None
     return found if isinstance(found, dict) else {}
-
-
-def read_tsv(path: Path) -> pd.DataFrame:
-    """A TSV written by :func:`write_tsv`, every cell as the exact string written (no number parsing, no NaN)."""
-    return pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
 
 
 def _record_path(path: Path) -> Path:

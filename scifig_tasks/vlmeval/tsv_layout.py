@@ -7,9 +7,22 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 Row = Mapping[str, Any]
+
+
+def read_tsv(path: str | Path) -> pd.DataFrame:
+    """A dataset TSV with every cell as the exact text written (no number parsing, no NaN): an answer ``2.50`` stays
+    ``2.50``. The one reader of the TSVs :func:`scifig_tasks.vlmeval.tsv.write_tsv` writes, for scifig's VLMEvalKit
+    classes and the exported ones alike."""
+    import pandas as pd  # here, not at the top: the benchmarks' TSV layouts import this module, pandas is not needed
+
+    return pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
 
 
 def _same(value: Any) -> Any:

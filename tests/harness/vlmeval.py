@@ -24,20 +24,10 @@ KEY = "sk-vlmeval-secret-0123"
 MODEL = "fake-vlm"
 
 
-def run_vlmeval(
-    tmp_path: Path,
-    base_url: str,
-    env: dict[str, str],
-    data: dict[str, str],
-    scifig: list[str] | None = None,
-    extra: list[str] | None = None,
-) -> tuple[subprocess.CompletedProcess, Path]:
-    """Run the datasets ``data`` (name -> class) through a ``--config`` file; return the process and the model's
-    output folder. ``$LMUData`` is a fresh folder under ``tmp_path``. ``scifig``: the command that runs scifig
-    (default: this interpreter's ``-m scifig_tasks.commands.main``); ``extra``: more ``scifig vlmeval`` options."""
-    lmu = tmp_path / "LMUData"
-    lmu.mkdir()
-    config = {
+def vlmeval_config(base_url: str, data: dict[str, str]) -> dict[str, Any]:
+    """A VLMEvalKit ``--config``: VLMEvalKit's ``GPT4V`` API model (:data:`MODEL`, key :data:`KEY`) asking the server
+    at ``base_url`` (one try, no wait, greedy), and the datasets ``data`` (name -> class)."""
+    return {
         "model": {
             MODEL: {
                 "class": "GPT4V",
@@ -52,6 +42,22 @@ def run_vlmeval(
         },
         "data": {name: {"class": cls, "dataset": name} for name, cls in data.items()},
     }
+
+
+def run_vlmeval(
+    tmp_path: Path,
+    base_url: str,
+    env: dict[str, str],
+    data: dict[str, str],
+    scifig: list[str] | None = None,
+    extra: list[str] | None = None,
+) -> tuple[subprocess.CompletedProcess, Path]:
+    """Run the datasets ``data`` (name -> class) through a ``--config`` file; return the process and the model's
+    output folder. ``$LMUData`` is a fresh folder under ``tmp_path``. ``scifig``: the command that runs scifig
+    (default: this interpreter's ``-m scifig_tasks.commands.main``); ``extra``: more ``scifig vlmeval`` options."""
+    lmu = tmp_path / "LMUData"
+    lmu.mkdir()
+    config = vlmeval_config(base_url, data)
     (tmp_path / "vlmeval.json").write_text(json.dumps(config))
     work = tmp_path / "vlmeval-out"
     scifig = scifig or [sys.executable, "-m", "scifig_tasks.commands.main"]

@@ -31,7 +31,7 @@ from tests.harness.benchmarks import data_module, own
 from tests.harness.hidden_scifig import hidden_env
 from tests.harness.lmms import CLI_TIMEOUT_S, offline_env
 from tests.harness.openai_server import ChatRequest, Reply
-from tests.harness.vlmeval import KEY, MODEL
+from tests.harness.vlmeval import MODEL, vlmeval_config
 
 BENCHMARKS = tuple(name for name in registry.benchmarks() if own(name))
 """scifig's own benchmarks (an outside one has no data module here: :mod:`tests.harness.benchmarks`)."""
@@ -197,21 +197,7 @@ def test_exported_datasets_run_in_vlmeval_without_scifig(tmp_path: Path, openai_
         return ("A", "C", WRONG)[int(hashlib.sha256(request.text.encode()).hexdigest(), 16) % 3]
 
     server = openai_server(reply)
-    config = {
-        "model": {
-            MODEL: {
-                "class": "GPT4V",
-                "model": MODEL,
-                "api_base": f"{server.base_url}/chat/completions",
-                "key": KEY,
-                "retry": 1,
-                "wait": 0,
-                "temperature": 0,
-                "max_tokens": 1024,
-            }
-        },
-        "data": {name: {"class": cls, "dataset": name} for name, cls in RUN.items()},
-    }
+    config = vlmeval_config(server.base_url, RUN)
     (tmp_path / "run.json").write_text(json.dumps(config))
     hidden = hidden_env({**env, "LMUData": str(lmu), "PRED_FORMAT": "tsv"}, tmp_path, path=[site])
     argv = ["--config", str(tmp_path / "run.json"), "--work-dir", str(tmp_path / "work"), "--api-nproc", "4"]
