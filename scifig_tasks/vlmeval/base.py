@@ -13,10 +13,11 @@ written once for both places it runs:
   ``<name>.tsv`` in ``LMUDataRoot()`` with the recorded MD5 is used as it is), ``OPTIONS`` (each dataset's task
   options), ``JUDGE_REQUIRED``, ``TSV_LAYOUT`` and ``VERSION``.
 
-The rules, scorers and judge client are ``scifig_tasks.core`` and the benchmark's own modules in both places, so the
-same replies give the same verdicts. What differs from VLMEvalKit's usual dataset: the TSV and the prediction file
-are read as exact text (VLMEvalKit's ``load`` parses numbers, so a GRAB answer ``2.50`` would become ``2.5``); image
-cells are written as stored; a reply that names no option is wrong, never a random guess.
+The rules, scorers and judge client are the same in both places (``scifig_tasks.core``
+and the benchmark's own modules), so the same replies give the same verdicts. What differs from VLMEvalKit's usual
+dataset: the TSV and the prediction file are read as exact text (VLMEvalKit's ``load`` parses numbers, so a GRAB
+answer ``2.50`` would become ``2.5``); image cells are written as stored; a reply that names no option is wrong,
+never a random guess.
 """
 
 from __future__ import annotations
