@@ -129,6 +129,7 @@ def _build(
     top = summary_section(
         views, titles, files, [run.model for run in runs], headline_table(views), [missing] if missing else []
     )
+    figures.draw_waiting()  # the queued figures drawn here rather than waiting for the parts made elsewhere
     if compared is not None:
         sections.append(compared.result())
     flagged = _flagged(runs)

@@ -8,7 +8,7 @@ docs/reports.md, "The sample viewer".
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,7 +45,6 @@ def attach_images(
     """Thumbnails for every group whose documents load: the data URIs (indexed by ``Group.images``), the full-size
     files written into ``full_size`` (paths relative to the page; empty strings without a folder) and the notes
     saying where they could not be made; each step said to ``progress``."""
-    thumbnails = Thumbnails(full_size)
     notes: list[str] = []
     missing: dict[str, list[str]] = {}
     by_source: dict[tuple[str, str], list[Group]] = {}
@@ -55,36 +54,70 @@ def attach_images(
     if progress is not None and lmms_tasks:
         progress(f"samples.html: loading the documents of {len(lmms_tasks)} tasks for their figures")
     loaded: dict[str, Sequence[Mapping[str, Any]] | str] = docs_loader(lmms_tasks) if lmms_tasks else {}
-    for number, ((kind, name), members) in enumerate(by_source.items(), start=1):
-        if progress is not None:
-            counted = f"{len(thumbnails.uris):,} figures so far"
-            progress(f"samples.html: figures of {name} ({number} of {len(by_source)} tasks, {counted})", detail=True)
-        if kind == "lmms":
-            docs: Any = loaded.get(name, "not loaded")
-        else:
-            docs = vlmeval_rows(name, {group.source[2] for group in members})
-        if isinstance(docs, str):
-            missing.setdefault(f"documents could not be loaded ({docs})", []).append(name)
-            continue
-        problem = other_documents(docs, members)
-        if problem is not None:
-            missing.setdefault(f"the documents found are not the ones evaluated: {problem}", []).append(name)
-            continue
-        for group in members:
-            doc = docs[group.source[2]]
-            if kind == "vlmeval":  # the TSV row: the question (not the full prompt) and the answer
-                group.prompt = group.prompt or capped(str(doc.get("question", "")))
-                group.expected = group.expected or capped(str(doc.get("answer", "")))
-            for cell in image_cells(doc, image_columns(group.task), tsv=kind == "vlmeval"):
-                index = thumbnails.add(cell)
-                if index is not None:
-                    group.images.append(index)
-            del doc
+    with Thumbnails(full_size) as thumbnails:  # every figure file written when the block ends
+        for number, ((kind, name), members) in enumerate(by_source.items(), start=1):
+            if progress is not None:
+                counted = f"{len(thumbnails.uris):,} figures so far"
+                progress(
+                    f"samples.html: figures of {name} ({number} of {len(by_source)} tasks, {counted})", detail=True
+                )
+            if kind == "lmms":
+                docs: Any = loaded.get(name, "not loaded")
+            else:
+                docs = vlmeval_rows(name, {group.source[2] for group in members})
+            problem = (
+                f"documents could not be loaded ({docs})" if isinstance(docs, str) else _other_documents(docs, members)
+            )
+            if problem is not None:
+                missing.setdefault(problem, []).append(name)
+                continue
+            _attach(members, docs, kind, thumbnails)
     for reason, names in sorted(missing.items()):
         notes.append(f"No images for {', '.join(sorted(names))}: {reason}.")
     if thumbnails.failed:
         notes.append(f"{thumbnails.failed} images could not be decoded and are not shown.")
     return thumbnails.uris, thumbnails.full, notes
+
+
+def _other_documents(docs: Any, members: list[Group]) -> str | None:
+    problem = other_documents(docs, members)
+    return None if problem is None else f"the documents found are not the ones evaluated: {problem}"
+
+
+def _attach(members: list[Group], docs: Any, kind: str, thumbnails: Thumbnails) -> None:
+    """Each group's images from its document (a VLMEvalKit row also gives its question and answer)."""
+    columns: dict[str, tuple[str, ...]] = {}
+    for group, doc in zip(members, _documents(docs, [group.source[2] for group in members]), strict=True):
+        if kind == "vlmeval":  # the TSV row: the question (not the full prompt) and the answer
+            group.prompt = group.prompt or capped(str(doc.get("question", "")))
+            group.expected = group.expected or capped(str(doc.get("answer", "")))
+        if group.task not in columns:
+            columns[group.task] = image_columns(group.task)
+        for cell in image_cells(doc, columns[group.task], tsv=kind == "vlmeval"):
+            index = thumbnails.add(cell)
+            if index is not None:
+                group.images.append(index)
+
+
+ROWS_AT_ONCE = 256
+"""Documents read from a ``datasets.Dataset`` in one call (a chunk of rows: their images are held together)."""
+
+
+def _documents(docs: Any, positions: Sequence[int]) -> Iterator[Mapping[str, Any]]:
+    """The documents at ``positions``, in that order: from a ``datasets.Dataset`` a chunk of rows per call (reading
+    row by row was most of the viewer's time for a task of a few thousand questions), else one by one."""
+    if isinstance(docs, Mapping) or not hasattr(docs, "column_names"):
+        for position in positions:
+            yield docs[position]
+        return
+    for start in range(0, len(positions), ROWS_AT_ONCE):
+        chunk = list(dict.fromkeys(positions[start : start + ROWS_AT_ONCE]))
+        batch = docs[chunk]
+        rows = {
+            position: {name: values[offset] for name, values in batch.items()} for offset, position in enumerate(chunk)
+        }
+        for position in positions[start : start + ROWS_AT_ONCE]:
+            yield rows[position]
 
 
 # ---- the page -------------------------------------------------------------------------------------------------------

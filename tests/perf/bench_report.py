@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.harness.lmms import offline_env
+from tests.perf import full_size
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBE = """<pre id="probe"></pre><script>
@@ -87,66 +88,108 @@ def copies(first: Path, work: Path, count: int, names: list[str] | None = None) 
     for number in range(1, count + 1):
         source = runs[(number - 1) % len(runs)]
         target = work / "runs" / f"model-{number:02d}"
-        shutil.copytree(source, target)
-        (copied,) = target.glob("*_results.json")
-        name = names[number - 1] if names and number <= len(names) else f"model-{number:02d}"
-        copied.write_text(json.dumps(json.loads(copied.read_text()) | {"model_name": name}))
+        if not target.is_dir():  # kept from an earlier call with the same --work
+            partial = target.with_name(target.name + ".partial")
+            shutil.rmtree(partial, ignore_errors=True)
+            shutil.copytree(source, partial)
+            (copied,) = partial.glob("*_results.json")
+            name = names[number - 1] if names and number <= len(names) else f"model-{number:02d}"
+            copied.write_text(json.dumps(json.loads(copied.read_text()) | {"model_name": name}))
+            partial.rename(target)
         folders.append(target)
     return folders
 
 
 def grab_runs(data: Path, work: Path, counts: list[int]) -> dict[int, list[Path]]:
-    """One chance run over ``data``, then copies of it as models ``model-01``..; the folders of each run count."""
+    """One chance run over ``data`` (kept from an earlier call with the same ``--work``), then copies of it as models
+    ``model-01``..; the folders of each run count."""
     env = {**offline_env(work), "SCIFIG_GRAB_DATA": str(data)}
-    command = [_cli("lmms-eval"), "--model", "scifig_chance", "--tasks", "grab", "--log_samples"]
-    with (work / "lmms-eval.log").open("wb") as log:
-        subprocess.run([*command, "--output_path", str(work / "chance")], env=env, check=True, stdout=log, stderr=log)
+    if not any((work / "chance").rglob("*_results.json")):
+        command = [_cli("lmms-eval"), "--model", "scifig_chance", "--tasks", "grab", "--log_samples"]
+        with (work / "lmms-eval.log").open("wb") as log:
+            command += ["--output_path", str(work / "chance")]
+            subprocess.run(command, env=env, check=True, stdout=log, stderr=log)
     folders = copies(work / "chance", work, max(counts))
     return {count: folders[:count] for count in counts}
 
 
-def mixed_runs(work: Path, models: int) -> tuple[list[Path], dict[str, str]]:
-    """Every registered benchmark's small data, a run of every top-level task and group over it per reply policy
-    (:data:`POLICIES`), and copies of the runs for ``models`` runs in all; the run folders and the environment that
-    reads their data. A ``--work`` folder that holds them from an earlier call (``env.json`` and as many runs) is
-    used again."""
-    saved = work / "env.json"
-    folders = [work / "runs" / f"model-{number:02d}" for number in range(1, models + 1)]
-    if saved.is_file() and all(folder.is_dir() for folder in folders):
-        return folders, json.loads(saved.read_text())
-    from scifig_tasks.core import task_files
-    from tests.harness.mmsci_data import tiny_bert
+def served_runs(tasks: list[str], env: dict[str, str], out: Path, policies: tuple[str, ...] = POLICIES) -> None:
+    """One ``lmms-eval`` run of ``tasks`` per reply policy into ``out/<policy>``: a local model whose reply is a
+    function of the model's name and the request, a local judge answering in the shapes its prompts ask for."""
     from tests.harness.openai_server import ChatRequest, FakeOpenAIServer
-    from tests.vlmeval.test_parity_every_task import REPLIES, judge_reply, sample_data
-
-    data, left_out = sample_data(work / "data")
-    for name, reason in left_out.items():
-        print(f"benchmark {name} left out: {reason}", file=sys.stderr)
+    from tests.vlmeval.test_parity_every_task import REPLIES, judge_reply
 
     def model_reply(request: ChatRequest) -> str:
         seed = f"{request.body.get('model')}\n{request.text}".encode()
         return REPLIES[hashlib.sha256(seed).digest()[0] % len(REPLIES)]
 
-    tasks = [info.name for info in task_files.top_level(task_files.scifig_tasks()) if info.benchmark not in left_out]
-    env = {**offline_env(work), **data, "SCIFIG_MMSCI_BERTSCORE_MODEL": str(tiny_bert(work / "tiny-bert"))}
     with FakeOpenAIServer(model_reply) as model, FakeOpenAIServer(judge_reply) as judge:
         served = env | {"OPENAI_API_BASE": model.base_url, "OPENAI_API_KEY": "sk-bench"}
         served |= {"SCIFIG_JUDGE_BASE_URL": judge.base_url, "SCIFIG_JUDGE_MODEL": "bench-judge"}
-        for name in POLICIES:
+        for name in policies:
             arguments = f"model_version={name},max_retries=1,retry_backoff_s=0"
             command = [_cli("lmms-eval"), "--model", "openai", "--model_args", arguments, "--tasks", ",".join(tasks)]
-            command += ["--log_samples", "--output_path", str(work / "lmms" / name.replace("/", "_"))]
-            with (work / "lmms-eval.log").open("ab") as log:
+            command += ["--log_samples", "--output_path", str(out / name.replace("/", "_"))]
+            with (out.parent / "lmms-eval.log").open("ab") as log:
                 subprocess.run(command, env=served, check=True, stdout=log, stderr=log, stdin=subprocess.DEVNULL)
-    names = [*POLICIES, *(f"org/model-{number:02d}-Instruct" for number in range(3, models + 1))]
-    folders = copies(work / "lmms", work, models, names)
+
+
+def model_names(count: int) -> list[str]:
+    """The runs' model names: the reply policies', then ``org/model-NN-Instruct``."""
+    return [*POLICIES, *(f"org/model-{number:02d}-Instruct" for number in range(len(POLICIES) + 1, count + 1))]
+
+
+def mixed_runs(work: Path, models: int) -> tuple[list[Path], dict[str, str]]:
+    """Every registered benchmark's small data, a run of every top-level task and group over it per reply policy
+    (:data:`POLICIES`), and copies of the runs for ``models`` runs in all; the run folders and the environment that
+    reads their data. A ``--work`` folder that holds them from an earlier call (``env.json`` and the runs) is used
+    again."""
+    saved = work / "env.json"
+    if saved.is_file() and any((work / "lmms").rglob("*_results.json")):
+        return copies(work / "lmms", work, models, model_names(models)), json.loads(saved.read_text())
+    from scifig_tasks.core import task_files
+    from tests.harness.mmsci_data import tiny_bert
+    from tests.vlmeval.test_parity_every_task import sample_data
+
+    data, left_out = sample_data(work / "data")
+    for name, reason in left_out.items():
+        print(f"benchmark {name} left out: {reason}", file=sys.stderr)
+    tasks = [info.name for info in task_files.top_level(task_files.scifig_tasks()) if info.benchmark not in left_out]
+    env = {**offline_env(work), **data, "SCIFIG_MMSCI_BERTSCORE_MODEL": str(tiny_bert(work / "tiny-bert"))}
+    served_runs(tasks, env, work / "lmms")
     saved.write_text(json.dumps(env))
-    return folders, env
+    return copies(work / "lmms", work, models, model_names(models)), env
+
+
+def full_runs(name: str, work: Path, count: int, dpi: int = 100) -> tuple[list[Path], dict[str, str]]:
+    """``count`` runs of benchmark ``name`` at full size (:mod:`tests.perf.full_size`): for GRAB the chance model over
+    the generator's full composition, for the others every top-level task of the benchmark asked of the local model
+    (the first reply policy) and scored with the local judge; copies under other model names. Kept in ``work`` for
+    a later call with the same ``--work``."""
+    work.mkdir(parents=True, exist_ok=True)
+    if name == "grab":
+        data = work / "grab"
+        if not (data / "GRAB.parquet").is_file():
+            shutil.rmtree(data, ignore_errors=True)
+            grab_data(dpi, data)
+        return grab_runs(data, work, [count])[count], {**offline_env(work), "SCIFIG_GRAB_DATA": str(data)}
+    from scifig_tasks.core import task_files
+    from tests.harness.mmsci_data import tiny_bert
+
+    env = {**offline_env(work), **full_size.built(name, work / "data")}
+    if name == "mmsci":
+        bert = work / "tiny-bert"
+        env["SCIFIG_MMSCI_BERTSCORE_MODEL"] = str(bert if (bert / "config.json").is_file() else tiny_bert(bert))
+    if not any((work / "lmms").rglob("*_results.json")):
+        tops = task_files.top_level(task_files.scifig_tasks())
+        served_runs([info.name for info in tops if info.benchmark == name], env, work / "lmms", POLICIES[:1])
+    return copies(work / "lmms", work, count, model_names(count)), env
 
 
 def baseline_tree(work: Path, revision: str) -> Path:
     """``revision``'s ``scifig_tasks`` unpacked into ``work/base``."""
     base = work / "base"
+    shutil.rmtree(base, ignore_errors=True)
     base.mkdir()
     archive = subprocess.run(["git", "archive", revision, "scifig_tasks"], cwd=ROOT, check=True, capture_output=True)
     subprocess.run(["tar", "-x", "-C", str(base)], input=archive.stdout, check=True)
@@ -246,39 +289,98 @@ def profiled(runs: list[Path], out: Path, env: dict[str, str], work: Path) -> li
 # ---- the cases -----------------------------------------------------------------------------------------------------
 
 
-def mixed(args: argparse.Namespace, work: Path) -> None:
-    runs, env = mixed_runs(work, args.models)
+Case = tuple[str, list[Path], dict[str, str]]
+"""A report to time: its name in the table, the run folders, the environment that reads their data."""
+
+
+def interleaved(cases: list[Case], trees: dict[str, Path], repeat: int, work: Path) -> dict[str, Any]:
+    """Each case's report built by both trees, ``repeat`` rounds, the side that goes first alternating round by
+    round: per case and side the wall and CPU seconds and peak RSS of every round, and the after side's progress
+    lines."""
+    found: dict[str, Any] = {name: {"before": {}, "after": {}, "steps": []} for name, _, _ in cases}
+    for round_number in range(repeat):
+        for name, runs, env in cases:
+            for side in ("before", "after") if round_number % 2 == 0 else ("after", "before"):
+                out = work / f"report-{side}-{round_number}"
+                measured = build(runs, out, env, trees[side])
+                for figure in ("wall", "cpu", "peak"):
+                    found[name][side].setdefault(figure, []).append(measured[figure])
+                if side == "after":
+                    found[name]["steps"].append(steps(measured["stderr"]))
+                shutil.rmtree(out)
+                print(f"round {round_number + 1}, {name}, {side}: {measured['wall']:.1f} s", file=sys.stderr)
+    return found
+
+
+def timing_table(found: dict[str, Any]) -> list[str]:
+    """One row per case and side: wall and CPU seconds and peak MB, median [range]; the before/after wall ratio."""
+    lines = ["| report | code | wall s | CPU s | peak MB |", "|---|---|---|---|---|"]
+    for name, sides in found.items():
+        for side in ("before", "after"):
+            numbers = sides[side]
+            lines.append(
+                f"| {name} | {side} | {spread(numbers['wall'])} | {spread(numbers['cpu'])} | "
+                f"{spread(numbers['peak'], 1 / 2**20, 0)} |"
+            )
+        speed = statistics.median(sides["before"]["wall"]) / statistics.median(sides["after"]["wall"])
+        lines.append(f"| {name} | before / after | {speed:.1f}x |  |  |")
+    return lines
+
+
+def report_cases(args: argparse.Namespace, work: Path, cases: list[Case], title: str) -> None:
+    """``cases`` timed before and after (:func:`interleaved`) and printed: the table, the after side's seconds per
+    step of each case and, with ``--profile``, the first case's after build under cProfile."""
     trees = {"before": baseline_tree(work, args.baseline), "after": ROOT}
-    found: dict[str, dict[str, list[float]]] = {"before": {}, "after": {}}
-    progress: list[list[tuple[str, int]]] = []
-    for round_number in range(args.repeat):
-        for side in ("before", "after") if round_number % 2 == 0 else ("after", "before"):
-            out = work / f"report-{side}-{round_number}"
-            measured = build(runs, out, env, trees[side])
-            for name in ("wall", "cpu", "peak"):
-                found[side].setdefault(name, []).append(measured[name])
-            if side == "after":
-                progress.append(steps(measured["stderr"]))
-            shutil.rmtree(out)
-            print(f"round {round_number + 1}, {side}: {measured['wall']:.1f} s", file=sys.stderr)
-    print(f"every registered benchmark's small data, {args.models} runs; median [range] of {args.repeat} rounds")
+    found = interleaved(cases, trees, args.repeat, work)
+    print(f"{title}; median [range] of {args.repeat} rounds, before and after interleaved")
     print(f"before: scifig_tasks of {args.baseline}; after: the working tree")
-    print("| code | wall s | CPU s | peak MB |")
-    print("|---|---|---|---|")
-    for side in ("before", "after"):
-        numbers = found[side]
-        print(
-            f"| {side} | {spread(numbers['wall'])} | {spread(numbers['cpu'])} | "
-            f"{spread(numbers['peak'], 1 / 2**20, 0)} |"
-        )
-    speed = statistics.median(found["before"]["wall"]) / statistics.median(found["after"]["wall"])
-    print(f"| before / after | {speed:.1f}x |  |  |")
-    print("\nafter: seconds per step (its progress lines)\n| step | s |\n|---|---|")
-    print("\n".join(step_table(progress)))
+    print("\n".join(timing_table(found)))
+    for name, sides in found.items():
+        print(f"\n{name}, after: seconds per step (its progress lines)\n| step | s |\n|---|---|")
+        print("\n".join(step_table(sides["steps"])))
     if args.profile:
-        print("\nafter, under cProfile: the report's functions that took longest")
+        name, runs, env = cases[0]
+        print(f"\n{name}, after, under cProfile: the report's functions that took longest")
         print("| function | cumulative s |\n|---|---|")
         print("\n".join(profiled(runs, work / "report-profiled", env, work)))
+
+
+def left_out() -> dict[str, str]:
+    """Registered benchmarks with no full-size builder (a plugin's), with why."""
+    from scifig_tasks.core import registry
+
+    built = {"grab", *full_size.BUILDERS}
+    reason = "no full-size builder in tests/perf/full_size.py"
+    return {name: reason for name in registry.benchmarks() if name not in built}
+
+
+def mixed(args: argparse.Namespace, work: Path) -> None:
+    runs, env = mixed_runs(work, args.models)
+    name = f"mixed, {args.models} runs"
+    report_cases(args, work, [(name, runs, env)], f"every registered benchmark's small data, {args.models} runs")
+
+
+def full(args: argparse.Namespace, work: Path) -> None:
+    """One benchmark at full size, ``--runs`` runs (default 1)."""
+    counts = args.runs or [1]
+    cases: list[Case] = []
+    for count in counts:
+        runs, env = full_runs(args.case, work, max(counts), args.dpi)
+        cases.append((f"{args.case}, {count} run{'s' if count != 1 else ''}", runs[:count], env))
+    report_cases(args, work, cases, f"{args.case} at full size (tests/perf/full_size.py)")
+
+
+def every(args: argparse.Namespace, work: Path) -> None:
+    """Every registered benchmark with a full-size builder, one run each, and the mixed case."""
+    for name, reason in left_out().items():
+        print(f"benchmark {name} left out: {reason}", file=sys.stderr)
+    cases: list[Case] = []
+    for name in ("grab", *full_size.BUILDERS):
+        runs, env = full_runs(name, work / name, 1, args.dpi)
+        cases.append((f"{name}, full size, 1 run", runs, env))
+    runs, env = mixed_runs(work / "mixed", args.models)
+    cases.append((f"mixed, {args.models} runs", runs, env))
+    report_cases(args, work, cases, "each benchmark at full size (one run) and the mixed case")
 
 
 def grab(args: argparse.Namespace, work: Path) -> None:
@@ -329,19 +431,22 @@ def grab(args: argparse.Namespace, work: Path) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--case", choices=("mixed", "grab"), default="grab")
-    parser.add_argument("--models", type=int, default=6, help="mixed: the runs reported (copies of two)")
+    cases = ("grab", "mixed", "every", *full_size.BUILDERS)
+    parser.add_argument("--case", choices=cases, default="grab")
+    parser.add_argument("--models", type=int, default=16, help="mixed, every: the mixed runs reported (copies of two)")
     parser.add_argument("--baseline", default="HEAD", help="the commit whose scifig_tasks is 'before'")
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--profile", action="store_true", help="mixed: also one after build under cProfile")
+    parser.add_argument("--profile", action="store_true", help="also one after build under cProfile (not grab)")
     parser.add_argument("--data", type=Path, help="grab: a full GRAB build (default: drawn at --dpi)")
     parser.add_argument("--dpi", type=int, default=100)
-    parser.add_argument("--runs", type=int, nargs="+", default=[1, 4, 16], help="grab: the run counts")
-    parser.add_argument("--work", type=Path, help="keep the files here (default: a temporary folder)")
+    parser.add_argument("--runs", type=int, nargs="+", help="grab: the run counts (1 4 16); a benchmark's case: (1)")
+    parser.add_argument("--work", type=Path, help="keep the files here, for a later call (default: a temporary folder)")
     args = parser.parse_args(argv)
     work = args.work or Path(tempfile.mkdtemp(prefix="bench-report-"))
     work.mkdir(parents=True, exist_ok=True)
-    (mixed if args.case == "mixed" else grab)(args, work)
+    if args.case == "grab":
+        args.runs = args.runs or [1, 4, 16]
+    {"grab": grab, "mixed": mixed, "every": every}.get(args.case, full)(args, work)
     if args.work is None:
         shutil.rmtree(work)
 
