@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from curation.cluster import Cluster, call_in_task, log
+from curation.scifibench.embed import ClipEncoder, _save_atomic, _shard_path, _stack
 from curation.scifibench.neighbours import (
     RERANK_MARGIN,
     CellLists,
@@ -28,13 +29,13 @@ from curation.scifibench.neighbours import (
     nearest_neighbours,
     scan_cells,
 )
+from curation.scifibench.ondisk import CODES_SOURCE, DecodedCodes, merged_neighbours
 
 if TYPE_CHECKING:
     from curation.scifibench.embed import ClipSpec
     from curation.scifibench.pairs import Pairs
 
 LIST_BLOCK = 1 << 20  # rows of the probes read at once while a task gathers its cells' lists
-CODES_SOURCE = "codes"  # the scan reads the 8-bit codes (codes.npy, codec.npy) in the scratch folder
 
 _held: dict[tuple[Any, ...], Any] = {}  # per worker process: the CLIP model and the input's rows, loaded once
 _held_lock = threading.Lock()
@@ -66,7 +67,6 @@ def _embed_shard(
 ) -> int:
     import torch
 
-    from curation.scifibench.embed import ClipEncoder, _save_atomic, _shard_path, _stack
     from curation.scifibench.pairs import image_cell, load_rows
     from scifig_tasks.core.errors import DataError
     from scifig_tasks.core.images import to_rgb
@@ -168,8 +168,6 @@ def _scan_group(scratch: str, source: str, nlist: int, heap_width: int, group: i
     if source == CODES_SOURCE:
         import faiss
 
-        from curation.scifibench.ondisk import DecodedCodes
-
         codec = faiss.deserialize_index(np.load(directory / "codec.npy"))
         vectors: Any = DecodedCodes(np.load(directory / "codes.npy", mmap_mode="r"), codec)
     else:
@@ -201,8 +199,9 @@ def scan_on_cluster(
     cluster: Cluster, scratch: Path, source: str, probes: np.ndarray, nlist: int, heap_width: int
 ) -> tuple[list[tuple[np.ndarray, np.ndarray]], list[np.ndarray]]:
     """The cell groups' heaps (distances, ids; mapped from ``scratch``) and the ids each holds rows for, in group
-    order: what :func:`.ondisk.merged_neighbours` merges. ``scratch`` (shared with every worker, checked) receives the
-    probes; the caller has put the codes there for :data:`CODES_SOURCE`."""
+    order: what :func:`.ondisk.merged_neighbours` merges (bound to its cluster: an :data:`.ondisk.ClusterScan`).
+    ``scratch`` (shared with every worker, checked) receives the probes; the caller has put the codes there for
+    :data:`.ondisk.CODES_SOURCE`."""
     cluster.check_shared(scratch, "the cache folder", "--cache-dir")
     np.save(scratch / "probes.npy", probes)
     groups = scan_groups(cluster, nlist)
@@ -226,8 +225,6 @@ def memory_neighbours_on_cluster(
     """:func:`.neighbours.nearest_neighbours` of the in-memory ``vectors`` (saved at ``path``, which the workers
     read) with the inverted file's cells scanned on the cluster: the same neighbours. An exact plan is searched
     here."""
-    from curation.scifibench.ondisk import merged_neighbours
-
     vectors = np.ascontiguousarray(vectors, dtype=np.float32)
     n = len(vectors)
     if n < 2:

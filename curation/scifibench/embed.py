@@ -18,7 +18,6 @@ import numpy as np
 from tqdm.auto import tqdm
 
 if TYPE_CHECKING:  # the CLI imports this module's defaults at start-up: keep `datasets` out of that path
-    from curation.cluster import Cluster
     from curation.scifibench.pairs import Pairs
 
 DEFAULT_MODEL = "ViT-H-14-378-quickgelu"
@@ -181,17 +180,16 @@ def embed_pairs(
     layout: ProcessLayout | None = None,
     on_shard: Callable[[int], None] | None = None,
     on_disk: bool = False,
-    cluster: Cluster | None = None,
-    device: str | None = None,
+    remote: Callable[[Path, list[tuple[int, int]], list[int]], list[int]] | None = None,
 ) -> np.ndarray | None:
     """The joint vector of every pair (``len(pairs) x d`` float32), computed or resumed from the cache; with
     ``on_disk``, ``joint.npy`` is assembled shard by shard and returned mapped read-only (``np.load(mmap_mode="r")``),
     never whole in memory.
 
     Returns ``None`` on non-main processes of a multi-process run (only the main process goes on). ``on_shard`` is
-    called with each shard number this process finishes (progress hooks, tests). ``cluster``: the missing shards are
-    embedded by the Dask cluster's workers, one task each (:func:`.distributed.embed_on_cluster`), on ``device``
-    (default: cuda where a worker has it); this process only assembles them.
+    called with each shard number this process finishes (progress hooks, tests). ``remote(directory, spans,
+    shards)``: embeds the missing shards elsewhere and returns those done (the Dask cluster's workers, one task each:
+    :func:`.distributed.embed_on_cluster` with its cluster bound); this process only assembles them.
     """
     layout = layout or detect_layout()
     directory = cache_dir_for(pairs, spec, cache_root, shard_size)
@@ -211,10 +209,8 @@ def embed_pairs(
                 f"scifibench: resuming: {len(spans) - len(missing)} of {len(spans)} shards cached in {directory}",
                 file=sys.stderr,
             )
-        if mine and cluster is not None:
-            from curation.scifibench.distributed import embed_on_cluster
-
-            for shard in embed_on_cluster(cluster, pairs, spec, device, directory, spans, mine, batch_size):
+        if mine and remote is not None:
+            for shard in remote(directory, spans, mine):
                 if on_shard is not None:
                     on_shard(shard)
         elif mine:

@@ -11,10 +11,11 @@ import contextlib
 import multiprocessing
 import shutil
 import tempfile
+from collections.abc import Callable
 from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -42,8 +43,11 @@ RECALL_BLOCK = 65536  # database vectors per exact-search block of the recall ch
 MERGE_BLOCK = 65536  # vectors whose heaps are merged and re-ranked together
 GB = 1024**3
 
-if TYPE_CHECKING:
-    from curation.cluster import Cluster
+CODES_SOURCE = "codes"  # a cell scan elsewhere reads the 8-bit codes (codes.npy, codec.npy) in its scratch folder
+
+ClusterScan = Callable[[Path, str, np.ndarray, int, int], tuple[list[tuple[np.ndarray, np.ndarray]], list[np.ndarray]]]
+"""``(scratch, source, probes, nlist, heap_width) -> (heaps, held)``: the cell groups' heaps and the ids each holds
+rows for, in group order (:func:`.distributed.scan_on_cluster` with its cluster bound)."""
 
 
 class DiskSpaceError(OSError):
@@ -277,14 +281,14 @@ def disk_neighbours(
     scratch: Path | None = None,
     recall_sample: int = DEFAULT_RECALL_SAMPLE,
     executor: Executor | None = None,
-    cluster: Cluster | None = None,
+    cluster_scan: ClusterScan | None = None,
 ) -> Neighbours:
     """The ``k`` nearest other vectors of every vector of the ``.npy`` file ``path`` (see
     curation/scifibench/README.md, **The on-disk search in detail**);
     ``processes`` > 1: the scan shared as :func:`process_heaps` does, in a scratch directory under ``scratch``
-    (default: the system's temporary directory), removed afterwards; ``cluster``: the scan's cell groups run on a
-    Dask cluster (:func:`.distributed.scan_on_cluster`), the scratch directory under ``scratch`` seen by every
-    worker."""
+    (default: the system's temporary directory), removed afterwards; ``cluster_scan``: the scan's cell groups run
+    elsewhere, on a Dask cluster (:func:`.distributed.scan_on_cluster`), from the codes in a scratch directory under
+    ``scratch`` that every worker sees."""
     vectors = open_vectors(path)
     n = len(vectors)
     if n < 2:
@@ -297,14 +301,12 @@ def disk_neighbours(
     index = build_index(vectors, plan, seed, use_gpu)
     nlist, heap_width = index.nlist, 2 * min(k + DISK_RERANK_MARGIN, n - 1)
     codec = train_codec(vectors, plan, seed)
-    if cluster is not None:
-        from curation.scifibench.distributed import CODES_SOURCE, scan_on_cluster
-
+    if cluster_scan is not None:
         work = Path(tempfile.mkdtemp(prefix="scifibench-knn-", dir=scratch))
         try:
             encode(vectors, codec, work / "codes.npy").flush()
             np.save(work / "codec.npy", faiss_serialized(codec))
-            heaps, held = scan_on_cluster(cluster, work, CODES_SOURCE, index.probes, nlist, heap_width)
+            heaps, held = cluster_scan(work, CODES_SOURCE, index.probes, nlist, heap_width)
             del index
             found = merged_neighbours(vectors, heaps, heap_width // 2, k, plan, held)
             del heaps

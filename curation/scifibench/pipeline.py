@@ -6,6 +6,7 @@ Manual: curation/scifibench/README.md, "Steps (paper §3.3, in order) and defaul
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import shlex
@@ -23,6 +24,7 @@ from tqdm.auto import tqdm
 from curation.cluster import Cluster
 from curation.scifibench.card import write_card
 from curation.scifibench.categories import categorise, describe_rule, other_label, top_categories
+from curation.scifibench.distributed import embed_on_cluster, memory_neighbours_on_cluster, scan_on_cluster
 from curation.scifibench.embed import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_SHARD_SIZE,
@@ -175,14 +177,12 @@ def cached_neighbours(
             settings.use_gpu,
             settings.knn_processes,
             scratch=settings.cache,
-            cluster=cluster,
+            cluster_scan=None if cluster is None else functools.partial(scan_on_cluster, cluster),
         )
         if isinstance(found.plan, DiskPlan) and found.plan.recall_at_5 is not None:
             recall, sample = found.plan.recall_at_5, found.plan.recall_sample
             log(f"recall@5 against exact search on {sample:,} sampled pairs: {recall:.4f}")
     elif cluster is not None:
-        from curation.scifibench.distributed import memory_neighbours_on_cluster
-
         joint = settings.cache / "embeddings" / embeddings_key / "joint.npy"  # what embed_pairs saved
         found = memory_neighbours_on_cluster(
             vectors, joint, settings.k, plan, settings.seed, settings.use_gpu, cluster, settings.cache
@@ -312,8 +312,11 @@ def _curate(
         num_workers=settings.num_workers,
         layout=layout,
         on_disk=settings.vectors_on_disk,
-        cluster=cluster,
-        device=settings.device,
+        remote=None
+        if cluster is None
+        else functools.partial(
+            embed_on_cluster, cluster, pairs, settings.clip, settings.device, batch_size=settings.batch_size
+        ),
     )
     if vectors is None:
         return None
