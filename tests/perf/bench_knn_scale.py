@@ -39,6 +39,7 @@ minutes). Needs ``N x dim x 4`` bytes free under ``--dir`` for the largest size;
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import os
@@ -112,9 +113,11 @@ def child(args: argparse.Namespace) -> None:
             del vectors
         elif args.mode == "cluster":
             from curation.cluster import Cluster
+            from curation.scifibench.distributed import scan_on_cluster
 
             with Cluster("local", args.child_processes) as cluster:
-                found = disk_neighbours(path, 16, plan, scratch=path.parent, recall_sample=0, cluster=cluster)
+                scan = functools.partial(scan_on_cluster, cluster)
+                found = disk_neighbours(path, 16, plan, scratch=path.parent, recall_sample=0, cluster_scan=scan)
         else:
             found = disk_neighbours(
                 path, 16, plan, processes=args.child_processes, scratch=path.parent, recall_sample=0
