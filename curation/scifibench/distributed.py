@@ -116,8 +116,10 @@ def embed_on_cluster(
     if pairs.source is None:
         raise ValueError(f"{pairs.origin}: pairs not read by read_pairs cannot be embedded on a cluster")
     cluster.check_shared(directory, "the cache folder", "--cache-dir")
-    if Path(pairs.source).expanduser().exists():
-        cluster.check_input(Path(pairs.source).expanduser(), "--pairs")
+    source = pairs.source
+    if Path(source).expanduser().exists():  # a path, not a Hub id: the workers read it by its absolute path
+        source = str(Path(source).expanduser().absolute())
+        cluster.check_input(Path(source), "--pairs")
     calls = []
     for shard in shards:
         positions = range(*spans[shard])
@@ -127,7 +129,7 @@ def embed_on_cluster(
             [pairs.captions[p] for p in positions],
             [pairs.image_hashes[p] for p in positions],
         )
-        calls.append((pairs.source, pairs.split, spec, device, str(directory), job, batch_size))
+        calls.append((source, pairs.split, spec, device, str(directory.absolute()), job, batch_size))
     log(f"embedding {len(shards)} shards of up to {max(end - start for start, end in spans):,} pairs: one task each")
     label = f"scifibench: embedding ({spec.model}) on the cluster"
     return cluster.map(embed_shard, calls, label, "pair", [len(range(*spans[s])) for s in shards])
@@ -206,7 +208,7 @@ def scan_on_cluster(
     np.save(scratch / "probes.npy", probes)
     groups = scan_groups(cluster, nlist)
     log(f"neighbour scan: {nlist} cells in {groups} groups, one task each (as {groups} Faiss threads in one process)")
-    calls = [(str(scratch), source, nlist, heap_width, group, groups) for group in range(groups)]
+    calls = [(str(scratch.absolute()), source, nlist, heap_width, group, groups) for group in range(groups)]
     paths = cluster.map(scan_group, calls, "scifibench: cell groups scanned on the cluster", "group")
     held = [np.load(rows) for rows, _, _ in paths]
     return [(np.load(d, mmap_mode="r"), np.load(i, mmap_mode="r")) for _, d, i in paths], held
