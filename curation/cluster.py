@@ -84,7 +84,8 @@ class Cluster:
                     processes=True,
                     host=LOCAL_HOST,
                     dashboard_address=None,
-                    silence_logs=logging.ERROR,
+                    scheduler_kwargs={"dashboard_address": f"{LOCAL_HOST}:0"},  # its health page: any free port
+                    silence_logs=logging.CRITICAL,  # a task's error is said once, by the command
                 )
             finally:  # Dask's nanny sets OMP_NUM_THREADS=1 (and more) here to start its workers with them: Faiss,
                 # loaded after it in this process, ran its k-means, re-ranking and recall check on one thread
@@ -222,25 +223,45 @@ def run_tasks(
     unit: str = "task",
     sizes: Sequence[int] | None = None,
 ) -> list[Any]:
-    """``function(*call)`` for every call on the cluster, at most one result per call, in the calls' order; a progress
-    bar counts ``sizes`` (one per call, default 1) as they finish. A task that fails stops the rest and raises its
-    error here."""
+    """``function(*call)`` for every call on the cluster, their results in the calls' order; a progress bar counts
+    ``sizes`` (one per call, default 1) as they finish. At most :func:`in_flight` calls are with the scheduler at once
+    (each new one as another finishes), so a corpus of thousands of shards does not hold every task's arguments
+    there. A task that fails stops the rest and raises its error here."""
     from dask.distributed import as_completed
 
     weights = list(sizes) if sizes is not None else [1] * len(calls)
-    futures = [client.submit(function, *call, pure=False) for call in calls]
-    order = {future.key: number for number, future in enumerate(futures)}
     results: list[Any] = [None] * len(calls)
+    numbers: dict[str, int] = {}
+    pending = iter(enumerate(calls))
+
+    def submit() -> Any:
+        number, call = next(pending, (None, None))
+        if number is None:
+            return None
+        future = client.submit(function, *call, pure=False)
+        numbers[future.key] = number
+        return future
+
+    started = [future for future in (submit() for _ in range(in_flight(client))) if future is not None]
     try:
         with tqdm(total=sum(weights), desc=desc, unit=unit) as progress:
-            for future in as_completed(futures, loop=client.loop):
-                number = order[future.key]
+            running = as_completed(started, loop=client.loop)
+            for future in running:
+                number = numbers[future.key]
                 results[number] = future.result()  # raises the task's error
                 progress.update(weights[number])
+                following = submit()
+                if following is not None:
+                    running.add(following)
     except BaseException:
-        client.cancel(futures)
+        client.cancel([future for future in started if not future.done()])
         raise
     return results
+
+
+def in_flight(client: Any) -> int:
+    """How many tasks :func:`run_tasks` keeps with the scheduler: four per worker thread, at least 8."""
+    return max(8, 4 * worker_threads(client))
 
 
 def task_error(exc: BaseException) -> BaseException:
