@@ -9,7 +9,6 @@ import hashlib
 import io
 import os
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +23,6 @@ SHOWN_AS_STORED_PX = 2_000_000
 a larger one gets a thumbnail file of :data:`THUMBNAIL_PX`."""
 BROWSER_FORMATS = {b"\x89PNG\r\n\x1a\n": "png", b"\xff\xd8\xff": "jpg", b"GIF87a": "gif", b"GIF89a": "gif"}
 """Leading bytes of image files a browser shows as they are (WebP: ``RIFF....WEBP``)."""
-WRITERS = 4
-"""Threads writing the figure files (:class:`Writer`)."""
 JPEG_QUALITY = 70
 FEW_COLOURS = 256
 """A thumbnail with at most this many colours is also tried as PNG."""
@@ -65,43 +62,14 @@ def browser_extension(data: bytes) -> str | None:
     return "webp" if data[:4] == b"RIFF" and data[8:12] == b"WEBP" else None
 
 
-class Writer:
-    """Writes whole files in a few threads (:data:`WRITERS`): creating a file waits on the disk far longer than on the
-    processor, so a viewer of thousands of figures wrote them one after another for most of its time. :meth:`close`
-    waits for every file and raises the first error."""
-
-    def __init__(self) -> None:
-        self._pool: ThreadPoolExecutor | None = None
-        self._writes: list[Future[int]] = []
-
-    def __call__(self, target: Path, data: bytes) -> None:
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(WRITERS, thread_name_prefix="sample-figures")
-        self._writes.append(self._pool.submit(target.write_bytes, data))
-
-    def close(self) -> None:
-        if self._pool is None:
-            return
-        try:
-            for write in self._writes:
-                write.result()
-        finally:
-            self._pool.shutdown(cancel_futures=True)
-            self._pool, self._writes = None, []
-
-
 def _write_once(
-    target: Path,
-    write: Callable[[Path], None],
-    present: set[str] | None = None,
-    data: bytes | None = None,
-    writer: Writer | None = None,
+    target: Path, write: Callable[[Path], None], present: set[str] | None = None, data: bytes | None = None
 ) -> str:
     """``target``'s name, written unless a file of that name, named by its content, is there already: ``data`` (the
-    file's whole bytes, when known) straight into ``target`` (by ``writer``, when given), an existing file of
-    another size written again (one a stopped report left short); else by ``write`` to a partial file, then renamed.
-    ``present``: the names already in the folder, when the caller listed it once (no lookup of the file, no folder
-    made, per image); the name is added to it."""
+    file's whole bytes, when known) straight into ``target``, an existing file of another size written again (one a
+    stopped report left short); else by ``write`` to a partial file, then renamed. ``present``: the names already in
+    the folder, when the caller listed it once (no lookup of the file, no folder made, per image: creating files is
+    most of the viewer's time for thousands of figures); the name is added to it."""
     exists = target.name in present if present is not None else target.is_file()
     if exists and data is not None and target.stat().st_size != len(data):
         exists = False
@@ -109,7 +77,7 @@ def _write_once(
         if present is None:
             target.parent.mkdir(parents=True, exist_ok=True)
         if data is not None:
-            (writer or Path.write_bytes)(target, data)
+            target.write_bytes(data)
         else:
             partial = target.with_name(target.name + ".partial")
             write(partial)
@@ -125,10 +93,9 @@ def write_full_size(
     folder: Path,
     digest: str | None,
     present: set[str] | None = None,
-    writer: Writer | None = None,
 ) -> str:
     """Write the image of ``cell`` at full size into ``folder`` (its stored bytes when a browser shows them, else
-    PNG) and return the file's name; an existing file of the same content is kept (``present``, ``writer``: see
+    PNG) and return the file's name; an existing file of the same content is kept (``present``: see
     :func:`_write_once`)."""
     extension = browser_extension(data) if data is not None else None
     name = f"{(digest or hashlib.sha256(repr(cell).encode()).hexdigest())[:24]}.{extension or 'png'}"
@@ -140,7 +107,7 @@ def write_full_size(
             if rgb is not image:
                 rgb.close()
 
-    return _write_once(folder / name, write, present, data if extension is not None else None, writer)
+    return _write_once(folder / name, write, present, data if extension is not None else None)
 
 
 def write_thumbnail(cell: Any, full: str, folder: Path, present: set[str] | None = None) -> str:
@@ -162,8 +129,7 @@ class Thumbnails:
     shows in a row (``uris[i]``): the full-size file itself when a browser shows it and it has at most
     :data:`SHOWN_AS_STORED_PX` pixels, else a thumbnail file beside it. Files are named by their content, so a page
     written again into the same folder reuses them. The page's image is checked as the data check does
-    (:func:`scifig_tasks.core.images.check_structure`: header, size, chunk checksums) without decoding its pixels.
-    Stored bytes are written by a :class:`Writer`: use it as a context manager (leaving it waits for every file)."""
+    (:func:`scifig_tasks.core.images.check_structure`: header, size, chunk checksums) without decoding its pixels."""
 
     def __init__(self, folder: Path | None = None) -> None:
         self.uris: list[str] = []
@@ -174,13 +140,6 @@ class Thumbnails:
         """The names in ``folder``: listed once, when the first image is written (a page written again into the
         same folder reuses its files)."""
         self.failed = 0
-        self._writer = Writer()
-
-    def __enter__(self) -> Thumbnails:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._writer.close()
 
     def add(self, cell: Any) -> int | None:
         data = stored_bytes(cell)
@@ -194,7 +153,7 @@ class Thumbnails:
                 if self._present is None:
                     self.folder.mkdir(parents=True, exist_ok=True)
                     self._present = {entry.name for entry in os.scandir(self.folder)}
-                uri, full = self._files(cell, data, digest, self.folder, self._present, self._writer)
+                uri, full = self._files(cell, data, digest, self.folder, self._present)
         except Exception:  # noqa: BLE001 - a damaged image is counted and shown as missing
             self.failed += 1
             return None
@@ -205,13 +164,11 @@ class Thumbnails:
         return len(self.uris) - 1
 
     @staticmethod
-    def _files(
-        cell: Any, data: bytes | None, digest: str | None, folder: Path, present: set[str], writer: Writer
-    ) -> tuple[str, str]:
+    def _files(cell: Any, data: bytes | None, digest: str | None, folder: Path, present: set[str]) -> tuple[str, str]:
         check_structure(cell)
         with open_image(cell) as image:
             width, height = image.size
-        full = write_full_size(cell, data, folder, digest, present, writer)
+        full = write_full_size(cell, data, folder, digest, present)
         as_stored = data is not None and browser_extension(data) is not None
         small = as_stored and width * height <= SHOWN_AS_STORED_PX
         shown = full if small else write_thumbnail(cell, full, folder, present)

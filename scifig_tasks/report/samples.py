@@ -54,24 +54,22 @@ def attach_images(
     if progress is not None and lmms_tasks:
         progress(f"samples.html: loading the documents of {len(lmms_tasks)} tasks for their figures")
     loaded: dict[str, Sequence[Mapping[str, Any]] | str] = docs_loader(lmms_tasks) if lmms_tasks else {}
-    with Thumbnails(full_size) as thumbnails:  # every figure file written when the block ends
-        for number, ((kind, name), members) in enumerate(by_source.items(), start=1):
-            if progress is not None:
-                counted = f"{len(thumbnails.uris):,} figures so far"
-                progress(
-                    f"samples.html: figures of {name} ({number} of {len(by_source)} tasks, {counted})", detail=True
-                )
-            if kind == "lmms":
-                docs: Any = loaded.get(name, "not loaded")
-            else:
-                docs = vlmeval_rows(name, {group.source[2] for group in members})
-            problem = (
-                f"documents could not be loaded ({docs})" if isinstance(docs, str) else _other_documents(docs, members)
-            )
-            if problem is not None:
-                missing.setdefault(problem, []).append(name)
-                continue
-            _attach(members, docs, kind, thumbnails)
+    thumbnails = Thumbnails(full_size)
+    for number, ((kind, name), members) in enumerate(by_source.items(), start=1):
+        if progress is not None:
+            counted = f"{len(thumbnails.uris):,} figures so far"
+            progress(f"samples.html: figures of {name} ({number} of {len(by_source)} tasks, {counted})", detail=True)
+        if kind == "lmms":
+            docs: Any = loaded.get(name, "not loaded")
+        else:
+            docs = vlmeval_rows(name, {group.source[2] for group in members})
+        problem = (
+            f"documents could not be loaded ({docs})" if isinstance(docs, str) else _other_documents(docs, members)
+        )
+        if problem is not None:
+            missing.setdefault(problem, []).append(name)
+            continue
+        _attach(members, docs, kind, thumbnails)
     for reason, names in sorted(missing.items()):
         notes.append(f"No images for {', '.join(sorted(names))}: {reason}.")
     if thumbnails.failed:
