@@ -51,6 +51,13 @@ def test_export_upstream_of_an_unknown_benchmark(tmp_path: Path, capsys: pytest.
 
 
 @pytest.mark.cli
+def test_export_upstream_for_vlmeval_outside_a_checkout(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["export-upstream", "--framework", "vlmeval", "--bench", "grab", "--out", str(tmp_path)]
+    status, line = one_line(argv, capsys)
+    assert status == 1 and line.startswith(f"scifig export-upstream: {tmp_path}: no vlmeval/dataset/__init__.py"), line
+
+
+@pytest.mark.cli
 def test_unknown_task_name(capsys: pytest.CaptureFixture[str]) -> None:
     assert one_line(["tasks", "scifibenchh"], capsys) == (
         2,
