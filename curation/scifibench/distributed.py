@@ -29,7 +29,7 @@ from curation.scifibench.neighbours import (
     nearest_neighbours,
     scan_cells,
 )
-from curation.scifibench.ondisk import CODES_SOURCE, DecodedCodes, merged_neighbours
+from curation.scifibench.ondisk import CODES_SOURCE, MERGE_BLOCK, DecodedCodes, merge_block, open_vectors
 
 if TYPE_CHECKING:
     from curation.scifibench.embed import ClipSpec
@@ -197,21 +197,58 @@ def scan_groups(cluster: Cluster, nlist: int) -> int:
     return min(nlist, max(cell_workers(nlist), cluster.threads()))
 
 
-def scan_on_cluster(
-    cluster: Cluster, scratch: Path, source: str, probes: np.ndarray, nlist: int, heap_width: int
-) -> tuple[list[tuple[np.ndarray, np.ndarray]], list[np.ndarray]]:
-    """The cell groups' heaps (distances, ids; mapped from ``scratch``) and the ids each holds rows for, in group
-    order: what :func:`.ondisk.merged_neighbours` merges (bound to its cluster: an :data:`.ondisk.ClusterScan`).
-    ``scratch`` (shared with every worker, checked) receives the probes; the caller has put the codes there for
-    :data:`.ondisk.CODES_SOURCE`."""
+def _merge_block(
+    scratch: str, vectors: str, groups: int, width: int, k: int, plan: IndexPlan, start: int, stop: int
+) -> tuple[np.ndarray, np.ndarray]:
+    directory = Path(scratch)
+    heaps = [
+        (np.load(directory / f"group-{g}-D.npy", mmap_mode="r"), np.load(directory / f"group-{g}-I.npy", mmap_mode="r"))
+        for g in range(groups)
+    ]
+    held = [np.load(directory / f"group-{g}-rows.npy", mmap_mode="r") for g in range(groups)]
+    part = merge_block(open_vectors(Path(vectors)), heaps, width, k, plan, start, stop, held)
+    return part.indices, part.distances
+
+
+def merge_task(*args: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Task: vectors ``start`` to ``stop`` of the merge of the cell groups' heaps and the exact re-ranking
+    (:func:`.ondisk.merge_block`), the float vectors read memory-mapped from their ``.npy`` file."""
+    return call_in_task(_merge_block, *args)
+
+
+def search_on_cluster(
+    cluster: Cluster,
+    scratch: Path,
+    source: str,
+    probes: np.ndarray,
+    nlist: int,
+    heap_width: int,
+    k: int,
+    plan: IndexPlan,
+    vectors: Path,
+) -> Neighbours:
+    """Every vector's ``k`` neighbours, as :func:`.ondisk.merged_neighbours` gives them from the heaps of the
+    one-process scan: the cell groups scanned, then their heaps merged and re-ranked by exact distance
+    ``MERGE_BLOCK`` vectors at a time, each a task on the cluster (bound to its cluster: an
+    :data:`.ondisk.ClusterSearch`). ``scratch`` (shared with every worker, checked) receives the probes and the
+    groups' heaps; the caller has put the codes there for :data:`.ondisk.CODES_SOURCE`; ``vectors``: the float
+    vectors' ``.npy`` file."""
     cluster.check_shared(scratch, "the cache folder", "--cache-dir")
     np.save(scratch / "probes.npy", probes)
     groups = scan_groups(cluster, nlist)
     log(f"neighbour scan: {nlist} cells in {groups} groups, one task each (as {groups} Faiss threads in one process)")
-    calls = [(str(scratch.absolute()), source, nlist, heap_width, group, groups) for group in range(groups)]
-    paths = cluster.map(scan_group, calls, "scifibench: cell groups scanned on the cluster", "group")
-    held = [np.load(rows) for rows, _, _ in paths]
-    return [(np.load(d, mmap_mode="r"), np.load(i, mmap_mode="r")) for _, d, i in paths], held
+    folder = str(scratch.absolute())
+    calls = [(folder, source, nlist, heap_width, group, groups) for group in range(groups)]
+    cluster.map(scan_group, calls, "scifibench: cell groups scanned on the cluster", "group")
+    n = len(probes)
+    blocks = [(start, min(n, start + MERGE_BLOCK)) for start in range(0, n, MERGE_BLOCK)]
+    plural = "s" * (len(blocks) > 1)
+    log(f"merge and exact re-ranking: {len(blocks)} block{plural} of up to {MERGE_BLOCK:,} pairs, a task each")
+    width, path = heap_width // 2, str(Path(vectors).absolute())
+    merges = [(folder, path, groups, width, k, plan, start, stop) for start, stop in blocks]
+    sizes = [stop - start for start, stop in blocks]
+    parts = cluster.map(merge_task, merges, "scifibench: merged and re-ranked on the cluster", "pair", sizes)
+    return Neighbours(np.concatenate([i for i, _ in parts]), np.concatenate([d for _, d in parts]), plan)
 
 
 def memory_neighbours_on_cluster(
@@ -225,8 +262,8 @@ def memory_neighbours_on_cluster(
     scratch: Path,
 ) -> Neighbours:
     """:func:`.neighbours.nearest_neighbours` of the in-memory ``vectors`` (saved at ``path``, which the workers
-    read) with the inverted file's cells scanned on the cluster: the same neighbours. An exact plan is searched
-    here."""
+    read) with the inverted file's cells scanned, merged and re-ranked on the cluster: the same neighbours. An exact
+    plan is searched here."""
     vectors = np.ascontiguousarray(vectors, dtype=np.float32)
     n = len(vectors)
     if n < 2:
@@ -235,11 +272,11 @@ def memory_neighbours_on_cluster(
         return nearest_neighbours(vectors, k, plan, seed, use_gpu)
     k = min(k, n - 1)
     index = build_index(vectors, plan, seed, use_gpu)
+    probes, nlist = index.probes, index.nlist
+    del index
     width = min(k + RERANK_MARGIN, n - 1)
     work = Path(tempfile.mkdtemp(prefix="scifibench-knn-", dir=scratch))
     try:
-        heaps, held = scan_on_cluster(cluster, work, str(Path(path).absolute()), index.probes, index.nlist, 2 * width)
-        del index
-        return merged_neighbours(vectors, heaps, width, k, plan, held)
+        return search_on_cluster(cluster, work, str(Path(path).absolute()), probes, nlist, 2 * width, k, plan, path)
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -45,9 +45,10 @@ GB = 1024**3
 
 CODES_SOURCE = "codes"  # a cell scan elsewhere reads the 8-bit codes (codes.npy, codec.npy) in its scratch folder
 
-ClusterScan = Callable[[Path, str, np.ndarray, int, int], tuple[list[tuple[np.ndarray, np.ndarray]], list[np.ndarray]]]
-"""``(scratch, source, probes, nlist, heap_width) -> (heaps, held)``: the cell groups' heaps and the ids each holds
-rows for, in group order (:func:`.distributed.scan_on_cluster` with its cluster bound)."""
+ClusterSearch = Callable[[Path, str, np.ndarray, int, int, int, IndexPlan, Path], Neighbours]
+"""``(scratch, source, probes, nlist, heap_width, k, plan, vectors) -> neighbours``: the cell scan, the merge and the
+exact re-ranking run elsewhere (:func:`.distributed.search_on_cluster` with its cluster bound); ``vectors``: the
+float vectors' ``.npy`` file."""
 
 
 class DiskSpaceError(OSError):
@@ -207,6 +208,36 @@ def process_heaps(
     return [(np.load(d, mmap_mode="r"), np.load(i, mmap_mode="r")) for d, i in paths]
 
 
+def merge_block(
+    vectors: np.ndarray,
+    heaps: list[tuple[np.ndarray, np.ndarray]],
+    width: int,
+    k: int,
+    plan: IndexPlan,
+    start: int,
+    stop: int,
+    held: list[np.ndarray] | None = None,
+) -> Neighbours:
+    """Vectors ``start`` to ``stop`` of :func:`merged_neighbours` (what a cluster's task computes of it)."""
+    import faiss
+
+    merged = faiss.ResultHeap(stop - start, heaps[0][0].shape[1])
+    for number, (heap_d, heap_i) in enumerate(heaps):
+        if held is None:
+            rows, part_d, part_i = slice(None), heap_d[start:stop], heap_i[start:stop]
+        else:
+            low, high = np.searchsorted(held[number], [start, stop])
+            rows, part_d, part_i = held[number][low:high] - start, heap_d[low:high], heap_i[low:high]
+        if number == 0:  # the merge starts from the first heap's rows
+            merged.D[rows], merged.I[rows] = part_d, part_i
+        elif held is None:
+            merged.add_result(np.ascontiguousarray(part_d), np.ascontiguousarray(part_i))
+        else:
+            merged.add_result_subset(rows, np.ascontiguousarray(part_d), np.ascontiguousarray(part_i))
+    merged.finalize()
+    return rerank(vectors, first_unique(merged.I, width), k, plan, first=start)
+
+
 def merged_neighbours(
     vectors: np.ndarray,
     heaps: list[tuple[np.ndarray, np.ndarray]],
@@ -219,29 +250,13 @@ def merged_neighbours(
     distinct candidates re-ranked by exact distance, ``MERGE_BLOCK`` vectors at a time. ``held``: per heap, the
     ascending ids of the vectors its rows hold (:func:`.neighbours.scan_cells`); a vector a heap holds no row for
     has nothing in it, as in a heap of every vector that no pair of its cells reached."""
-    import faiss
-
-    n, heap_width = len(vectors), heaps[0][0].shape[1]
+    n = len(vectors)
     indices = np.empty((n, k), dtype=np.int64)
     distances = np.empty((n, k), dtype=np.float32)
     with tqdm(total=n, desc="scifibench: merge and exact re-ranking", unit="pair") as progress:
         for start in range(0, n, MERGE_BLOCK):
             stop = min(n, start + MERGE_BLOCK)
-            merged = faiss.ResultHeap(stop - start, heap_width)
-            for number, (heap_d, heap_i) in enumerate(heaps):
-                if held is None:
-                    rows, part_d, part_i = slice(None), heap_d[start:stop], heap_i[start:stop]
-                else:
-                    low, high = np.searchsorted(held[number], [start, stop])
-                    rows, part_d, part_i = held[number][low:high] - start, heap_d[low:high], heap_i[low:high]
-                if number == 0:  # the merge starts from the first heap's rows
-                    merged.D[rows], merged.I[rows] = part_d, part_i
-                elif held is None:
-                    merged.add_result(np.ascontiguousarray(part_d), np.ascontiguousarray(part_i))
-                else:
-                    merged.add_result_subset(rows, np.ascontiguousarray(part_d), np.ascontiguousarray(part_i))
-            merged.finalize()
-            part = rerank(vectors, first_unique(merged.I, width), k, plan, first=start)
+            part = merge_block(vectors, heaps, width, k, plan, start, stop, held)
             indices[start:stop], distances[start:stop] = part.indices, part.distances
             progress.update(stop - start)
     return Neighbours(indices, distances, plan)
@@ -281,14 +296,14 @@ def disk_neighbours(
     scratch: Path | None = None,
     recall_sample: int = DEFAULT_RECALL_SAMPLE,
     executor: Executor | None = None,
-    cluster_scan: ClusterScan | None = None,
+    cluster_search: ClusterSearch | None = None,
 ) -> Neighbours:
     """The ``k`` nearest other vectors of every vector of the ``.npy`` file ``path`` (see
     curation/scifibench/README.md, **The on-disk search in detail**);
     ``processes`` > 1: the scan shared as :func:`process_heaps` does, in a scratch directory under ``scratch``
-    (default: the system's temporary directory), removed afterwards; ``cluster_scan``: the scan's cell groups run
-    elsewhere, on a Dask cluster (:func:`.distributed.scan_on_cluster`), from the codes in a scratch directory under
-    ``scratch`` that every worker sees."""
+    (default: the system's temporary directory), removed afterwards; ``cluster_search``: the scan's cell groups and the
+    merge run elsewhere, on a Dask cluster (:func:`.distributed.search_on_cluster`), from the codes in a scratch
+    directory under ``scratch`` and ``path``, which every worker sees."""
     vectors = open_vectors(path)
     n = len(vectors)
     if n < 2:
@@ -301,15 +316,15 @@ def disk_neighbours(
     index = build_index(vectors, plan, seed, use_gpu)
     nlist, heap_width = index.nlist, 2 * min(k + DISK_RERANK_MARGIN, n - 1)
     codec = train_codec(vectors, plan, seed)
-    if cluster_scan is not None:
+    if cluster_search is not None:
         work = Path(tempfile.mkdtemp(prefix="scifibench-knn-", dir=scratch))
         try:
             encode(vectors, codec, work / "codes.npy").flush()
             np.save(work / "codec.npy", faiss_serialized(codec))
-            heaps, held = cluster_scan(work, CODES_SOURCE, index.probes, nlist, heap_width)
+            probes = index.probes
             del index
-            found = merged_neighbours(vectors, heaps, heap_width // 2, k, plan, held)
-            del heaps
+            found = cluster_search(work, CODES_SOURCE, probes, nlist, heap_width, k, plan, path)
+            del probes
         finally:
             shutil.rmtree(work, ignore_errors=True)
     elif processes > 1:

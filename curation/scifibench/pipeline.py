@@ -24,7 +24,7 @@ from tqdm.auto import tqdm
 from curation.cluster import Cluster
 from curation.scifibench.card import write_card
 from curation.scifibench.categories import categorise, describe_rule, other_label, top_categories
-from curation.scifibench.distributed import embed_on_cluster, memory_neighbours_on_cluster, scan_on_cluster
+from curation.scifibench.distributed import embed_on_cluster, memory_neighbours_on_cluster, search_on_cluster
 from curation.scifibench.embed import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_SHARD_SIZE,
@@ -177,7 +177,7 @@ def cached_neighbours(
             settings.use_gpu,
             settings.knn_processes,
             scratch=settings.cache,
-            cluster_scan=None if cluster is None else functools.partial(scan_on_cluster, cluster),
+            cluster_search=None if cluster is None else functools.partial(search_on_cluster, cluster),
         )
         if isinstance(found.plan, DiskPlan) and found.plan.recall_at_5 is not None:
             recall, sample = found.plan.recall_at_5, found.plan.recall_sample

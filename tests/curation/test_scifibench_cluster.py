@@ -31,6 +31,7 @@ from curation.cluster import (  # noqa: E402
     check_shared,
     cluster_address,  # noqa: E402
 )
+from curation.scifibench import distributed  # noqa: E402
 from curation.scifibench.cli import main  # noqa: E402
 from curation.scifibench.distributed import group_lists, memory_neighbours_on_cluster  # noqa: E402
 from curation.scifibench.neighbours import cell_lists, nearest_neighbours, plan_index  # noqa: E402
@@ -93,7 +94,8 @@ def test_a_two_worker_local_cluster_curates_what_one_process_curates(
     cluster_log = capsys.readouterr().err.replace("\r", "\n")
     assert "starting a local Dask cluster: 2 worker processes" in cluster_log
     assert "embedding 8 shards of up to 32 pairs: one task each" in cluster_log  # the workers embedded
-    assert re.search(r"8 cells in \d+ groups, one task each", cluster_log)  # so was the cell scan
+    assert re.search(r"8 cells in \d+ groups, one task each", cluster_log)  # so was the cell scan ...
+    assert "merge and exact re-ranking: 1 block of up to 65,536 pairs, a task each" in cluster_log  # ... and merge
     summary = json.loads((single / "curation.json").read_text())
     assert summary["index"]["kind"] == "ivf" and summary["index"]["nlist"] == 8
     recall = re.compile(r"recall@5 against exact search on [\d,]+ sampled pairs: [\d.]+")
@@ -133,7 +135,10 @@ class InProcess:
         assert Path(path).exists()
 
 
-def test_cell_groups_scanned_as_tasks_merge_to_the_in_memory_neighbours(tmp_path: Path) -> None:
+def test_cell_groups_scanned_as_tasks_merge_to_the_in_memory_neighbours(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(distributed, "MERGE_BLOCK", 400)  # merged and re-ranked in 3 tasks
     vectors = np.random.default_rng(5).normal(size=(900, 10)).astype(np.float32)  # no clusters: cells cut through
     np.save(tmp_path / "joint.npy", vectors)
     plan = plan_index(len(vectors), exact_max=100, nlist=16, nprobe=3)
@@ -145,7 +150,7 @@ def test_cell_groups_scanned_as_tasks_merge_to_the_in_memory_neighbours(tmp_path
         found = memory_neighbours_on_cluster(vectors, tmp_path / "joint.npy", 6, plan, 0, False, stand_in, tmp_path)
     finally:
         faiss.omp_set_num_threads(threads)
-    assert stand_in.ran == ["scan_group"] * 3
+    assert stand_in.ran == ["scan_group"] * 3 + ["merge_task"] * 3
     np.testing.assert_array_equal(found.indices, expected.indices)
     np.testing.assert_array_equal(found.distances, expected.distances)
     assert found.plan == expected.plan

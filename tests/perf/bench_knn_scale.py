@@ -113,11 +113,11 @@ def child(args: argparse.Namespace) -> None:
             del vectors
         elif args.mode == "cluster":
             from curation.cluster import Cluster
-            from curation.scifibench.distributed import scan_on_cluster
+            from curation.scifibench.distributed import search_on_cluster
 
             with Cluster("local", args.child_processes) as cluster:
-                scan = functools.partial(scan_on_cluster, cluster)
-                found = disk_neighbours(path, 16, plan, scratch=path.parent, recall_sample=0, cluster_scan=scan)
+                search = functools.partial(search_on_cluster, cluster)
+                found = disk_neighbours(path, 16, plan, scratch=path.parent, recall_sample=0, cluster_search=search)
         else:
             found = disk_neighbours(
                 path, 16, plan, processes=args.child_processes, scratch=path.parent, recall_sample=0
