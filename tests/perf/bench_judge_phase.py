@@ -382,7 +382,7 @@ def run_case(case: Case, work: Path, base: Path | None, options: argparse.Namesp
             env["PYTHONPATH"] = str(base)
         model_args = "model_version=fake-vlm,max_retries=1,retry_backoff_s=0,num_concurrent=16"
         args = ["--model", "openai", "--model_args", model_args, "--tasks", case.group]
-        args += ["--process_docs_parallel", str(options.judge_concurrency)]
+        args += ["--process_docs_parallel", str(options.docs_parallel or options.judge_concurrency)]
         measured = run_lmms_eval(args, env, work / "out", work / "lmms-eval.log", timeout_s=1800)
         requests, peak = judge.requests, judge.max_in_flight
         errors = model.errors + judge.errors
@@ -440,6 +440,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--questions", type=int, default=200, help="questions per benchmark (default 200)")
     parser.add_argument("--latency", type=float, default=0.2, help="judge latency per request, s (default 0.2)")
     parser.add_argument("--judge-concurrency", type=int, default=8, help="SCIFIG_JUDGE_MAX_CONCURRENCY (default 8)")
+    parser.add_argument(
+        "--docs-parallel",
+        type=int,
+        help="lmms-eval's --process_docs_parallel (default: the judge's concurrency, as scifig eval passes it)",
+    )
     parser.add_argument("--rounds", type=int, default=3, help="rounds, each running both codes (default 3)")
     parser.add_argument("--baseline", default="HEAD", help="the commit whose code is 'before' (default HEAD)")
     parser.add_argument("--base", type=Path, help="a checkout to compare with instead of --baseline's worktree")
@@ -450,6 +455,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--benchmarks: choose from {', '.join(BENCHMARKS)}")
     if options.questions < 1 or options.judge_concurrency < 1 or options.latency <= 0 or options.rounds < 1:
         parser.error("need --questions >= 1, --judge-concurrency >= 1, --latency > 0 and --rounds >= 1")
+    if options.docs_parallel is not None and options.docs_parallel < 1:
+        parser.error("need --docs-parallel >= 1")
 
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="scifig-bench-judge-phase-") as temporary:
@@ -479,7 +486,8 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(
         f"bench_judge_phase: judge latency {options.latency:g} s, SCIFIG_JUDGE_MAX_CONCURRENCY="
-        f"{options.judge_concurrency} (--process_docs_parallel {options.judge_concurrency}), {options.rounds} rounds, "
+        f"{options.judge_concurrency} (--process_docs_parallel {options.docs_parallel or options.judge_concurrency}), "
+        f"{options.rounds} rounds, "
         f"{os.cpu_count()} CPUs; before = {options.base or options.baseline}"
     )
     header = (

@@ -27,7 +27,8 @@ How to read the figures.
 * ``load avg`` is the 1-minute load average when the phase ended: a value well above the machine's cores means the
   figures were taken on a busy machine.
 * ``requests`` / ``accuracy``: one judge request per question (every 10th reply is deliberately wrong, the judge
-  returns the model's output as the extracted answer), accuracy equal to ``expected``.
+  returns the model's output as the extracted answer, and "None" for the wrong one), accuracy equal to ``expected``.
+  ``python -m tests.perf.bench_judge_phase`` times every benchmark's judged protocol in lmms-eval.
 
 Run from the repository root: ``python -m tests.perf.bench_judge_throughput`` (options ``--questions`` (200),
 ``--latency`` (0.5 s), ``--judge-concurrency`` (8), ``--frameworks`` (``lmms-eval,vlmeval``)). It takes about a
@@ -58,9 +59,12 @@ _OUTPUT = re.compile(r'The output from the model answering the question is: "(.*
 
 
 def extracting_judge(request: ChatRequest) -> Reply:
-    """The judge: returns the quoted model output as the extracted answer (GRAB's extraction prompt)."""
+    """The judge: returns the quoted model output as the extracted answer (GRAB's extraction prompt), and the prompt's
+    "None" for the deliberately wrong reply, which holds no answer (a reply in no answer format is asked again)."""
     match = _OUTPUT.search(request.text)
-    return Reply(text=match.group(1)) if match else Reply(text="not GRAB's extraction prompt", status=400)
+    if match is None:
+        return Reply(text="not GRAB's extraction prompt", status=400)
+    return Reply(text="None" if match.group(1) == "wrong" else match.group(1))
 
 
 @dataclass
