@@ -83,7 +83,8 @@ def started(work: Callable[[], Result], name: str) -> Part[Result]:
         stream.flush()
     context = multiprocessing.get_context("fork")
     part.reader, writer = context.Pipe(duplex=False)
-    part.process = context.Process(target=_child, args=(work, writer), name=name, daemon=True)
+    # not a daemon: a part may start one of its own (the sample viewer's figures); stop() ends it on a failure
+    part.process = context.Process(target=_child, args=(work, writer), name=name)
     part.process.start()
     writer.close()
     return part

@@ -65,6 +65,25 @@ def lmms_docs(tasks: list[str]) -> dict[str, Sequence[Mapping[str, Any]] | str]:
     return found
 
 
+def data_read(tasks: list[str]) -> dict[str, tuple[Any, ...]]:
+    """Each task's data as :func:`lmms_docs` loads it: the source, split and Hub id its YAML names (tasks reading
+    the same split load it once together), or one key for every task lmms-eval loads."""
+    from scifig_tasks.report import task_docs
+
+    try:
+        readable = task_docs.readable(tasks)
+    except Exception:  # noqa: BLE001 - a YAML this reader cannot follow: lmms-eval reads it
+        readable = {}
+    found: dict[str, tuple[Any, ...]] = {}
+    for task in tasks:
+        config = readable.get(task)
+        if config is None:
+            found[task] = ("lmms-eval",)
+        else:
+            found[task] = (config["metadata"]["scifig_source"], config.get("test_split"), config.get("dataset_path"))
+    return found
+
+
 def _why(exc: Exception) -> str:
     return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": ")
 

@@ -1,5 +1,6 @@
 """The sample viewer's figures: each distinct image written once beside the page, named by its content, with a
-thumbnail file for a large one (:class:`Thumbnails`); data URIs when the page has no folder.
+thumbnail file for a large one (:class:`FigureFiles`), and the page's list of them (:class:`Thumbnails`); data URIs
+when the page has no folder.
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ def _write_once(
         if data is not None:
             target.write_bytes(data)
         else:
-            partial = target.with_name(target.name + ".partial")
+            partial = target.with_name(f"{target.name}.{os.getpid()}.partial")  # its own, beside another process
             write(partial)
             partial.replace(target)
     if present is not None:
@@ -123,29 +124,33 @@ def write_thumbnail(cell: Any, full: str, folder: Path, present: set[str] | None
     return _write_once(target, lambda path: path.write_bytes(data), present)
 
 
-class Thumbnails:
-    """Each distinct stored image once (by content): without a folder, a thumbnail data URI (``uris[i]``); with a
-    folder (:data:`FULL_SIZE_DIR`), its file at full size there (``full[i]``, relative to the page) and what the page
-    shows in a row (``uris[i]``): the full-size file itself when a browser shows it and it has at most
-    :data:`SHOWN_AS_STORED_PX` pixels, else a thumbnail file beside it. Files are named by their content, so a page
-    written again into the same folder reuses them. The page's image is checked as the data check does
-    (:func:`scifig_tasks.core.images.check_structure`: header, size, chunk checksums) without decoding its pixels."""
+Made = tuple[str | None, str, str] | None
+"""One image cell made ready for the page (:meth:`FigureFiles.make`): its content's SHA-256 (``None`` for a decoded
+image), what a row shows and the full-size file (relative to the page; empty without a folder); ``None`` when the
+image could not be (damaged)."""
+
+
+class FigureFiles:
+    """Each distinct stored image made once (by content): without a folder, a thumbnail data URI; with a folder
+    (:data:`FULL_SIZE_DIR`), its file at full size there and what the page shows in a row: the full-size file itself
+    when a browser shows it and it has at most :data:`SHOWN_AS_STORED_PX` pixels, else a thumbnail file beside it.
+    Files are named by their content, so a page written again into the same folder reuses them, and two processes
+    making the images of one page write the same names with the same bytes. The page's image is checked as the data
+    check does (:func:`scifig_tasks.core.images.check_structure`: header, size, chunk checksums) without decoding its
+    pixels."""
 
     def __init__(self, folder: Path | None = None) -> None:
-        self.uris: list[str] = []
-        self.full: list[str] = []
         self.folder = folder
-        self._index: dict[str, int] = {}
+        self._made: dict[str, tuple[str, str]] = {}
         self._present: set[str] | None = None
         """The names in ``folder``: listed once, when the first image is written (a page written again into the
         same folder reuses its files)."""
-        self.failed = 0
 
-    def add(self, cell: Any) -> int | None:
+    def make(self, cell: Any) -> Made:
         data = stored_bytes(cell)
         digest = hashlib.sha256(data).hexdigest() if data is not None else None
-        if digest is not None and digest in self._index:
-            return self._index[digest]
+        if digest is not None and digest in self._made:
+            return (digest, *self._made[digest])
         try:
             if self.folder is None:
                 uri, full = thumbnail(cell), ""
@@ -155,13 +160,10 @@ class Thumbnails:
                     self._present = {entry.name for entry in os.scandir(self.folder)}
                 uri, full = self._files(cell, data, digest, self.folder, self._present)
         except Exception:  # noqa: BLE001 - a damaged image is counted and shown as missing
-            self.failed += 1
             return None
-        self.uris.append(uri)
-        self.full.append(full)
         if digest is not None:
-            self._index[digest] = len(self.uris) - 1
-        return len(self.uris) - 1
+            self._made[digest] = (uri, full)
+        return digest, uri, full
 
     @staticmethod
     def _files(cell: Any, data: bytes | None, digest: str | None, folder: Path, present: set[str]) -> tuple[str, str]:
@@ -173,3 +175,31 @@ class Thumbnails:
         small = as_stored and width * height <= SHOWN_AS_STORED_PX
         shown = full if small else write_thumbnail(cell, full, folder, present)
         return f"{folder.name}/{shown}", f"{folder.name}/{full}"
+
+
+class Thumbnails:
+    """The page's images in the order its rows name them: each distinct image (by content) once, ``uris[i]`` what a
+    row shows and ``full[i]`` the full-size file (:class:`FigureFiles`), and the count of images that could not be
+    made; :meth:`keep` takes the images as :class:`FigureFiles` made them, in the page's order, wherever they were
+    made."""
+
+    def __init__(self) -> None:
+        self.uris: list[str] = []
+        self.full: list[str] = []
+        self._index: dict[str, int] = {}
+        self.failed = 0
+
+    def keep(self, made: Made) -> int | None:
+        """The index of the image ``made``: a new one, or the one of the same content kept before; ``None`` (and one
+        more failed) for an image that could not be made."""
+        if made is None:
+            self.failed += 1
+            return None
+        digest, uri, full = made
+        if digest is not None and digest in self._index:
+            return self._index[digest]
+        self.uris.append(uri)
+        self.full.append(full)
+        if digest is not None:
+            self._index[digest] = len(self.uris) - 1
+        return len(self.uris) - 1

@@ -8,24 +8,28 @@ docs/reports.md, "The sample viewer".
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scifig_tasks.core import registry
+from scifig_tasks.report import forked
 from scifig_tasks.report.paths import shown
 from scifig_tasks.report.progress import Progress
 from scifig_tasks.report.runs import Run
 from scifig_tasks.report.sample_documents import (
     DocsLoader,
+    data_read,
     image_cells,
     image_columns,
     lmms_docs,
     other_documents,
     vlmeval_rows,
 )
-from scifig_tasks.report.sample_figures import FULL_SIZE_DIR, Thumbnails
+from scifig_tasks.report.sample_figures import FULL_SIZE_DIR, FigureFiles, Thumbnails
+from scifig_tasks.report.sample_figures import Made as FigureMade
 from scifig_tasks.report.sample_records import Group, capped, collect
 
 if TYPE_CHECKING:
@@ -36,6 +40,13 @@ PAGE_ROWS = 50
 """Documents per page of ``samples.html`` (the data's ``page_rows``, read by ``samples.js``)."""
 
 
+Key = tuple[str, str]
+"""Where a group's document comes from, without its position: ``("lmms", task)`` or ``("vlmeval", dataset)``."""
+Made = dict[Key, "str | list[tuple[str | None, str | None, list[FigureMade]]]"]
+"""Per source: why it has no images, or per group (in order) the VLMEvalKit row's question and answer and each image
+as :meth:`FigureFiles.make` made it."""
+
+
 def attach_images(
     groups: list[Group],
     docs_loader: DocsLoader = lmms_docs,
@@ -44,57 +55,146 @@ def attach_images(
 ) -> tuple[list[str], list[str], list[str]]:
     """Thumbnails for every group whose documents load: the data URIs (indexed by ``Group.images``), the full-size
     files written into ``full_size`` (paths relative to the page; empty strings without a folder) and the notes
-    saying where they could not be made; each step said to ``progress``."""
-    notes: list[str] = []
-    missing: dict[str, list[str]] = {}
-    by_source: dict[tuple[str, str], list[Group]] = {}
+    saying where they could not be made; each step said to ``progress``.
+
+    The sources are made in units, each the tasks reading one data split (loaded once), by this process and, with a
+    core to spare, a forked one, each taking the next unit until none is left (:func:`_made`); the images are then
+    numbered in the page's order, as one process would number them (:class:`Thumbnails`)."""
+    by_source: dict[Key, list[Group]] = {}
     for group in groups:
         by_source.setdefault(group.source[:2], []).append(group)
     lmms_tasks = sorted(name for kind, name in by_source if kind == "lmms")
     if progress is not None and lmms_tasks:
         progress(f"samples.html: loading the documents of {len(lmms_tasks)} tasks for their figures")
-    loaded: dict[str, Sequence[Mapping[str, Any]] | str] = docs_loader(lmms_tasks) if lmms_tasks else {}
-    thumbnails = Thumbnails(full_size)
-    for number, ((kind, name), members) in enumerate(by_source.items(), start=1):
-        if progress is not None:
-            counted = f"{len(thumbnails.uris):,} figures so far"
-            progress(f"samples.html: figures of {name} ({number} of {len(by_source)} tasks, {counted})", detail=True)
-        if kind == "lmms":
-            docs: Any = loaded.get(name, "not loaded")
-        else:
-            docs = vlmeval_rows(name, {group.source[2] for group in members})
-        problem = (
-            f"documents could not be loaded ({docs})" if isinstance(docs, str) else _other_documents(docs, members)
-        )
-        if problem is not None:
-            missing.setdefault(problem, []).append(name)
+    made = _made(_units(by_source), by_source, docs_loader, full_size, progress)
+    thumbnails = Thumbnails()
+    missing: dict[str, list[str]] = {}
+    for key, members in by_source.items():
+        found = made[key]
+        if isinstance(found, str):
+            missing.setdefault(found, []).append(key[1])
             continue
-        _attach(members, docs, kind, thumbnails)
-    for reason, names in sorted(missing.items()):
-        notes.append(f"No images for {', '.join(sorted(names))}: {reason}.")
+        for group, (question, answer, images) in zip(members, found, strict=True):
+            group.prompt = group.prompt or question or ""
+            group.expected = group.expected or answer or ""
+            group.images += [index for image in images if (index := thumbnails.keep(image)) is not None]
+    notes = [f"No images for {', '.join(sorted(names))}: {reason}." for reason, names in sorted(missing.items())]
     if thumbnails.failed:
         notes.append(f"{thumbnails.failed} images could not be decoded and are not shown.")
     return thumbnails.uris, thumbnails.full, notes
 
 
-def _other_documents(docs: Any, members: list[Group]) -> str | None:
-    problem = other_documents(docs, members)
-    return None if problem is None else f"the documents found are not the ones evaluated: {problem}"
+def _units(by_source: Mapping[Key, list[Group]]) -> list[list[Key]]:
+    """The sources in units of work, largest first (most groups): the lmms-eval tasks reading one split
+    (:func:`scifig_tasks.report.sample_documents.data_read`), every task lmms-eval loads, each VLMEvalKit dataset."""
+    lmms = [name for kind, name in by_source if kind == "lmms"]
+    read = data_read(lmms) if lmms else {}
+    units: dict[Any, list[Key]] = {}
+    for kind, name in by_source:
+        units.setdefault(read[name] if kind == "lmms" else (kind, name), []).append((kind, name))
+    return sorted(units.values(), key=lambda unit: -sum(len(by_source[key]) for key in unit))
 
 
-def _attach(members: list[Group], docs: Any, kind: str, thumbnails: Thumbnails) -> None:
+def _made(
+    units: list[list[Key]],
+    by_source: Mapping[Key, list[Group]],
+    docs_loader: DocsLoader,
+    full_size: Path | None,
+    progress: Progress | None,
+) -> Made:
+    """Every unit made, by this process and (with two units or more) a forked one
+    (:func:`scifig_tasks.report.forked.started`: made here, after this process's share, where it may not fork): each
+    takes the next unit not yet taken."""
+    taken = _Taken(shared=len(units) > 1 and forked.spare_cores() > 0)
+
+    def share() -> Made:
+        files, made = FigureFiles(full_size), {}
+        while (index := taken.next()) < len(units):
+            made |= _unit(units[index], by_source, docs_loader, files, progress)
+        return made
+
+    other = forked.started(share, "samples.html's figures") if len(units) > 1 else None
+    try:
+        made = share()
+        return made | (other.result() if other is not None else {})
+    finally:
+        if other is not None:
+            other.stop()
+
+
+class _Taken:
+    """How many units have been taken: shared with a forked process (``shared``: a counter in shared memory), else
+    this process's own."""
+
+    def __init__(self, shared: bool) -> None:
+        if shared:
+            import multiprocessing
+
+            self._shared: Any = multiprocessing.get_context("fork").Value("i", 0)
+        else:
+            self._shared, self._count = None, 0
+
+    def next(self) -> int:
+        """The index of the unit to make next (past the last: none is left)."""
+        if self._shared is None:
+            self._count += 1
+            return self._count - 1
+        with self._shared.get_lock():
+            self._shared.value += 1
+            return int(self._shared.value) - 1
+
+
+def _unit(
+    keys: list[Key],
+    by_source: Mapping[Key, list[Group]],
+    docs_loader: DocsLoader,
+    files: FigureFiles,
+    progress: Progress | None,
+) -> Made:
+    """The images of one unit's sources (:data:`Made`), their documents loaded here; a line to ``progress`` as it
+    starts and, at most once a second, the documents done."""
+    if progress is not None:
+        more = f" and {len(keys) - 1} more reading the same data" if len(keys) > 1 else ""
+        progress(f"samples.html: documents and figures of {keys[0][1]}{more}")
+    lmms = [name for kind, name in keys if kind == "lmms"]
+    loaded: Mapping[str, Sequence[Mapping[str, Any]] | str] = docs_loader(lmms) if lmms else {}
+    made: Made = {}
+    for kind, name in keys:
+        members = by_source[(kind, name)]
+        if kind == "lmms":
+            docs: Any = loaded.get(name, "not loaded")
+        else:
+            docs = vlmeval_rows(name, {group.source[2] for group in members})
+        if isinstance(docs, str):
+            made[(kind, name)] = f"documents could not be loaded ({docs})"
+            continue
+        problem = other_documents(docs, members)
+        if problem is not None:
+            made[(kind, name)] = f"the documents found are not the ones evaluated: {problem}"
+            continue
+        made[(kind, name)] = _images(members, docs, kind, files, progress)
+    return made
+
+
+def _images(
+    members: list[Group], docs: Any, kind: str, files: FigureFiles, progress: Progress | None
+) -> list[tuple[str | None, str | None, list[FigureMade]]]:
     """Each group's images from its document (a VLMEvalKit row also gives its question and answer)."""
     columns: dict[str, tuple[str, ...]] = {}
-    for group, doc in zip(members, _documents(docs, [group.source[2] for group in members]), strict=True):
+    found = []
+    documents = _documents(docs, [group.source[2] for group in members])
+    for number, (group, doc) in enumerate(zip(members, documents, strict=True)):
+        if progress is not None and number and number % ROWS_AT_ONCE == 0:
+            done = f"{number:,} of {len(members):,} documents"
+            progress(f"samples.html: figures of {group.source[1]}, {done}", detail=True)
+        question = answer = None
         if kind == "vlmeval":  # the TSV row: the question (not the full prompt) and the answer
-            group.prompt = group.prompt or capped(str(doc.get("question", "")))
-            group.expected = group.expected or capped(str(doc.get("answer", "")))
+            question, answer = capped(str(doc.get("question", ""))), capped(str(doc.get("answer", "")))
         if group.task not in columns:
             columns[group.task] = image_columns(group.task)
-        for cell in image_cells(doc, columns[group.task], tsv=kind == "vlmeval"):
-            index = thumbnails.add(cell)
-            if index is not None:
-                group.images.append(index)
+        cells = image_cells(doc, columns[group.task], tsv=kind == "vlmeval")
+        found.append((question, answer, [files.make(cell) for cell in cells]))
+    return found
 
 
 ROWS_AT_ONCE = 256
@@ -104,7 +204,8 @@ ROWS_AT_ONCE = 256
 def _documents(docs: Any, positions: Sequence[int]) -> Iterator[Mapping[str, Any]]:
     """The documents at ``positions``, in that order: from a ``datasets.Dataset`` a chunk of rows per call (reading
     row by row was most of the viewer's time for a task of a few thousand questions), else one by one."""
-    if isinstance(docs, Mapping) or not hasattr(docs, "column_names"):
+    datasets = sys.modules.get("datasets")  # a Dataset exists only where datasets was imported
+    if datasets is None or not isinstance(docs, datasets.Dataset):
         for position in positions:
             yield docs[position]
         return
