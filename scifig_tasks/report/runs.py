@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -190,11 +191,43 @@ def task_protocol(task: str, data: Mapping[str, Any]) -> str:
     return declared_protocols().get(task) or scoring_protocol.protocol_of(task)
 
 
-def _samples(results_path: Path) -> dict[str, list[dict[str, Any]]]:
+PLAIN = re.compile(r"[\x20-\x21\x23-\x5b\x5d-\x7e]+")
+"""A secret whose characters a JSON writer never has to escape (printable ASCII but ``"`` and ``\\``)."""
+ASCII_ESCAPE = re.compile(rb"\\u00([0-7][0-9a-fA-F])")
+
+
+def can_hold(path: Path, secrets: Mapping[str, str]) -> bool:
+    """Whether a string read from the JSON file at ``path`` can hold one of ``secrets``, so what is read from it must
+    be masked (:func:`scifig_tasks.core.secrets.mask_value`). Walking every sample of a run to mask it took as long as
+    reading it; most files hold no secret.
+
+    Rule (exact): a string decoded from JSON text holds a secret of plain characters (:data:`PLAIN`) only if the text
+    holds the secret as it is, or writes one of its characters as an escape: ``\\/`` for ``/``, ``\\u00XX`` for
+    an ASCII character (any other escape stands for a character no plain secret has). So the file is read as bytes
+    and searched; a secret of other characters is always masked."""
+    if not secrets:
+        return False
+    if any(PLAIN.fullmatch(secret) is None for secret in secrets):
+        return True
+    data = path.read_bytes()
+    if any(secret.encode("ascii") in data for secret in secrets):
+        return True
+    if b"\\/" in data and any("/" in secret for secret in secrets):
+        return True
+    escaped = {chr(int(code, 16)) for code in ASCII_ESCAPE.findall(data)}
+    return any(character in secret for character in escaped for secret in secrets)
+
+
+def _masked(value: Any, path: Path, secrets: Mapping[str, str]) -> Any:
+    """``value`` read from ``path``, masked where it can hold a secret (:func:`can_hold`)."""
+    return mask_value(value, secrets) if can_hold(path, secrets) else value
+
+
+def _samples(results_path: Path, secrets: Mapping[str, str]) -> dict[str, list[dict[str, Any]]]:
     prefix = results_path.name[: -len(RESULTS_SUFFIX)]
     found: dict[str, list[dict[str, Any]]] = {}
     for path in sorted(results_path.parent.glob(f"{prefix}_samples_*.jsonl")):
-        found[path.name[len(f"{prefix}_samples_") : -len(".jsonl")]] = read_jsonl(path)
+        found[path.name[len(f"{prefix}_samples_") : -len(".jsonl")]] = _masked(read_jsonl(path), path, secrets)
     return found
 
 
@@ -222,7 +255,7 @@ def _is_generic(data: Mapping[str, Any]) -> bool:
     )
 
 
-def _generic(path: Path, data: Mapping[str, Any], run: Run) -> None:
+def _generic(path: Path, data: Mapping[str, Any], run: Run, secrets: Mapping[str, str]) -> None:
     """A generic dataset's scores file (and its records) into ``run``, as lmms-eval's results and samples are read:
     every task and group of ``results`` under its own name (docs/reports.md, "How runs are read")."""
     dataset, results = str(data["dataset"]), data["results"]
@@ -245,17 +278,17 @@ def _generic(path: Path, data: Mapping[str, Any], run: Run) -> None:
         return
     for task in tasks:
         run.samples[task] = []
-    for row, record in enumerate(read_jsonl(records)):
+    for row, record in enumerate(_masked(read_jsonl(records), records, secrets)):
         task = str(record.get("task", dataset))
         logged = {name: value for name, value in record.items() if name not in ("task", "prediction")}
         sample = {**logged, "doc_id": record.get("doc_id", row), "filtered_resps": record.get("prediction")}
         run.samples.setdefault(task, []).append({**sample, "vlmeval_dataset": dataset, VLMEVAL_ROW: row})
 
 
-def _vlmeval(path: Path, runs: dict[str, Run]) -> None:
+def _vlmeval(path: Path, runs: dict[str, Run], secrets: Mapping[str, str]) -> None:
     """One VLMEvalKit scores file into the run ``<model> (VLMEvalKit)``."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = _masked(json.loads(path.read_text(encoding="utf-8")), path, secrets)
     except json.JSONDecodeError as exc:
         raise DataError(str(path), None, None, f"not valid JSON ({exc})") from None
     if not isinstance(data, dict) or not {"dataset", "metrics", "breakdown"} <= set(data):
@@ -268,7 +301,7 @@ def _vlmeval(path: Path, runs: dict[str, Run]) -> None:
     run = runs.setdefault(f"{model} (VLMEvalKit)", Run(f"{model} (VLMEvalKit)"))
     task = vlmeval_tasks().get(dataset)
     if task is None and _is_generic(data):
-        _generic(path, data, run)
+        _generic(path, data, run, secrets)
         return
     if task is None:
         run.notes.append(f"{dataset}: not shown in this report ({path.name})")
@@ -293,7 +326,7 @@ def _vlmeval(path: Path, runs: dict[str, Run]) -> None:
                 "filtered_resps": record.get("prediction"),
                 "vlmeval_dataset": dataset,
             }
-            for index, record in enumerate(read_jsonl(records))
+            for index, record in enumerate(_masked(read_jsonl(records), records, secrets))
         ]
 
 
@@ -304,11 +337,12 @@ def load_runs(paths: Iterable[Path]) -> list[Run]:
     samples."""
     runs: dict[str, Run] = {}
     plain_names: dict[str, str] = {}  # key of a re-scored run -> the model name its file carries
+    secrets = settings.process_secrets()
     for path in results_files(list(paths)):
         if path.name.endswith(SCORES_SUFFIX):
-            _vlmeval(path, runs)
+            _vlmeval(path, runs, secrets)
             continue
-        data = read_results(path)
+        data = _masked(read_results(path), path, secrets)
         name = model_name(data, path)
         key = name
         record = data.get("scifig_rescore")
@@ -322,7 +356,7 @@ def load_runs(paths: Iterable[Path]) -> list[Run]:
         run.environments[path] = data.get(KEY)
         date = str(data.get("date", ""))
         entries = {**data["results"], **(data.get("groups") or {})}
-        samples = _samples(path)
+        samples = _samples(path, secrets)
         for task, metrics in entries.items():
             previous = run._dates.get(task)
             if previous is not None:
@@ -350,9 +384,6 @@ def load_runs(paths: Iterable[Path]) -> list[Run]:
     for key, name in plain_names.items():  # a re-score given with its run (or another re-score) is named for it
         if name in taken or sum(other == name for other in plain_names.values()) > 1:
             runs[key].model = key
-    secrets = settings.process_secrets()
-    for run in runs.values():
+    for run in runs.values():  # what was read is masked as it was read (:func:`can_hold`); the names made of it here
         run.model, run.notes = mask(run.model, secrets), mask_value(run.notes, secrets)
-        run.entries, run.samples = mask_value(run.entries, secrets), mask_value(run.samples, secrets)
-        run.environments = mask_value(run.environments, secrets)
     return list(runs.values())
