@@ -65,15 +65,18 @@ def still_drawing() -> int:
 
 
 def draw_waiting() -> int:
-    """Draws here, now, every figure handed to the drawing processes that none of them has started (the caller has
-    nothing else to do: it would wait for them); returns how many. With one drawing process beside the report, the
-    report's own process drawing the queue's figures in the meantime took a third off a report of 16 models."""
+    """Draws here, now, the figures handed to the drawing processes that none of them has started, one at a time from
+    the end of the queue while they take from its front, until none is left (the caller has nothing else to do: it
+    would wait for them); returns how many it drew."""
     drawn = 0
-    for future, draw in _pending:
-        if future.cancel():  # still queued: no drawing process will start it now
-            draw()
-            drawn += 1
-    return drawn
+    while True:
+        for future, draw in reversed(_pending):
+            if not future.cancelled() and future.cancel():  # still queued: no drawing process will start it now
+                draw()
+                drawn += 1
+                break
+        else:
+            return drawn
 
 
 def drawing_workers() -> int:

@@ -1,5 +1,5 @@
 """``scifig report`` timed: the report code of a baseline commit (before) against the working tree's (after), in one
-run, on two cases.
+run, on these cases.
 
 ``--case grab`` (the default): the full GRAB composition (2,170 questions) drawn by the generator at ``--dpi``
 (default 100: 600 x 500 PNGs of about 80 kB; ``--data DIR`` reuses a build of ``scifig curate grab --dpi 100 --out
@@ -8,26 +8,41 @@ DIR``), one ``lmms-eval --model scifig_chance --tasks grab --log_samples`` run o
 page's script has run), ``painted`` (until the first frame after that), ``chromium`` (the whole process), the output
 folder's bytes and their ratio to the distinct figures it shows.
 
+``--case scifibench``, ``plot_twist``, ``mmsci``, ``charxiv_full``: that benchmark at full size, its published sizes
+(:mod:`tests.perf.full_size`: SciFIBench's four splits of 500, five images to a Caption→Figure question; Plot Twist's
+paper charts with every robustness variant and the ChartQA subset; CharXiv's 1,000 validation charts, 5,000
+questions; MMSci, which publishes no size, 1,000 questions per setting and 1,000 figures to caption), a drawn figure
+per image; one ``lmms-eval`` run of every top-level task and group of the benchmark, asked of a local model (its reply
+a function of the model's name and the request) and scored with a local judge answering in the shapes its prompts ask
+for (MMSci: a tiny local BERTScore model), and copies of it for ``--runs`` runs (default 1).
+
 ``--case mixed``: runs of every registered benchmark. Each benchmark's small data
 (``tests/harness/<benchmark>_data.py``: ``sample(root)``, with what some of its tasks read besides, as the parity test
 builds it; a benchmark without such a module is left out, said with its reason), one ``lmms-eval`` run of every
-top-level task and group over it for each of two reply policies (a local model whose reply is a function of the model's
-name and the request, a local judge answering in the shapes its prompts ask for, a tiny local BERTScore model), and
-copies of those runs under other model names for ``--models`` runs in all (default 6): the GRAB, CharXiv, MMSci
-multiple-choice and captioning (both settings), Plot Twist (question types, robustness variants, ChartQA) and SciFIBench
-(five-image Caption→Figure questions, the alignment experiment) sections, the comparison and the sample viewer. Printed:
-wall and CPU seconds (the report's own and its forked processes'), peak RSS; then where the after side's time went, read
-from the progress lines ``scifig report`` prints (``[N s]`` stamps), and, with ``--profile``, the report functions that
-took longest under cProfile (one more after build).
+top-level task and group over it for each of two reply policies, and copies of those runs under other model names for
+``--models`` runs in all (default 16): the GRAB, CharXiv, MMSci multiple-choice and captioning (both settings), Plot
+Twist (question types, robustness variants, ChartQA) and SciFIBench (five-image Caption→Figure questions, the alignment
+experiment) sections, the comparison and the sample viewer.
+
+``--case every``: one run of each benchmark at full size (GRAB's from the chance model) and the mixed case, in one
+table (a registered benchmark without a full-size builder, a plugin's, is left out, said with its reason).
+
+Printed for every case but ``grab``: wall and CPU seconds (the report's own and its forked processes'), peak RSS;
+then where the after side's time went, read from the progress lines ``scifig report`` prints (``[N s]`` stamps), and,
+with ``--profile``, the report functions that took longest under cProfile (one more after build of the first case).
+Every report is built with an API key in the environment (:data:`KEY`), as a user who ran a judge has one: the report
+masks it in everything it reads.
 
 Before: the baseline's ``scifig_tasks`` (``git archive REV scifig_tasks``; ``--baseline``, default ``HEAD``) first on
-``PYTHONPATH``; after: the working tree. Each of ``--repeat`` rounds (default 3) builds both into fresh folders,
-alternating which goes first; medians and ranges are printed.
+``PYTHONPATH``; after: the working tree. Each of ``--repeat`` rounds (default 3) builds both into fresh folders, case
+by case, alternating which goes first; medians and ranges are printed.
 
 Run from the repository root: ``python -m tests.perf.bench_report`` (options ``--case``, ``--baseline``, ``--repeat``,
-``--work DIR`` to keep the files; for the GRAB case ``--data``, ``--dpi``, ``--runs``; for the mixed case
-``--models``, ``--profile``). Chromium: ``bash .ci/chromium``. The before side of 16 GRAB runs takes about a minute per
-round (build and page load); the mixed case's two lmms-eval runs about two minutes on the 2-core machine.
+``--work DIR`` to keep the data and runs for a later call, ``--runs``, ``--profile``; for GRAB ``--data``, ``--dpi``;
+for the mixed case ``--models``). Chromium: ``bash .ci/chromium``. Building the data and the runs takes longest the
+first time (``--work`` keeps them), on the 2-core machine: GRAB's generator a few minutes, SciFIBench's 8,500
+requests about 7 minutes, CharXiv's 10,000 and MMSci's 14,000 about 20 minutes each, the mixed case's two lmms-eval
+runs about two minutes.
 """
 
 from __future__ import annotations
@@ -64,6 +79,8 @@ PROBE = """<pre id="probe"></pre><script>
 POLICIES = ("org/Model-A-7B-Instruct", "vendor/model_b-v2.1")
 """The two reply policies of the mixed case, named as the models (the model's name picks its replies)."""
 STEP = re.compile(r"^scifig report: (.*) \[(\d+) s\]$")
+KEY = "sk-bench-0123456789abcdefghijklmnopqrstuv"
+"""The API key in every report's environment."""
 
 
 def _cli(name: str) -> str:
@@ -205,7 +222,11 @@ def build(runs: list[Path], out: Path, env: dict[str, str], tree: Path) -> dict[
     command = [sys.executable, "-m", "scifig_tasks.commands.main", "report", *map(str, runs), "--out", str(out)]
     start = time.monotonic()
     process = subprocess.Popen(
-        command, cwd=tree, env=env | {"PYTHONPATH": str(tree)}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        command,
+        cwd=tree,
+        env=env | {"PYTHONPATH": str(tree), "OPENAI_API_KEY": KEY},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
     assert process.stderr is not None
     error = process.stderr.read().decode()
@@ -276,7 +297,8 @@ def profiled(runs: list[Path], out: Path, env: dict[str, str], work: Path) -> li
     stats = work / "report.prof"
     command = [sys.executable, "-m", "cProfile", "-o", str(stats), "-m", "scifig_tasks.commands.main", "report"]
     command += [*map(str, runs), "--out", str(out)]
-    subprocess.run(command, cwd=ROOT, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    keyed = env | {"OPENAI_API_KEY": KEY}
+    subprocess.run(command, cwd=ROOT, env=keyed, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     table = pstats.Stats(str(stats))
     rows = [
         (cumulative, f"{Path(name).parent.name}/{Path(name).name}:{function}")
