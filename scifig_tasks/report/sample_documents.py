@@ -176,8 +176,8 @@ def other_documents(docs: Any, members: list[Group]) -> str | None:
             )
         for name, logged in group.keys.items():
             if name in names:
-                if name not in columns:
-                    columns[name] = list(docs[name])
+                if name not in columns:  # the column at once (a Dataset's column read row by row: a row a call)
+                    columns[name] = list(docs[name][:])
                 loaded = columns[name][position]
             elif isinstance(docs, dict):
                 loaded = docs[position].get(name)
