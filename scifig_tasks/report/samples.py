@@ -113,6 +113,8 @@ def _made(
             made |= _unit(units[index], by_source, docs_loader, files, progress)
         return made
 
+    if taken.shared and docs_loader is lmms_docs and any(kind == "lmms" for unit in units for kind, _ in unit):
+        import datasets  # noqa: F401 - imported once, before the fork, not by both processes
     other = forked.started(share, "samples.html's figures") if len(units) > 1 else None
     try:
         made = share()
@@ -127,6 +129,7 @@ class _Taken:
     this process's own."""
 
     def __init__(self, shared: bool) -> None:
+        self.shared = shared
         if shared:
             import multiprocessing
 

@@ -16,13 +16,15 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.harness.lmms import offline_env, scifig
+from tests.harness import warm_start
+from tests.harness.lmms import CLI_TIMEOUT_S, offline_env, scifig
 from tests.report import results_files as made
 from tests.report.test_report_protocols import LAYOUT_PROBE, MMSCI_TASKS, section, table
 from tests.report.test_report_summary import probe
@@ -78,6 +80,9 @@ class Report:
     stderr: str
     judged: dict[str, Any]
     """The judged MMSci run's results file."""
+    runs: list[Path]
+    root: Path
+    env: dict[str, str]
 
 
 @pytest.fixture(scope="module")
@@ -95,11 +100,12 @@ def report(mmsci_judged_run: Any, tmp_path_factory: pytest.TempPathFactory) -> R
     made.write_results(root / "grab", GRAB_MODEL, entries, groups={"grab_paper": paper_tasks}, samples=logs)
     out = root / "report"
     runs = [run.output_path, root / "captions", *(root / f"mmsci-{n}" for n in range(len(MMSCI_MODELS))), root / "grab"]
-    completed = scifig(["report", *map(str, runs), "--out", str(out)], offline_env(root))
+    env = offline_env(root) | {"SCIFIG_MMSCI_DATA": str(run.output_path.parent / "mmsci")}  # its figures shown
+    completed = scifig(["report", *map(str, runs), "--out", str(out)], env)
     assert completed.returncode == 0, completed.stderr[-3000:]
     markdown = (out / "report.md").read_text(encoding="utf-8")
     judged = json.loads(results.read_text(encoding="utf-8"))
-    return Report(out, markdown, completed.stdout, completed.stderr, judged)
+    return Report(out, markdown, completed.stdout, completed.stderr, judged, runs, root, env)
 
 
 def test_the_judge_cell_says_what_the_results_file_records(report: Report) -> None:
@@ -240,3 +246,23 @@ window.addEventListener("load", () => {
 });
 </script>
 """
+
+
+def written(folder: Path) -> dict[str, bytes]:
+    return {str(path.relative_to(folder)): path.read_bytes() for path in sorted(folder.rglob("*")) if path.is_file()}
+
+
+def test_the_report_one_process_makes_is_the_same(report: Report) -> None:
+    """The parts made at the same time (the comparison, the sample viewer, a second process making its figures, the
+    figures drawn by others) give the report one process gives: the same command pinned to one core (``taskset -c
+    0``: nothing is forked) writes the same files, byte for byte. A report of its own: the only command line here
+    that makes the report without forking."""
+    out = report.root / "one-core"
+    command = ["taskset", "-c", "0", sys.executable, "-m", "scifig_tasks.commands.main", "report"]
+    command += [*map(str, report.runs), "--out", str(out)]
+    completed = warm_start.run(command, report.env, None, CLI_TIMEOUT_S)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    alone, together = written(out), written(report.out)
+    assert sorted(alone) == sorted(together)
+    assert [name for name in together if alone[name] != together[name]] == []
+    assert any(name.startswith("sample-figures/") for name in together)
