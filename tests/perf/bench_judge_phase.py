@@ -236,8 +236,8 @@ def mmsci_case(root: Path, count: int) -> Case:
 
 def mmsci_captioning_case(root: Path, count: int) -> Case:
     """One task of ``mmsci_captioning_paper`` (the group's two tasks aggregate one after the other, METEOR's start
-    between them): ``count // 4`` figures, 3 sampled captions each; the judge splits a caption into 3 facts (4 pieces
-    on ``-``), rates each 4 and answers G-Eval with a bare 4."""
+    between them): ``count // 4`` figures, 3 sampled captions each (alike); the judge splits a caption into 3 facts (4
+    pieces on ``-``), rates each 4 and answers G-Eval with a bare 4."""
     from scifig_tasks.benchmarks.mmsci.judged_metrics import FACTS_INSTRUCTION, GEVAL_RELEVANCE_CRITERIA
     from tests.harness.mmsci_data import Caption, row_of_request, write
 
@@ -247,9 +247,8 @@ def mmsci_captioning_case(root: Path, count: int) -> Case:
     references = [f"Spectra of sample {row} under pressure, with a scale bar of one micron." for row in range(figures)]
     data = write(root / "mmsci", captions=[Caption(reference) for reference in references])
 
-    def model(request: ChatRequest) -> str:
-        row = row_of_request(request.body)
-        return f"Spectra of sample {row} under pressure (caption {request.attempt}), with a scale bar."
+    def model(request: ChatRequest) -> str:  # the 3 sampled captions alike: which caption index gets which is moot
+        return f"Spectra of sample {row_of_request(request.body)} under pressure, with a scale bar."
 
     def judge(request: ChatRequest) -> Reply:
         system = request.body["messages"][0]["content"] if request.body["messages"][0]["role"] == "system" else ""
@@ -348,12 +347,27 @@ class Measured:
     problems: list[str] = field(default_factory=list)
 
 
+def _numbers(value: Any) -> Any:
+    """The numbers of a results value, where they lie (texts left out: a metric's reason for being unavailable names
+    the run's own folders)."""
+    if isinstance(value, dict):
+        kept = {key: _numbers(item) for key, item in value.items()}
+        return {key: item for key, item in kept.items() if item is not _TEXT}
+    if isinstance(value, list):
+        return [_numbers(item) for item in value]
+    return _TEXT if isinstance(value, str) else value
+
+
+_TEXT = object()
+
+
 def _scores(results: dict[str, Any] | None) -> dict[str, Any]:
-    """Every number of the results' groups and tasks (breakdowns included; timings and the judge's usage left out)."""
+    """Every number of the results' groups and tasks, breakdowns included (the judge's usage and timings are in the
+    environment block, outside them)."""
     found: dict[str, Any] = {}
     for section in ("groups", "results"):
         for name, metrics in ((results or {}).get(section) or {}).items():
-            found[name] = {key: value for key, value in metrics.items() if key not in ("alias", " ")}
+            found[name] = _numbers(metrics)
     return found
 
 
