@@ -12,6 +12,8 @@ from __future__ import annotations
 import functools
 import math
 import multiprocessing
+import threading
+from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
@@ -34,13 +36,42 @@ MAX_WORKERS = 3
 Draw = TypeVar("Draw", bound=Callable[..., Path])
 _DRAWERS: dict[str, Callable[..., Path]] = {}
 """Each figure function as written (what a drawing process runs), by name."""
-_pool: ProcessPoolExecutor | None = None
-_pending: list[tuple[Future[Path], Callable[[], Path]]] = []
-"""Each figure handed to the drawing processes, with the call that draws it here."""
 
 
 def _drawn_there(name: str, path: Path, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Path:
     return _DRAWERS[name](path, *args, **kwargs)
+
+
+class _Drawing:
+    """The figures asked for inside :func:`drawn_alongside`: a queue the drawing processes are fed from, a figure to a
+    process at a time as each finishes one (a figure handed to a process's own queue could no longer be drawn by the
+    report's process: :func:`draw_waiting`), and the figures handed over."""
+
+    def __init__(self, pool: ProcessPoolExecutor, workers: int) -> None:
+        self.pool, self.workers = pool, workers
+        self.lock = threading.RLock()  # the pool's thread feeds it too, as a figure is done
+        self.queue: deque[tuple[str, Path, tuple[Any, ...], dict[str, Any]]] = deque()
+        self.handed: list[Future[Path]] = []
+
+    def add(self, name: str, path: Path, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        with self.lock:
+            self.queue.append((name, path, args, kwargs))
+            self.feed()
+
+    def feed(self, _: object = None) -> None:
+        """Hand the front of the queue to the drawing processes that have no figure."""
+        with self.lock:
+            while self.queue and sum(not future.done() for future in self.handed) < self.workers:
+                future = self.pool.submit(_drawn_there, *self.queue.popleft())
+                self.handed.append(future)
+                future.add_done_callback(self.feed)
+
+    def take_last(self) -> tuple[str, Path, tuple[Any, ...], dict[str, Any]] | None:
+        with self.lock:
+            return self.queue.pop() if self.queue else None
+
+
+_drawing: _Drawing | None = None
 
 
 def _alongside(draw: Draw) -> Draw:
@@ -50,33 +81,31 @@ def _alongside(draw: Draw) -> Draw:
 
     @functools.wraps(draw)
     def submit(path: Path, *args: Any, **kwargs: Any) -> Path:
-        if _pool is None:
+        if _drawing is None:
             return draw(path, *args, **kwargs)
-        future = _pool.submit(_drawn_there, draw.__name__, path, args, kwargs)
-        _pending.append((future, functools.partial(draw, path, *args, **kwargs)))
+        _drawing.add(draw.__name__, path, args, kwargs)
         return path
 
     return submit  # type: ignore[return-value]
 
 
 def still_drawing() -> int:
-    """Figures handed to the drawing processes and not yet written."""
-    return sum(not future.done() for future, _ in _pending)
+    """Figures asked for and not yet written."""
+    if _drawing is None:
+        return 0
+    with _drawing.lock:
+        return len(_drawing.queue) + sum(not future.done() for future in _drawing.handed)
 
 
 def draw_waiting() -> int:
-    """Draws here, now, the figures handed to the drawing processes that none of them has started, one at a time from
-    the end of the queue while they take from its front, until none is left (the caller has nothing else to do: it
-    would wait for them); returns how many it drew."""
+    """Draws here, now, the figures no drawing process has started, one at a time from the end of the queue while
+    they take from its front, until none is left (the caller has nothing else to do: it would wait for them); returns
+    how many it drew."""
     drawn = 0
-    while True:
-        for future, draw in reversed(_pending):
-            if not future.cancelled() and future.cancel():  # still queued: no drawing process will start it now
-                draw()
-                drawn += 1
-                break
-        else:
-            return drawn
+    while _drawing is not None and (figure := _drawing.take_last()) is not None:
+        _drawn_there(*figure)
+        drawn += 1
+    return drawn
 
 
 def drawing_workers() -> int:
@@ -89,25 +118,26 @@ def drawing_workers() -> int:
 def drawn_alongside(workers: int | None = None) -> Iterator[None]:
     """Inside the block every figure function returns its path at once and the figure is drawn by one of ``workers``
     processes (:func:`drawing_workers` by default; none: drawn where called) while the caller goes on. Leaving the
-    block waits until every figure is written; a figure that failed raises its error there."""
-    global _pool
+    block draws here what no process has started (:func:`draw_waiting`) and waits until every figure is written; a
+    figure that failed raises its error there."""
+    global _drawing
     count = drawing_workers() if workers is None else workers
-    if count < 1 or _pool is not None:
+    if count < 1 or _drawing is not None:
         yield
         return
     with ProcessPoolExecutor(count, mp_context=multiprocessing.get_context("fork")) as pool:
-        _pool = pool
+        drawing = _drawing = _Drawing(pool, count)
         try:
             yield
             draw_waiting()
-            for future, _ in _pending:
-                if not future.cancelled():
-                    future.result()
+            for future in list(drawing.handed):
+                future.result()
         finally:
-            _pool = None
-            for future, _ in _pending:
+            with drawing.lock:
+                drawing.queue.clear()
+            _drawing = None
+            for future in drawing.handed:
                 future.cancel()
-            _pending.clear()
 
 
 def _colours(n: int) -> list[tuple[float, float, float, float]]:
