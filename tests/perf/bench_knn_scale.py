@@ -32,8 +32,9 @@ interpreter's fixed ~70 MB).
 
 The file is read from the page cache when it fits there (it does at these sizes on a 24 GB machine); a corpus larger
 than memory reads it from disk, which the figures here do not time. Run from the repository root:
-``python -m tests.perf.bench_knn_scale`` (about 15-25 minutes on 2 cores; ``--sizes 100000,300000`` a few
-minutes). Needs ``N x dim x 4`` bytes free under ``--dir`` for the largest size; the files are removed at the end.
+``python -m tests.perf.bench_knn_scale`` (about 30-45 minutes on 2 cores with the cluster runs;
+``--sizes 100000,300000`` about 10; ``--cluster-workers ''`` leaves the cluster out). Needs ``N x dim x 4`` bytes
+free under ``--dir`` for the largest size; the files are removed at the end.
 """
 
 from __future__ import annotations
