@@ -12,7 +12,7 @@ import functools
 import json
 import string
 import textwrap
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,7 @@ from scifig_tasks.core.errors import DataError
 from scifig_tasks.core.run_files import RECORDS_SUFFIX, RESULTS_SUFFIX, SCORES_SUFFIX, read_results
 from scifig_tasks.report.document import Note, Section, Table
 from scifig_tasks.report.runs import Run, task_position
-from scifig_tasks.report.sample_records import cell_of, document_id, is_benchmark_task, viewer_task
+from scifig_tasks.report.sample_records import TaskFacts, cell_of, is_benchmark_task
 
 WIDTH = 100
 """Columns of the terminal table and its verdict lines."""
@@ -203,16 +203,10 @@ def benchmark_of(task: str) -> str:
     return described.name if described is not None else task
 
 
-def _id_key(task: str, record: Mapping[str, Any]) -> tuple[str, ...] | None:
-    fields = document_id(task)
-    if fields and fields[0] in record:
-        return tuple(str(record.get(name, "")) for name in fields)
-    return None
-
-
 def answers(run: Run) -> dict[str, Answers]:
     """The run's per-question verdicts, per lmms-eval task."""
     found: dict[str, Answers] = {}
+    facts = TaskFacts()
     for logged_as, samples in sorted(run.samples.items()):
         if not is_benchmark_task(logged_as):
             continue
@@ -220,7 +214,7 @@ def answers(run: Run) -> dict[str, Answers]:
         version = run.task_versions.get(source, {}).get(logged_as) if source is not None else None
         for position, sample in enumerate(samples):
             record = sample.get("breakdown") if isinstance(sample.get("breakdown"), dict) else {}
-            task = viewer_task(logged_as, record)
+            task = facts.viewer_task(logged_as, record)
             entry = found.get(task)
             if entry is None:
                 framework = "VLMEvalKit" if sample.get("vlmeval_dataset") else "lmms-eval"
@@ -230,7 +224,8 @@ def answers(run: Run) -> dict[str, Answers]:
             if correct is None:
                 entry.unscored = True
                 continue
-            key = _id_key(logged_as, record)
+            fields = facts.fields(logged_as, record)
+            key = tuple(str(record.get(name, "")) for name in fields) if fields else None
             if entry.by_id is not None:
                 if key is None or key in entry.by_id:
                     entry.by_id = None

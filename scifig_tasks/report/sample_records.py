@@ -300,9 +300,10 @@ def _viewer_task(task: str, split: tuple[str, str | Mapping[str, str]] | None, r
     return tasks.get(value, task) if isinstance(value, str) else task
 
 
-class _TaskFacts:
-    """What :func:`collect` asks of the registry per task (:func:`document_id`, :func:`_sample_split`), asked once
-    per task instead of once per sample (a tenth of the viewer's time for a few thousand samples)."""
+class TaskFacts:
+    """What the readers of samples (:func:`collect`, the comparison) ask of the registry per task
+    (:func:`document_id`, :func:`_sample_split`), asked once per task instead of once per sample (a tenth of the
+    viewer's time for a few thousand samples)."""
 
     def __init__(self) -> None:
         self._ids: dict[str, tuple[str, ...]] = {}
@@ -351,7 +352,7 @@ def _label(fields: tuple[str, ...], record: Mapping[str, Any], doc_id: int) -> s
 def collect(runs: Sequence[Run]) -> tuple[list[Group], list[str]]:
     """Groups of the benchmarks' samples (one per document, every model's answer in it) and notes."""
     notes: list[str] = []
-    facts = _TaskFacts()
+    facts = TaskFacts()
     entries: list[tuple[int, str, int, Mapping[str, Any], tuple[str, str, int]]] = []
     for model_index, run in enumerate(runs):
         for task, samples in sorted(run.samples.items()):
