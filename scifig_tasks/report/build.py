@@ -152,7 +152,9 @@ def _build(
     top = summary_section(
         views, titles, files, [run.model for run in runs], headline_table(views), [missing] if missing else []
     )
-    figures.draw_waiting()  # the queued figures drawn here rather than waiting for the parts made elsewhere
+    if waiting := figures.still_drawing():  # the queued figures drawn here too, rather than waiting for the parts
+        progress(f"drawing {waiting} figure{'s' if waiting != 1 else ''}")
+        figures.draw_waiting()
     if compared is not None:
         sections.append(compared.result())
     flagged = _flagged(runs)
