@@ -7,6 +7,7 @@ docs/reports.md, "The sample viewer".
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -102,9 +103,8 @@ def _made(
     full_size: Path | None,
     progress: Progress | None,
 ) -> Made:
-    """Every unit made, by this process and (with two units or more) a forked one
-    (:func:`scifig_tasks.report.forked.started`: made here, after this process's share, where it may not fork): each
-    takes the next unit not yet taken."""
+    """Every unit made, by this process and, with two units or more and a core to spare, a forked one
+    (:func:`scifig_tasks.report.forked.started`): each takes the next unit not yet taken."""
     taken = _Taken(shared=len(units) > 1 and forked.spare_cores() > 0)
 
     def share() -> Made:
@@ -115,7 +115,7 @@ def _made(
 
     if taken.shared and docs_loader is lmms_docs and any(kind == "lmms" for unit in units for kind, _ in unit):
         import datasets  # noqa: F401 - imported once, before the fork, not by both processes
-    other = forked.started(share, "samples.html's figures") if len(units) > 1 else None
+    other = forked.started(share, "samples.html's figures") if taken.shared else None
     try:
         made = share()
         return made | (other.result() if other is not None else {})
@@ -129,13 +129,14 @@ class _Taken:
     this process's own."""
 
     def __init__(self, shared: bool) -> None:
-        self.shared = shared
+        self._shared: Any = None
+        self._count = 0
         if shared:
             import multiprocessing
 
-            self._shared: Any = multiprocessing.get_context("fork").Value("i", 0)
-        else:
-            self._shared, self._count = None, 0
+            with contextlib.suppress(OSError):  # no shared memory for its lock (no /dev/shm): made by one process
+                self._shared = multiprocessing.get_context("fork").Value("i", 0)
+        self.shared = self._shared is not None
 
     def next(self) -> int:
         """The index of the unit to make next (past the last: none is left)."""
@@ -187,7 +188,7 @@ def _images(
     found = []
     documents = _documents(docs, [group.source[2] for group in members])
     for number, (group, doc) in enumerate(zip(members, documents, strict=True)):
-        if progress is not None and number and number % ROWS_AT_ONCE == 0:
+        if progress is not None and number and number % PROGRESS_EVERY == 0:
             done = f"{number:,} of {len(members):,} documents"
             progress(f"samples.html: figures of {group.source[1]}, {done}", detail=True)
         question = answer = None
@@ -200,8 +201,11 @@ def _images(
     return found
 
 
-ROWS_AT_ONCE = 256
-"""Documents read from a ``datasets.Dataset`` in one call (a chunk of rows: their images are held together)."""
+ROWS_AT_ONCE = 32
+"""Documents read from a ``datasets.Dataset`` in one call (a chunk of rows: their images are held together, so a few
+dozen even where each is several MB)."""
+PROGRESS_EVERY = 256
+"""Documents between two counts said to the progress (which says at most one a second)."""
 
 
 def _documents(docs: Any, positions: Sequence[int]) -> Iterator[Mapping[str, Any]]:
