@@ -97,8 +97,10 @@ def _parts(runs: list[Run], out: Path, progress: Progress) -> Report:
     if any(run.samples for run in runs):
         sampled = forked.started(functools.partial(_samples_page, runs, out, progress), "samples.html")
         parts.append(sampled)
+    # one run's figures are few and small: drawn here while the sample viewer is made, no drawing process started
+    drawing = 0 if len(runs) == 1 and sampled is not None else None
     try:
-        with figures.drawn_alongside():
+        with figures.drawn_alongside(drawing):
             report = _build(runs, out, progress, compared, sampled)
             if waiting := figures.still_drawing():
                 progress(f"drawing the last {waiting} figure{'s' if waiting != 1 else ''}")
