@@ -22,7 +22,7 @@ from typing import Any
 import yaml
 
 from scifig_tasks.core import registry, task_files, task_yaml
-from scifig_tasks.core.judged_hooks import requires_judge
+from scifig_tasks.core.judge.required import Requirement
 from scifig_tasks.core.schema import BenchmarkSource
 from scifig_tasks.export.readme import upstream_readme
 from scifig_tasks.export.style import LMMS_EVAL
@@ -229,17 +229,23 @@ class Hooks:
 
     bench: str
     placement: Placement
-    imports: dict[str, str] = field(default_factory=dict)
-    """Import line -> the module it imports, for the closure."""
+    imports: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Module -> name imported -> the name the generated code calls it by."""
     lines: list[str] = field(default_factory=list)
     keys: dict[str, dict[str, str]] = field(default_factory=dict)
+    judged: list[str] = field(default_factory=list)
+    """The tasks refused without a judge."""
 
     @property
     def module(self) -> str:
         return HOOKS.format(bench=self.bench)
 
-    def use(self, module: str, names: str) -> None:
-        self.imports[f"from {module} import {names}"] = module
+    def use(self, module: str, name: str, alias: str | None = None) -> None:
+        self.imports.setdefault(module, {})[name] = alias or name
+
+    def imported(self, prefix: str) -> list[tuple[str, list[str]]]:
+        """``(module, names)`` the generated code imports from modules under ``prefix`` (for the closure)."""
+        return [(module, list(names)) for module, names in self.imports.items() if module.startswith(prefix)]
 
     def own(self, hook: str) -> str:
         """A ``module.function`` of the task folder as the generated code calls it (``utils.grab_breakdown``)."""
@@ -258,7 +264,11 @@ class Hooks:
             "declares (lmms-eval hands process_results none); ``*_breakdown`` write the breakdown files."
             '"""'
         )
-        imports = "\n".join(sorted(self.imports))
+        imports = "\n".join(
+            f"from {module} import "
+            + ", ".join(name if alias == name else f"{name} as {alias}" for name, alias in names.items())
+            for module, names in sorted(self.imports.items())
+        )
         return f"{doc}\n\n{imports}\n\n" + "\n".join(self.lines) + "\n"
 
 
@@ -266,12 +276,12 @@ def _hooks(source: Path, bench: str, placement: Placement, rules: Mapping[str, Q
     """The generated hooks of every task and group YAML of ``source`` that needs one."""
     hooks = Hooks(bench, placement)
     scoring = bound_scoring(source)
-    tasks = task_files.scifig_tasks()
+    requires = Requirement(None)
     for path in _yaml_files(source):
         config = task_yaml.resolved(path)
         task = config.get("task")
         if isinstance(task, str):
-            _task_hooks(hooks, path, task, config, rules, scoring, tasks)
+            _task_hooks(hooks, path, task, config, rules, scoring, requires)
         elif config.get("group") and config.get("aggregate_metric_list"):
             _group_hooks(hooks, path, str(config["group"]), config)
     return hooks
@@ -284,20 +294,21 @@ def _task_hooks(
     config: Mapping[str, Any],
     rules: Mapping[str, QuestionsRule],
     scoring: Mapping[str, tuple[str, str, dict[str, Any]]],
-    tasks: Mapping[str, Any],
+    requires: Requirement,
 ) -> None:
     """One line per hook the task needs (:mod:`scifig_tasks.core.exported_hooks`)."""
     source = _source_of(config)
     rule = rules.get(source) if source is not None else None
-    judged = task in tasks and requires_judge(task_files.scoring_hook(tasks[task]))
+    judged = requires(task)
     own = config.get("process_docs")
     if rule is not None or judged:
         if own is not None and not (isinstance(own, task_yaml.FunctionTag) and own.folder == path.parent):
             raise ExportError(f"{path}: process_docs must be a `!function module.name` of a file beside the YAML")
         hooks.use(placement_module(hooks, "exported_hooks"), "documents")
         arguments = [f'"{task}"', *(["judged=True"] if judged else [])]
+        hooks.judged += [task] if judged else []
         if rule is not None:
-            hooks.use(rule.vendored(hooks.placement), f"{rule.name} as {source}_questions")
+            hooks.use(rule.vendored(hooks.placement), rule.name, f"{source}_questions")
             arguments += [f"questions={source}_questions", f'source="{source}"']
         if own is not None:
             arguments.append(f"then={hooks.own(own.name)}")
@@ -371,7 +382,7 @@ def _with_keys(text: str, keys: Mapping[str, str]) -> str:
 def _data_section(source: Path, data_files: Mapping[str, Mapping[str, str]]) -> str:
     lines = ["## Data", "", "The YAMLs load their data with lmms-eval's own loader (`datasets.load_dataset`).", ""]
     for name, src in registry.sources().items():
-        if not any(f"scifig_source: {name}" in path.read_text(encoding="utf-8") for path in _yaml_files(source)):
+        if not any(name in _SOURCE_LINE.findall(path.read_text(encoding="utf-8")) for path in _yaml_files(source)):
             continue
         if name in data_files:
             columns = ", ".join(f"`{column.name}`" for column in src.columns)
@@ -451,20 +462,15 @@ def export(bench: str, out: Path, data: Mapping[str, Path] | None = None) -> Exp
     placement = Placement(SHARED, f"{TASKS}.{bench}.{owner.short}" if owner else f"{TASKS}.{bench}", owner)
     if (source / f"{HOOKS.format(bench=bench)}.py").exists():
         raise ExportError(f"{source / HOOKS.format(bench=bench)}.py: the export writes its generated hooks there")
-    hooks = _hooks(source, bench, placement, questions_rules(source, owner))
+    rules = questions_rules(source, owner)
+    hooks = _hooks(source, bench, placement, rules)
     generated = folder / f"{hooks.module}.py"
     formatted = LMMS_EVAL.format
     hook_files = [path for path in sorted(source.glob("*.py")) if path.name != "__init__.py"]
-    imports = [
-        ("generated hooks", module.replace(SHARED, CORE), [line.rpartition(" import ")[2].split(" as ")[0]])
-        for line, module in hooks.imports.items()
-        if module.startswith(SHARED)
-    ]
-    imports += [
-        ("generated hooks", _original(module, placement), [line.rpartition(" import ")[2].split(" as ")[0]])
-        for line, module in hooks.imports.items()
-        if placement.plugin and module.startswith(placement.own)
-    ]
+    imports = [("generated hooks", module.replace(SHARED, CORE), names) for module, names in hooks.imported(SHARED)]
+    if placement.plugin is not None:
+        own = hooks.imported(placement.own + ".")
+        imports += [("generated hooks", _original(module, placement), names) for module, names in own]
     folder.mkdir(parents=True, exist_ok=True)
     written = vendor(hook_files, out, placement, formatted, imports)
     for path in hook_files:
@@ -481,8 +487,6 @@ def export(bench: str, out: Path, data: Mapping[str, Path] | None = None) -> Exp
         raise ExportError(f"--data {', '.join(sorted(unused))}: no task of {bench} reads that source")
     forbidden = FORBIDDEN_ROOTS + ((owner.name.split(".")[0],) if owner is not None else ())
     check_self_contained([*folder.rglob("*.py"), *written.files], forbidden)
-    judged = sorted(_judged(hooks))
-    rules = questions_rules(source, owner)
     exported = Exported(
         folder,
         folder_of(out, SHARED),
@@ -491,7 +495,7 @@ def export(bench: str, out: Path, data: Mapping[str, Path] | None = None) -> Exp
         yamls,
         data_files,
         {name: f"{rule.defined_in}.{rule.name}" for name, rule in rules.items()},
-        judged,
+        sorted(hooks.judged),
     )
     package_readme = (source / "README.md").read_text(encoding="utf-8") if (source / "README.md").exists() else ""
     readme = upstream_readme(
@@ -508,10 +512,6 @@ def _original(module: str, placement: Placement) -> str:
     """A module of the benchmark's vendored package by its name in this package (for the closure)."""
     assert placement.plugin is not None
     return placement.plugin.name + module[len(placement.own) :]
-
-
-def _judged(hooks: Hooks) -> list[str]:
-    return [line.partition("_docs = ")[0] for line in hooks.lines if "judged=True" in line]
 
 
 def python_lines(folder: Path) -> int:

@@ -39,7 +39,7 @@ from typing import Any
 
 from scifig_tasks.core import registry, task_files, task_yaml
 from scifig_tasks.core.benchmark import Benchmark
-from scifig_tasks.core.judge.required import _Requirement
+from scifig_tasks.core.judge.required import Requirement
 from scifig_tasks.export.style import VLMEVAL, replace_lines
 from scifig_tasks.export.vendoring import (
     FORBIDDEN_ROOTS,
@@ -162,7 +162,7 @@ def datasets_of(bench: str) -> tuple[str, ...]:
 def _judge_required(names: Iterable[str]) -> dict[str, tuple[str, ...]]:
     """Of ``names``, those scored only with the judge -> the datasets asking the same questions without requiring
     one (:mod:`scifig_tasks.core.judge.required`)."""
-    requires = _Requirement(None)
+    requires = Requirement(None)
     return {
         name: tuple(twin for twin in [requires.instead(name)] if twin is not None)
         for name in dict.fromkeys(names)

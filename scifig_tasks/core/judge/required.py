@@ -30,7 +30,7 @@ def _twin(name: str, protocol: Protocol | None, tasks: Mapping[str, Any]) -> str
     return name
 
 
-class _Requirement:
+class Requirement:
     """Whether a registered task or group cannot be scored without the judge under ``protocol``, each hook read
     once."""
 
@@ -64,7 +64,7 @@ def tasks_requiring_judge(names: Iterable[str], protocol: Protocol | None = None
     YAML's ``process_results`` hook declares it ``required`` (:func:`scifig_tasks.core.judged_hooks.asks_judge`), a
     group when one of its tasks is. ``protocol``: every task scores as its twin of that protocol would (``scifig
     rescore --protocol``). Names of no registered task folder (lmms-eval's own tasks) are left out."""
-    requires = _Requirement(protocol)
+    requires = Requirement(protocol)
     return [name for name in dict.fromkeys(names) if requires(name)]
 
 
@@ -76,7 +76,7 @@ def judge_refusal(
     go ahead."""
     if available or (available is None and judge_configured()):
         return None
-    requires = _Requirement(protocol)
+    requires = Requirement(protocol)
     needing = [name for name in dict.fromkeys(names) if requires(name)]
     instead = [twin for name in needing if (twin := requires.instead(name)) is not None]
     return JudgeRequired(needing, instead) if needing else None
