@@ -122,8 +122,8 @@ def plugin_package(task_folder: Path) -> Package | None:
     return Package(top.name, top)
 
 
-def _module_of(path: Path, package: Package) -> str:
-    """The dotted module name of ``path``, a file of ``package`` (for resolving its relative imports)."""
+def module_of(path: Path, package: Package) -> str:
+    """The dotted module name of ``path``, a file of ``package``."""
     parts = path.relative_to(package.folder).with_suffix("").parts
     return ".".join([package.name, *(parts[:-1] if parts[-1] == "__init__" else parts)])
 
@@ -157,7 +157,7 @@ def closure(
         follow(where, module, names)
     while pending:
         path, owner = pending.pop()
-        for line, module, names in _imports(path, _module_of(path, owner) if owner is not None else None):
+        for line, module, names in _imports(path, module_of(path, owner) if owner is not None else None):
             follow(f"{path}, line {line}", module, names)
     own = needed[plugin.name] if plugin is not None else []
     return sorted(needed[CORE]), sorted(own)

@@ -48,6 +48,7 @@ from scifig_tasks.export.vendoring import (
     Placement,
     check_self_contained,
     folder_of,
+    module_of,
     plugin_package,
     vendor,
     write_shared,
@@ -252,10 +253,11 @@ def _rename_adapter(text: str) -> str:
 
 
 def _scifig_imports(
-    path: Path, text: str | None = None, copied: frozenset[str] = frozenset()
+    path: Path, text: str | None = None, copied: frozenset[str] = frozenset(), plugin: Package | None = None
 ) -> list[tuple[str, str, list[str]]]:
-    """``(where, module, names)`` of each import of ``scifig_tasks`` in a file (for :func:`closure`), leaving out the
-    adapter modules that are vendored whole and the ``copied`` modules (dotted names) this export writes itself."""
+    """``(where, module, names)`` of each import of ``scifig_tasks`` or of the benchmark's ``plugin`` package in a
+    file (for :func:`closure`), leaving out the adapter modules that are vendored whole and the ``copied`` modules
+    (dotted names) this export writes itself."""
     tree = ast.parse(text if text is not None else path.read_text(encoding="utf-8"), filename=str(path))
     found = []
     for node in ast.walk(tree):
@@ -269,7 +271,8 @@ def _scifig_imports(
             names = [name for name in names if f"{module}.{name}" not in copied]
             if module in copied or (node.names and not names and isinstance(node, ast.ImportFrom)):
                 continue
-            if module.split(".")[0] == "scifig_tasks" and module not in ADAPTER_MODULES and module != DATASETS_MODULE:
+            ours = module.split(".")[0] == "scifig_tasks" or (plugin is not None and plugin.owns(module))
+            if ours and module not in ADAPTER_MODULES and module != DATASETS_MODULE:
                 found.append((f"{path}, line {node.lineno}", module, names))
     return found
 
@@ -529,10 +532,10 @@ def export_vlmeval(bench: str, root: Path, data: Path | None = None) -> VlmevalE
     if class_path.exists():
         raise ExportError(f"{class_path} already exists: remove it to export {bench} again")
 
-    copied = frozenset(_dotted(path) for path in own_files)
-    imports = _scifig_imports(class_path, text, copied)
+    copied = frozenset(_dotted(path, plugin) for path in own_files)
+    imports = _scifig_imports(class_path, text, copied, plugin)
     for path in [*own_files, *ADAPTER_MODULES.values()]:
-        imports += _scifig_imports(path, copied=copied)
+        imports += _scifig_imports(path, copied=copied, plugin=plugin)
     written = vendor([], root, placement, VLMEVAL.format, imports)
     files = list(written.files)
     shared_folder = folder_of(root, SHARED)
@@ -567,8 +570,11 @@ def export_vlmeval(bench: str, root: Path, data: Path | None = None) -> VlmevalE
     )
 
 
-def _dotted(path: Path) -> str:
-    """The dotted module name of a source file of this package (``scifig_tasks.benchmarks.grab.tsv_layout``)."""
+def _dotted(path: Path, plugin: Package | None) -> str:
+    """The dotted module name of a source file of the benchmark's package (a plugin's too:
+    ``toy_bench.rules``) or of this package (``scifig_tasks.vlmeval.tsv_layout``)."""
+    if plugin is not None and path.resolve().is_relative_to(plugin.folder.resolve()):
+        return module_of(path.resolve(), Package(plugin.name, plugin.folder.resolve()))
     package = Path(__file__).resolve().parents[1]
     return ".".join(["scifig_tasks", *path.resolve().relative_to(package).with_suffix("").parts])
 

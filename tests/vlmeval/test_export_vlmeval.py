@@ -11,6 +11,7 @@ and VLMEvalKit's start and the two scifig processes (TSVs and export; scifig's o
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import importlib
 import importlib.util
@@ -273,3 +274,25 @@ def test_export_refuses_in_one_line(tmp_path: Path) -> None:
         "scifig_tasks.export.vlmeval_datasets.write_tsv"
     )
     assert sorted(path.name for path in (root / "vlmeval" / "dataset").iterdir()) == ["__init__.py"]
+
+
+@pytest.mark.slow
+def test_an_outside_benchmarks_export_holds_every_module_its_files_import(tmp_path: Path) -> None:
+    """An installed plugin's benchmark (the toy one: its hooks import its own ``toy_bench.rules``) exports like the
+    built-ins: every ``vlmeval.dataset.utils`` module an exported file imports is a file of the tree, and nothing
+    names the plugin's package."""
+    if "toybars" not in registry.benchmarks():
+        pytest.skip("the toy benchmark is not installed (the README's test command installs it)")
+    root = tmp_path / "VLMEvalKit"
+    (root / "vlmeval" / "dataset").mkdir(parents=True)
+    (root / "vlmeval" / "dataset" / "__init__.py").write_text("")
+    result = export_vlmeval("toybars", root)
+    assert "rules.py" in result.own
+    for path in result.files:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("vlmeval.dataset.utils"):
+                parts = node.module.split(".")
+                found = [root.joinpath(*parts).with_suffix(".py"), root.joinpath(*parts, "__init__.py")]
+                found += [root.joinpath(*parts, f"{alias.name}.py") for alias in node.names]
+                assert any(candidate.is_file() for candidate in found), (path, node.module)
+        assert "toy_bench" not in path.read_text(), path
